@@ -38,20 +38,29 @@ impl ManualClock {
 
     /// Moves the clock forward (or back, with a negative duration).
     pub fn advance(&self, by: Duration) {
-        let mut now = self.now.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut now = self
+            .now
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         *now += by;
     }
 
     /// Sets the clock to `at`.
     pub fn set(&self, at: DateTime<Utc>) {
-        let mut now = self.now.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut now = self
+            .now
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         *now = at;
     }
 }
 
 impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
-        *self.now.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        *self
+            .now
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -62,7 +71,10 @@ mod tests {
 
     #[test]
     fn manual_clock_moves_only_when_told() {
-        let start = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).single().expect("valid date");
+        let start = Utc
+            .with_ymd_and_hms(2026, 1, 2, 3, 4, 5)
+            .single()
+            .expect("valid date");
         let clock = ManualClock::new(start);
         assert_eq!(clock.now(), start);
         clock.advance(Duration::seconds(90));

@@ -1,0 +1,546 @@
+//! Inbox statements. Every function runs ONE statement through the database
+//! port (the same SQL text on every adapter) and takes the time from its
+//! caller, so tests control the clock.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{InboxRow, InboxStatus};
+use crate::params;
+use crate::store::{
+    DbError, Executor, Params, Retention, Row, Statement, fetch_one, fetch_optional,
+};
+
+/// A verified webhook, ready to be stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewInboxEvent {
+    /// Partner name.
+    pub partner: String,
+    /// The partner's event id (dedupe key together with the partner).
+    pub event_id: String,
+    /// True when `event_id` is sha256 of the body (the partner sent none).
+    pub event_id_derived: bool,
+    /// Event type, if known.
+    pub event_type: Option<String>,
+    /// Ordering key, if known.
+    pub ordering_key: Option<String>,
+    /// The raw body, verbatim.
+    pub body: Vec<u8>,
+    /// Selected headers (a JSON object).
+    pub headers: serde_json::Value,
+    /// Whether the signature was verified.
+    pub signature_verified: bool,
+}
+
+/// Result of [`insert_if_new`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inserted {
+    /// A new row with this id.
+    New(Uuid),
+    /// The (partner, event_id) was already stored under this id.
+    Duplicate(Uuid),
+}
+
+impl Inserted {
+    /// The row id, new or existing.
+    pub fn id(self) -> Uuid {
+        match self {
+            Inserted::New(id) | Inserted::Duplicate(id) => id,
+        }
+    }
+
+    /// True for a new row.
+    pub fn is_new(self) -> bool {
+        matches!(self, Inserted::New(_))
+    }
+}
+
+pub const INSERT_IF_NEW: Statement = Statement::new(
+    "inbox.insert_if_new",
+    "WITH ins AS (
+        INSERT INTO inbox (id, partner, event_id, event_id_derived, event_type, ordering_key,
+                           body, headers, signature_verified, status, next_attempt_at,
+                           received_at, enqueued_at)
+        VALUES (:id, :partner, :event_id, :event_id_derived, :event_type, :ordering_key,
+                :body, CAST(:headers AS jsonb), :signature_verified, 'pending',
+                CAST(:now AS timestamptz), CAST(:now AS timestamptz), CAST(:now AS timestamptz))
+        ON CONFLICT (partner, event_id) DO NOTHING
+        RETURNING id
+    )
+    SELECT id, true AS inserted FROM ins
+    UNION ALL
+    SELECT id, false AS inserted FROM inbox WHERE partner = :partner AND event_id = :event_id",
+);
+
+pub const FIND_BY_KEY: Statement = Statement::new(
+    "inbox.find_by_key",
+    "SELECT id FROM inbox WHERE partner = :partner AND event_id = :event_id",
+);
+
+/// Stores `event` unless (partner, event_id) is already stored: one INSERT …
+/// ON CONFLICT DO NOTHING. `received_at`, `next_attempt_at` and `enqueued_at`
+/// are `now` (the caller enqueues right after; the sweeper covers a failed send).
+///
+/// A concurrent insert of the same key that commits while this statement
+/// runs is invisible to the statement's snapshot; in that rare case one more
+/// read fetches the winner's id.
+pub async fn insert_if_new(
+    db: &dyn Executor,
+    event: &NewInboxEvent,
+    now: DateTime<Utc>,
+) -> Result<Inserted, DbError> {
+    let params = params! {
+        "id" => Uuid::now_v7(),
+        "partner" => event.partner.as_str(),
+        "event_id" => event.event_id.as_str(),
+        "event_id_derived" => event.event_id_derived,
+        "event_type" => event.event_type.clone(),
+        "ordering_key" => event.ordering_key.clone(),
+        "body" => event.body.as_slice(),
+        "headers" => event.headers.clone(),
+        "signature_verified" => event.signature_verified,
+        "now" => now,
+    };
+    if let Some(row) = fetch_optional(db, &INSERT_IF_NEW, &params).await? {
+        let id = row.uuid("id")?;
+        return Ok(if row.bool("inserted")? {
+            Inserted::New(id)
+        } else {
+            Inserted::Duplicate(id)
+        });
+    }
+    let row = fetch_one(
+        db,
+        &FIND_BY_KEY,
+        &params! { "partner" => event.partner.as_str(), "event_id" => event.event_id.as_str() },
+    )
+    .await?;
+    Ok(Inserted::Duplicate(row.uuid("id")?))
+}
+
+/// Proof that a processor holds a row: its id and the attempt number its
+/// claim gave it. Status changes succeed only while the row is still
+/// `processing` under that same attempt, so a worker whose lease expired and
+/// whose row was claimed again cannot overwrite the newer outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimToken {
+    /// The row.
+    pub id: Uuid,
+    /// The `attempts` value set by the claim.
+    pub attempt: i64,
+}
+
+/// Outcome of a claim for one requested id.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    /// Leased to us: process it.
+    Claimed {
+        /// The row as it is now (status processing).
+        row: InboxRow,
+        /// What proves the lease in later status changes.
+        token: ClaimToken,
+    },
+    /// Finished already (processed, quarantined or dead): acknowledge.
+    Finished {
+        /// The row.
+        id: Uuid,
+        /// Its status.
+        status: InboxStatus,
+    },
+    /// Another worker holds an unexpired lease: retry later.
+    Busy {
+        /// The row.
+        id: Uuid,
+    },
+    /// No such row (e.g. deleted by retention).
+    Missing {
+        /// The requested id.
+        id: Uuid,
+    },
+}
+
+pub const CLAIM: Statement = Statement::new(
+    "inbox.claim",
+    "WITH wanted AS (
+        SELECT DISTINCT CAST(value AS uuid) AS wanted_id
+        FROM jsonb_array_elements_text(CAST(:ids AS jsonb))
+    ), claimed AS (
+        UPDATE inbox AS i
+           SET status = 'processing',
+               attempts = i.attempts + 1,
+               locked_until = CAST(:lease_until AS timestamptz),
+               next_attempt_at = CAST(:lease_until AS timestamptz)
+          FROM wanted AS w
+         WHERE i.id = w.wanted_id
+           AND (i.status IN ('pending', 'deferred')
+                OR (i.status = 'processing' AND i.locked_until <= CAST(:now AS timestamptz)))
+        RETURNING i.*
+    )
+    SELECT w.wanted_id, cur.status AS current_status, c.*
+      FROM wanted AS w
+      LEFT JOIN claimed AS c ON c.id = w.wanted_id
+      LEFT JOIN inbox AS cur ON cur.id = w.wanted_id",
+);
+
+/// Leases the rows with these ids in ONE statement: pending and deferred
+/// rows, and processing rows whose lease expired, become `processing` until
+/// `lease_until` with `attempts + 1`. Returns one [`Claim`] per distinct id.
+pub async fn claim(
+    db: &dyn Executor,
+    ids: &[Uuid],
+    now: DateTime<Utc>,
+    lease_until: DateTime<Utc>,
+) -> Result<Vec<Claim>, DbError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids_json = serde_json::Value::from(ids.iter().map(Uuid::to_string).collect::<Vec<_>>());
+    let rows = db
+        .execute(
+            &CLAIM,
+            &params! { "ids" => ids_json, "now" => now, "lease_until" => lease_until },
+        )
+        .await?
+        .rows;
+    rows.iter()
+        .map(|r| {
+            let id = r.uuid("wanted_id")?;
+            if r.opt_uuid("id")?.is_some() {
+                let row = inbox_row(r)?;
+                let token = ClaimToken {
+                    id,
+                    attempt: row.attempts,
+                };
+                return Ok(Claim::Claimed { row, token });
+            }
+            let Some(status) = r.opt_text("current_status")? else {
+                return Ok(Claim::Missing { id });
+            };
+            let status = parse_status(r, "current_status", &status)?;
+            Ok(if status.is_active() {
+                Claim::Busy { id }
+            } else {
+                Claim::Finished { id, status }
+            })
+        })
+        .collect()
+}
+
+pub const MARK_PROCESSED: Statement = Statement::new(
+    "inbox.mark_processed",
+    "UPDATE inbox
+        SET status = 'processed', processed_at = CAST(:now AS timestamptz),
+            next_attempt_at = NULL, locked_until = NULL, deferred_since = NULL, last_error = NULL
+      WHERE id = :id AND status = 'processing' AND attempts = :attempt",
+);
+
+pub const MARK_DEFERRED: Statement = Statement::new(
+    "inbox.mark_deferred",
+    "UPDATE inbox
+        SET status = 'deferred', next_attempt_at = CAST(:next_attempt_at AS timestamptz),
+            locked_until = NULL, last_error = :reason,
+            deferred_since = coalesce(deferred_since, CAST(:now AS timestamptz))
+      WHERE id = :id AND status = 'processing' AND attempts = :attempt",
+);
+
+pub const MARK_RETRY: Statement = Statement::new(
+    "inbox.mark_retry",
+    "UPDATE inbox
+        SET status = 'pending', next_attempt_at = CAST(:next_attempt_at AS timestamptz),
+            locked_until = NULL, last_error = :error
+      WHERE id = :id AND status = 'processing' AND attempts = :attempt",
+);
+
+pub const MARK_QUARANTINED: Statement = Statement::new(
+    "inbox.mark_quarantined",
+    "UPDATE inbox
+        SET status = 'quarantined', next_attempt_at = NULL, locked_until = NULL,
+            last_error = :reason, processed_at = CAST(:now AS timestamptz)
+      WHERE id = :id AND status = 'processing' AND attempts = :attempt",
+);
+
+pub const MARK_DEAD: Statement = Statement::new(
+    "inbox.mark_dead",
+    "UPDATE inbox
+        SET status = 'dead', next_attempt_at = NULL, locked_until = NULL,
+            last_error = :error, processed_at = CAST(:now AS timestamptz)
+      WHERE id = :id AND status = 'processing' AND attempts = :attempt",
+);
+
+async fn changed(
+    db: &dyn Executor,
+    statement: &Statement,
+    params: Params,
+) -> Result<bool, DbError> {
+    Ok(db.execute(statement, &params).await?.affected == 1)
+}
+
+/// `processing` → `processed`. False when the lease was lost (the caller
+/// must roll back its transaction).
+pub async fn mark_processed(
+    db: &dyn Executor,
+    token: ClaimToken,
+    now: DateTime<Utc>,
+) -> Result<bool, DbError> {
+    changed(
+        db,
+        &MARK_PROCESSED,
+        params! { "id" => token.id, "attempt" => token.attempt, "now" => now },
+    )
+    .await
+}
+
+/// `processing` → `deferred` until `next_attempt_at`, keeping the start of
+/// the current run of deferrals. False when the lease was lost.
+pub async fn mark_deferred(
+    db: &dyn Executor,
+    token: ClaimToken,
+    now: DateTime<Utc>,
+    next_attempt_at: DateTime<Utc>,
+    reason: &str,
+) -> Result<bool, DbError> {
+    changed(
+        db,
+        &MARK_DEFERRED,
+        params! {
+            "id" => token.id, "attempt" => token.attempt, "now" => now,
+            "next_attempt_at" => next_attempt_at, "reason" => reason,
+        },
+    )
+    .await
+}
+
+/// `processing` → `pending` again after a retryable failure, due at
+/// `next_attempt_at`. False when the lease was lost.
+pub async fn mark_retry(
+    db: &dyn Executor,
+    token: ClaimToken,
+    next_attempt_at: DateTime<Utc>,
+    error: &str,
+) -> Result<bool, DbError> {
+    changed(
+        db,
+        &MARK_RETRY,
+        params! {
+            "id" => token.id, "attempt" => token.attempt,
+            "next_attempt_at" => next_attempt_at, "error" => error,
+        },
+    )
+    .await
+}
+
+/// `processing` → `quarantined` (poison pill). False when the lease was lost.
+pub async fn mark_quarantined(
+    db: &dyn Executor,
+    token: ClaimToken,
+    now: DateTime<Utc>,
+    reason: &str,
+) -> Result<bool, DbError> {
+    changed(
+        db,
+        &MARK_QUARANTINED,
+        params! { "id" => token.id, "attempt" => token.attempt, "now" => now, "reason" => reason },
+    )
+    .await
+}
+
+/// `processing` → `dead` (the queue is about to give up on the message).
+/// False when the lease was lost.
+pub async fn mark_dead(
+    db: &dyn Executor,
+    token: ClaimToken,
+    now: DateTime<Utc>,
+    error: &str,
+) -> Result<bool, DbError> {
+    changed(
+        db,
+        &MARK_DEAD,
+        params! { "id" => token.id, "attempt" => token.attempt, "now" => now, "error" => error },
+    )
+    .await
+}
+
+/// A row the sweeper must enqueue again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StrandedRow {
+    /// The row.
+    pub id: Uuid,
+    /// Its partner.
+    pub partner: String,
+    /// Its event id.
+    pub event_id: String,
+}
+
+pub const SWEEP_STRANDED: Statement = Statement::new(
+    "inbox.sweep_stranded",
+    "WITH stranded AS (
+        SELECT id FROM inbox
+         WHERE status IN ('pending', 'processing', 'deferred')
+           AND next_attempt_at <= CAST(:cutoff AS timestamptz)
+           AND (enqueued_at IS NULL OR enqueued_at <= CAST(:cutoff AS timestamptz))
+         ORDER BY next_attempt_at
+         LIMIT :limit
+         FOR UPDATE SKIP LOCKED
+    )
+    UPDATE inbox AS i SET enqueued_at = CAST(:now AS timestamptz)
+      FROM stranded AS s
+     WHERE i.id = s.id
+    RETURNING i.id, i.partner, i.event_id, i.next_attempt_at",
+);
+
+/// Finds active rows overdue by more than `grace` (pending rows the queue
+/// never delivered, deferred rows whose retry never came, processing rows
+/// whose lease expired long ago) and not enqueued within `grace`, marks them
+/// enqueued at `now` and returns them, oldest due first, at most `limit`.
+/// One statement; concurrent sweepers skip each other's rows.
+pub async fn sweep_stranded(
+    db: &dyn Executor,
+    now: DateTime<Utc>,
+    grace: chrono::Duration,
+    limit: i64,
+) -> Result<Vec<StrandedRow>, DbError> {
+    let rows = db
+        .execute(
+            &SWEEP_STRANDED,
+            &params! { "now" => now, "cutoff" => now - grace, "limit" => limit },
+        )
+        .await?
+        .rows;
+    let mut out: Vec<(DateTime<Utc>, StrandedRow)> = rows
+        .iter()
+        .map(|r| {
+            Ok((
+                r.timestamp("next_attempt_at")?,
+                StrandedRow {
+                    id: r.uuid("id")?,
+                    partner: r.text("partner")?,
+                    event_id: r.text("event_id")?,
+                },
+            ))
+        })
+        .collect::<Result<_, DbError>>()?;
+    out.sort_by_key(|(due, row)| (*due, row.id));
+    Ok(out.into_iter().map(|(_, row)| row).collect())
+}
+
+pub const COUNTS: Statement = Statement::new(
+    "inbox.counts_by_status",
+    "SELECT status, count(*) AS n FROM inbox GROUP BY status",
+);
+
+/// Rows per status; every status is present (zero when none).
+pub async fn counts_by_status(db: &dyn Executor) -> Result<HashMap<InboxStatus, i64>, DbError> {
+    let rows = db.execute(&COUNTS, &params! {}).await?.rows;
+    let mut out: HashMap<InboxStatus, i64> = InboxStatus::ALL.iter().map(|s| (*s, 0)).collect();
+    for r in &rows {
+        let status = parse_status(r, "status", &r.text("status")?)?;
+        out.insert(status, r.i64("n")?);
+    }
+    Ok(out)
+}
+
+pub const OLDEST_ACTIVE: Statement = Statement::new(
+    "inbox.oldest_active",
+    "SELECT min(received_at) AS oldest FROM inbox
+      WHERE status IN ('pending', 'processing', 'deferred')",
+);
+
+/// `received_at` of the oldest row not yet finished (pending, processing or
+/// deferred), if any. Its age is the inbox lag.
+pub async fn oldest_active_received_at(
+    db: &dyn Executor,
+) -> Result<Option<DateTime<Utc>>, DbError> {
+    fetch_one(db, &OLDEST_ACTIVE, &params! {})
+        .await?
+        .opt_timestamp("oldest")
+}
+
+pub const PURGE_DELETE: Statement = Statement::new(
+    "inbox.purge_delete",
+    "WITH old AS (
+        SELECT id FROM inbox
+         WHERE status = 'processed' AND received_at < CAST(:cutoff AS timestamptz)
+         LIMIT :limit
+         FOR UPDATE SKIP LOCKED
+    )
+    DELETE FROM inbox AS i USING old WHERE i.id = old.id",
+);
+
+pub const PURGE_ARCHIVE: Statement = Statement::new(
+    "inbox.purge_archive",
+    "WITH old AS (
+        SELECT id FROM inbox
+         WHERE status = 'processed' AND received_at < CAST(:cutoff AS timestamptz)
+         LIMIT :limit
+         FOR UPDATE SKIP LOCKED
+    ), moved AS (
+        DELETE FROM inbox AS i USING old WHERE i.id = old.id RETURNING i.*
+    )
+    INSERT INTO inbox_archive SELECT * FROM moved",
+);
+
+/// Deletes (or archives) at most `limit` processed rows received before
+/// `cutoff`; returns how many. Call repeatedly until it returns less than
+/// `limit`. Quarantined and dead rows are kept: they wait for an operator.
+pub async fn purge_finished(
+    db: &dyn Executor,
+    cutoff: DateTime<Utc>,
+    limit: i64,
+    mode: Retention,
+) -> Result<u64, DbError> {
+    let statement = match mode {
+        Retention::Delete => &PURGE_DELETE,
+        Retention::Archive => &PURGE_ARCHIVE,
+    };
+    Ok(db
+        .execute(statement, &params! { "cutoff" => cutoff, "limit" => limit })
+        .await?
+        .affected)
+}
+
+pub const GET: Statement = Statement::new("inbox.get", "SELECT * FROM inbox WHERE id = :id");
+
+/// One row by id.
+pub async fn get(db: &dyn Executor, id: Uuid) -> Result<Option<InboxRow>, DbError> {
+    fetch_optional(db, &GET, &params! { "id" => id })
+        .await?
+        .as_ref()
+        .map(inbox_row)
+        .transpose()
+}
+
+fn parse_status(r: &Row, column: &str, s: &str) -> Result<InboxStatus, DbError> {
+    s.parse()
+        .map_err(|e: super::UnknownStatus| DbError::Decode {
+            statement: r.statement(),
+            column: column.into(),
+            detail: e.to_string(),
+        })
+}
+
+/// Reads an inbox row from a result that has all `inbox` columns.
+fn inbox_row(r: &Row) -> Result<InboxRow, DbError> {
+    let status = r.text("status")?;
+    Ok(InboxRow {
+        id: r.uuid("id")?,
+        partner: r.text("partner")?,
+        event_id: r.text("event_id")?,
+        event_id_derived: r.bool("event_id_derived")?,
+        event_type: r.opt_text("event_type")?,
+        ordering_key: r.opt_text("ordering_key")?,
+        body: r.bytes("body")?,
+        headers: r.json("headers")?,
+        signature_verified: r.bool("signature_verified")?,
+        status: parse_status(r, "status", &status)?,
+        attempts: r.i64("attempts")?,
+        next_attempt_at: r.opt_timestamp("next_attempt_at")?,
+        locked_until: r.opt_timestamp("locked_until")?,
+        last_error: r.opt_text("last_error")?,
+        received_at: r.timestamp("received_at")?,
+        enqueued_at: r.opt_timestamp("enqueued_at")?,
+        deferred_since: r.opt_timestamp("deferred_since")?,
+        processed_at: r.opt_timestamp("processed_at")?,
+    })
+}

@@ -1,0 +1,353 @@
+//! Outbox statements: one statement per function, the same SQL text on every
+//! adapter, time from the caller.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use uuid::Uuid;
+
+use super::{OutboxRow, OutboxStatus};
+use crate::params;
+use crate::store::{
+    DbError, Executor, Retention, Row, Statement, Transaction, fetch_one, fetch_optional,
+};
+
+/// An outbound event, written by business code inside its transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewOutboxEvent {
+    /// What kind of thing changed (e.g. `order`).
+    pub aggregate_type: String,
+    /// Which one (e.g. the order id).
+    pub aggregate_id: String,
+    /// Event type (e.g. `order.paid`).
+    pub event_type: String,
+    /// Destination name from configuration.
+    pub destination: String,
+    /// The payload.
+    pub payload: serde_json::Value,
+}
+
+pub const ENQUEUE: Statement = Statement::new(
+    "outbox.enqueue",
+    "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination, payload,
+                         status, next_attempt_at, created_at)
+     VALUES (:id, :aggregate_type, :aggregate_id, :event_type, :destination,
+             CAST(:payload AS jsonb), 'pending', CAST(:now AS timestamptz),
+             CAST(:now AS timestamptz))",
+);
+
+/// Writes an outbound event inside the caller's transaction (so it exists
+/// if and only if the business change commits). Due at once. Returns its id,
+/// which every delivery will carry as `webhook-id`.
+pub async fn enqueue(
+    tx: &dyn Transaction,
+    event: &NewOutboxEvent,
+    now: DateTime<Utc>,
+) -> Result<Uuid, DbError> {
+    let id = Uuid::now_v7();
+    tx.execute(
+        &ENQUEUE,
+        &params! {
+            "id" => id,
+            "aggregate_type" => event.aggregate_type.as_str(),
+            "aggregate_id" => event.aggregate_id.as_str(),
+            "event_type" => event.event_type.as_str(),
+            "destination" => event.destination.as_str(),
+            "payload" => event.payload.clone(),
+            "now" => now,
+        },
+    )
+    .await?;
+    Ok(id)
+}
+
+/// Columns every outbox read returns, the payload as text (jsonb's canonical
+/// form, identical on every adapter and on every attempt).
+macro_rules! outbox_columns {
+    ($p:literal) => {
+        concat!(
+            $p,
+            "id, ",
+            $p,
+            "seq, ",
+            $p,
+            "aggregate_type, ",
+            $p,
+            "aggregate_id, ",
+            $p,
+            "event_type, ",
+            $p,
+            "destination, CAST(",
+            $p,
+            "payload AS text) AS payload, ",
+            $p,
+            "status, ",
+            $p,
+            "attempts, ",
+            $p,
+            "next_attempt_at, ",
+            $p,
+            "locked_until, ",
+            $p,
+            "locked_by, ",
+            $p,
+            "last_error, ",
+            $p,
+            "last_status_code, ",
+            $p,
+            "created_at, ",
+            $p,
+            "processed_at"
+        )
+    };
+}
+
+pub const CLAIM_DUE: Statement = Statement::new(
+    "outbox.claim_due",
+    concat!(
+        "WITH due AS (
+            SELECT id FROM outbox
+             WHERE status = 'pending' AND next_attempt_at <= CAST(:now AS timestamptz)
+             ORDER BY next_attempt_at
+             LIMIT :limit
+             FOR UPDATE SKIP LOCKED
+        )
+        UPDATE outbox AS o
+           SET locked_until = CAST(:lease_until AS timestamptz),
+               next_attempt_at = CAST(:lease_until AS timestamptz),
+               locked_by = :worker
+          FROM due
+         WHERE o.id = due.id
+        RETURNING ",
+        outbox_columns!("o.")
+    ),
+);
+
+/// Leases up to `limit` due rows to `worker` until `lease_until`, in ONE
+/// statement (`FOR UPDATE SKIP LOCKED`: concurrent relays get disjoint rows).
+/// The lease must outlast the delivery's request timeout. Returned in
+/// insertion order.
+pub async fn claim_due(
+    db: &dyn Executor,
+    worker: &str,
+    now: DateTime<Utc>,
+    lease_until: DateTime<Utc>,
+    limit: i64,
+) -> Result<Vec<OutboxRow>, DbError> {
+    let rows = db
+        .execute(
+            &CLAIM_DUE,
+            &params! { "now" => now, "lease_until" => lease_until, "worker" => worker, "limit" => limit },
+        )
+        .await?
+        .rows;
+    let mut out = rows.iter().map(outbox_row).collect::<Result<Vec<_>, _>>()?;
+    out.sort_by_key(|r| r.seq);
+    Ok(out)
+}
+
+/// What happened to one delivery attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeliveryOutcome {
+    /// 2xx: done.
+    Delivered,
+    /// Failed; try again at this time.
+    Retry {
+        /// Next attempt.
+        next_attempt_at: DateTime<Utc>,
+    },
+    /// Give up (max attempts reached, or 410 Gone).
+    Dead,
+}
+
+/// The result of delivering one claimed row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryResult {
+    /// The row.
+    pub id: Uuid,
+    /// What to record.
+    pub outcome: DeliveryOutcome,
+    /// HTTP status received, if any.
+    pub status_code: Option<u16>,
+    /// Error text for failures (already free of secrets).
+    pub error: Option<String>,
+}
+
+pub const RECORD_RESULTS: Statement = Statement::new(
+    "outbox.record_results",
+    "UPDATE outbox AS o
+        SET status = r.status,
+            attempts = o.attempts + 1,
+            next_attempt_at = CASE WHEN r.status = 'pending' THEN r.next_attempt_at
+                                   ELSE o.next_attempt_at END,
+            locked_until = NULL,
+            locked_by = NULL,
+            last_error = r.error,
+            last_status_code = r.status_code,
+            processed_at = CASE WHEN r.status = 'pending' THEN NULL
+                                ELSE CAST(:now AS timestamptz) END
+       FROM jsonb_to_recordset(CAST(:results AS jsonb))
+            AS r(id uuid, status text, next_attempt_at timestamptz, status_code integer, error text)
+      WHERE o.id = r.id AND o.status = 'pending' AND o.locked_by = :worker",
+);
+
+/// Records the results of a whole batch in ONE statement. Only rows still
+/// leased to `worker` change (a relay whose lease ran out and whose rows were
+/// claimed again records nothing for them: the newer claim decides).
+/// Returns how many rows changed.
+pub async fn record_results(
+    db: &dyn Executor,
+    worker: &str,
+    now: DateTime<Utc>,
+    results: &[DeliveryResult],
+) -> Result<u64, DbError> {
+    if results.is_empty() {
+        return Ok(0);
+    }
+    let json: Vec<serde_json::Value> = results
+        .iter()
+        .map(|r| {
+            let (status, next) = match &r.outcome {
+                DeliveryOutcome::Delivered => (OutboxStatus::Delivered, None),
+                DeliveryOutcome::Retry { next_attempt_at } => (
+                    OutboxStatus::Pending,
+                    Some(next_attempt_at.to_rfc3339_opts(SecondsFormat::Micros, true)),
+                ),
+                DeliveryOutcome::Dead => (OutboxStatus::Dead, None),
+            };
+            serde_json::json!({
+                "id": r.id,
+                "status": status.as_str(),
+                "next_attempt_at": next,
+                "status_code": r.status_code,
+                "error": r.error,
+            })
+        })
+        .collect();
+    Ok(db
+        .execute(
+            &RECORD_RESULTS,
+            &params! { "results" => serde_json::Value::from(json), "worker" => worker, "now" => now },
+        )
+        .await?
+        .affected)
+}
+
+pub const COUNTS: Statement = Statement::new(
+    "outbox.counts_by_status",
+    "SELECT status, count(*) AS n FROM outbox GROUP BY status",
+);
+
+/// Rows per status; every status is present (zero when none).
+pub async fn counts_by_status(db: &dyn Executor) -> Result<HashMap<OutboxStatus, i64>, DbError> {
+    let rows = db.execute(&COUNTS, &params! {}).await?.rows;
+    let mut out: HashMap<OutboxStatus, i64> = OutboxStatus::ALL.iter().map(|s| (*s, 0)).collect();
+    for r in &rows {
+        out.insert(parse_status(r, &r.text("status")?)?, r.i64("n")?);
+    }
+    Ok(out)
+}
+
+pub const OLDEST_PENDING: Statement = Statement::new(
+    "outbox.oldest_pending",
+    "SELECT min(created_at) AS oldest FROM outbox WHERE status = 'pending'",
+);
+
+/// `created_at` of the oldest undelivered row, if any: its age is the outbox lag.
+pub async fn oldest_pending_created_at(
+    db: &dyn Executor,
+) -> Result<Option<DateTime<Utc>>, DbError> {
+    fetch_one(db, &OLDEST_PENDING, &params! {})
+        .await?
+        .opt_timestamp("oldest")
+}
+
+pub const PURGE_DELETE: Statement = Statement::new(
+    "outbox.purge_delete",
+    "WITH old AS (
+        SELECT id FROM outbox
+         WHERE status = 'delivered' AND created_at < CAST(:cutoff AS timestamptz)
+         LIMIT :limit
+         FOR UPDATE SKIP LOCKED
+    )
+    DELETE FROM outbox AS o USING old WHERE o.id = old.id",
+);
+
+pub const PURGE_ARCHIVE: Statement = Statement::new(
+    "outbox.purge_archive",
+    "WITH old AS (
+        SELECT id FROM outbox
+         WHERE status = 'delivered' AND created_at < CAST(:cutoff AS timestamptz)
+         LIMIT :limit
+         FOR UPDATE SKIP LOCKED
+    ), moved AS (
+        DELETE FROM outbox AS o USING old WHERE o.id = old.id RETURNING o.*
+    )
+    INSERT INTO outbox_archive SELECT * FROM moved",
+);
+
+/// Deletes (or archives) at most `limit` delivered rows created before
+/// `cutoff`; returns how many. Dead rows are kept for the operator.
+pub async fn purge_finished(
+    db: &dyn Executor,
+    cutoff: DateTime<Utc>,
+    limit: i64,
+    mode: Retention,
+) -> Result<u64, DbError> {
+    let statement = match mode {
+        Retention::Delete => &PURGE_DELETE,
+        Retention::Archive => &PURGE_ARCHIVE,
+    };
+    Ok(db
+        .execute(statement, &params! { "cutoff" => cutoff, "limit" => limit })
+        .await?
+        .affected)
+}
+
+pub const GET: Statement = Statement::new(
+    "outbox.get",
+    concat!(
+        "SELECT ",
+        outbox_columns!(""),
+        " FROM outbox WHERE id = :id"
+    ),
+);
+
+/// One row by id.
+pub async fn get(db: &dyn Executor, id: Uuid) -> Result<Option<OutboxRow>, DbError> {
+    fetch_optional(db, &GET, &params! { "id" => id })
+        .await?
+        .as_ref()
+        .map(outbox_row)
+        .transpose()
+}
+
+fn parse_status(r: &Row, s: &str) -> Result<OutboxStatus, DbError> {
+    s.parse()
+        .map_err(|e: super::UnknownStatus| DbError::Decode {
+            statement: r.statement(),
+            column: "status".into(),
+            detail: e.to_string(),
+        })
+}
+
+fn outbox_row(r: &Row) -> Result<OutboxRow, DbError> {
+    Ok(OutboxRow {
+        id: r.uuid("id")?,
+        seq: r.i64("seq")?,
+        aggregate_type: r.text("aggregate_type")?,
+        aggregate_id: r.text("aggregate_id")?,
+        event_type: r.text("event_type")?,
+        destination: r.text("destination")?,
+        payload: r.text("payload")?,
+        status: parse_status(r, &r.text("status")?)?,
+        attempts: r.i64("attempts")?,
+        next_attempt_at: r.timestamp("next_attempt_at")?,
+        locked_until: r.opt_timestamp("locked_until")?,
+        locked_by: r.opt_text("locked_by")?,
+        last_error: r.opt_text("last_error")?,
+        last_status_code: r.opt_i64("last_status_code")?,
+        created_at: r.timestamp("created_at")?,
+        processed_at: r.opt_timestamp("processed_at")?,
+    })
+}
