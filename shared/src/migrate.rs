@@ -107,7 +107,7 @@ pub struct MigrationReport {
 }
 
 /// "hookbox" in ASCII: the advisory lock key of migrations.
-const LOCK_KEY: i64 = 0x686f_6f6b_626f_78;
+const LOCK_KEY: i64 = 0x0068_6f6f_6b62_6f78;
 
 const LOCK: Statement = Statement::new(
     "migrate.lock",

@@ -138,7 +138,7 @@ pub enum Claim {
     /// Leased to us: process it.
     Claimed {
         /// The row as it is now (status processing).
-        row: InboxRow,
+        row: Box<InboxRow>,
         /// What proves the lease in later status changes.
         token: ClaimToken,
     },
@@ -178,10 +178,11 @@ pub const CLAIM: Statement = Statement::new(
                 OR (i.status = 'processing' AND i.locked_until <= CAST(:now AS timestamptz)))
         RETURNING i.*
     )
-    SELECT w.wanted_id, cur.status AS current_status, c.*
+    SELECT w.wanted_id,
+           (SELECT cur.status FROM inbox AS cur WHERE cur.id = w.wanted_id) AS current_status,
+           c.*
       FROM wanted AS w
-      LEFT JOIN claimed AS c ON c.id = w.wanted_id
-      LEFT JOIN inbox AS cur ON cur.id = w.wanted_id",
+      LEFT JOIN claimed AS c ON c.id = w.wanted_id",
 );
 
 /// Leases the rows with these ids in ONE statement: pending and deferred
@@ -208,7 +209,7 @@ pub async fn claim(
         .map(|r| {
             let id = r.uuid("wanted_id")?;
             if r.opt_uuid("id")?.is_some() {
-                let row = inbox_row(r)?;
+                let row = Box::new(inbox_row(r)?);
                 let token = ClaimToken {
                     id,
                     attempt: row.attempts,

@@ -1,0 +1,344 @@
+//! Outbox repository against real PostgreSQL: each function, and the rows it
+//! leaves behind.
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use common::{at, migrated_db, sql};
+use hookbox::outbox::{
+    self, DeliveryOutcome, DeliveryResult, NewOutboxEvent, OutboxStatus, Retention,
+};
+use hookbox::params;
+use hookbox::store::{Database, Executor, fetch_one};
+use tokio::sync::Barrier;
+use uuid::Uuid;
+
+fn event(aggregate_id: &str) -> NewOutboxEvent {
+    NewOutboxEvent {
+        aggregate_type: "order".into(),
+        aggregate_id: aggregate_id.into(),
+        event_type: "order.paid".into(),
+        destination: "erp".into(),
+        payload: serde_json::json!({"order_id": aggregate_id, "amount": 1250, "note": "ünïcode"}),
+    }
+}
+
+/// Enqueues `n` events in one transaction at `now_s`.
+async fn enqueue_n(db: &dyn Database, n: usize, now_s: i64) -> Vec<Uuid> {
+    let tx = db.begin().await.expect("begin");
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n {
+        ids.push(
+            outbox::enqueue(tx.as_ref(), &event(&format!("o-{i}")), at(now_s))
+                .await
+                .expect("enqueue"),
+        );
+    }
+    tx.commit().await.expect("commit");
+    ids
+}
+
+async fn count(db: &dyn Executor, table: &str) -> i64 {
+    fetch_one(
+        db,
+        &sql(&format!("SELECT count(*) AS n FROM {table}")),
+        &params! {},
+    )
+    .await
+    .expect("count")
+    .i64("n")
+    .expect("n")
+}
+
+#[tokio::test]
+async fn enqueue_writes_inside_the_callers_transaction_only() {
+    let (_t, db) = migrated_db().await;
+    let tx = db.begin().await.expect("begin");
+    let kept = outbox::enqueue(tx.as_ref(), &event("o-1"), at(0))
+        .await
+        .expect("enqueue");
+    tx.commit().await.expect("commit");
+    let tx = db.begin().await.expect("begin");
+    let rolled_back = outbox::enqueue(tx.as_ref(), &event("o-2"), at(0))
+        .await
+        .expect("enqueue");
+    tx.rollback().await.expect("rollback");
+
+    assert!(
+        outbox::get(db.as_ref(), rolled_back)
+            .await
+            .expect("get")
+            .is_none()
+    );
+    let row = outbox::get(db.as_ref(), kept)
+        .await
+        .expect("get")
+        .expect("row");
+    assert_eq!(row.status, OutboxStatus::Pending);
+    assert_eq!(row.aggregate_type, "order");
+    assert_eq!(row.aggregate_id, "o-1");
+    assert_eq!(row.event_type, "order.paid");
+    assert_eq!(row.destination, "erp");
+    let payload: serde_json::Value = serde_json::from_str(&row.payload).expect("json text");
+    assert_eq!(payload, event("o-1").payload);
+    assert_eq!(row.attempts, 0);
+    assert_eq!(row.next_attempt_at, at(0), "due at once");
+    assert_eq!(row.created_at, at(0));
+    assert_eq!((row.locked_until, row.locked_by.clone()), (None, None));
+    assert_eq!(count(db.as_ref(), "outbox").await, 1);
+}
+
+#[tokio::test]
+async fn claim_due_leases_due_rows_in_order_and_hides_them_until_the_lease_ends() {
+    let (_t, db) = migrated_db().await;
+    let d = db.as_ref();
+    let ids = enqueue_n(d, 3, 0).await;
+    let later = enqueue_n(d, 1, 100).await; // not due before 100
+
+    let claimed = outbox::claim_due(d, "relay-a", at(10), at(40), 10)
+        .await
+        .expect("claim");
+    assert_eq!(
+        claimed.iter().map(|r| r.id).collect::<Vec<_>>(),
+        ids,
+        "insertion order"
+    );
+    for r in &claimed {
+        assert_eq!(r.locked_by.as_deref(), Some("relay-a"));
+        assert_eq!(r.locked_until, Some(at(40)));
+        assert_eq!(r.next_attempt_at, at(40));
+        assert_eq!(r.status, OutboxStatus::Pending);
+    }
+    let stored = outbox::get(d, ids[0]).await.expect("get").expect("row");
+    assert_eq!(stored.locked_by.as_deref(), Some("relay-a"));
+    // leased rows are not due for anyone else
+    assert!(
+        outbox::claim_due(d, "relay-b", at(20), at(50), 10)
+            .await
+            .expect("claim")
+            .is_empty()
+    );
+    // after the lease they are due again (the relay crashed)
+    let again = outbox::claim_due(d, "relay-b", at(41), at(141), 2)
+        .await
+        .expect("claim");
+    assert_eq!(again.len(), 2, "limit respected");
+    assert!(
+        again
+            .iter()
+            .all(|r| r.locked_by.as_deref() == Some("relay-b"))
+    );
+    let left_over = ids
+        .iter()
+        .find(|id| !again.iter().any(|r| r.id == **id))
+        .expect("one old row not claimed again");
+    let rest = outbox::claim_due(d, "relay-b", at(100), at(130), 10)
+        .await
+        .expect("claim");
+    let rest_ids: HashSet<Uuid> = rest.iter().map(|r| r.id).collect();
+    assert_eq!(rest_ids, HashSet::from([*left_over, later[0]]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_concurrent_claimers_never_receive_the_same_row() {
+    let (_t, db) = migrated_db().await;
+    let ids: HashSet<Uuid> = enqueue_n(db.as_ref(), 1000, 0).await.into_iter().collect();
+    let barrier = Arc::new(Barrier::new(2));
+    let claimers: Vec<_> = ["relay-a", "relay-b"]
+        .into_iter()
+        .map(|worker| {
+            let db = db.clone();
+            let barrier = barrier.clone();
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let mut mine = Vec::new();
+                loop {
+                    let batch = outbox::claim_due(db.as_ref(), worker, at(1), at(600), 25)
+                        .await
+                        .expect("claim");
+                    if batch.is_empty() {
+                        return mine;
+                    }
+                    mine.extend(batch.into_iter().map(|r| r.id));
+                }
+            })
+        })
+        .collect();
+    let mut seen = HashSet::new();
+    let mut per_worker = Vec::new();
+    for c in claimers {
+        let mine = c.await.expect("join");
+        per_worker.push(mine.len());
+        for id in mine {
+            assert!(seen.insert(id), "row {id} was claimed twice");
+        }
+    }
+    assert_eq!(seen, ids, "every row claimed exactly once");
+    assert_eq!(per_worker.iter().sum::<usize>(), 1000);
+    // a row whose lease expired is claimable again
+    let again = outbox::claim_due(db.as_ref(), "relay-c", at(601), at(700), 2000)
+        .await
+        .expect("claim after lease");
+    assert_eq!(again.len(), 1000);
+}
+
+#[tokio::test]
+async fn record_results_updates_the_whole_batch_in_one_statement() {
+    let (_t, db) = migrated_db().await;
+    let d = db.as_ref();
+    let ids = enqueue_n(d, 4, 0).await;
+    outbox::claim_due(d, "relay-a", at(1), at(31), 10)
+        .await
+        .expect("claim");
+    let results = vec![
+        DeliveryResult {
+            id: ids[0],
+            outcome: DeliveryOutcome::Delivered,
+            status_code: Some(204),
+            error: None,
+        },
+        DeliveryResult {
+            id: ids[1],
+            outcome: DeliveryOutcome::Retry {
+                next_attempt_at: at(6),
+            },
+            status_code: Some(503),
+            error: Some("503 Service Unavailable".into()),
+        },
+        DeliveryResult {
+            id: ids[2],
+            outcome: DeliveryOutcome::Dead,
+            status_code: Some(410),
+            error: Some("410 Gone".into()),
+        },
+        DeliveryResult {
+            id: ids[3],
+            outcome: DeliveryOutcome::Retry {
+                next_attempt_at: at(7),
+            },
+            status_code: None,
+            error: Some("connection refused".into()),
+        },
+    ];
+    // a relay that does not hold the lease records nothing
+    assert_eq!(
+        outbox::record_results(d, "relay-z", at(2), &results)
+            .await
+            .expect("other"),
+        0
+    );
+    assert_eq!(
+        outbox::record_results(d, "relay-a", at(2), &results)
+            .await
+            .expect("record"),
+        4
+    );
+
+    let delivered = outbox::get(d, ids[0]).await.expect("get").expect("row");
+    assert_eq!(delivered.status, OutboxStatus::Delivered);
+    assert_eq!(delivered.attempts, 1);
+    assert_eq!(delivered.last_status_code, Some(204));
+    assert_eq!(delivered.processed_at, Some(at(2)));
+    assert_eq!((delivered.locked_by, delivered.locked_until), (None, None));
+
+    let retry = outbox::get(d, ids[1]).await.expect("get").expect("row");
+    assert_eq!(retry.status, OutboxStatus::Pending);
+    assert_eq!(retry.attempts, 1);
+    assert_eq!(retry.next_attempt_at, at(6));
+    assert_eq!(retry.last_error.as_deref(), Some("503 Service Unavailable"));
+    assert_eq!(retry.processed_at, None);
+
+    let dead = outbox::get(d, ids[2]).await.expect("get").expect("row");
+    assert_eq!(dead.status, OutboxStatus::Dead);
+    assert_eq!(dead.last_status_code, Some(410));
+    assert_eq!(dead.processed_at, Some(at(2)));
+
+    let no_response = outbox::get(d, ids[3]).await.expect("get").expect("row");
+    assert_eq!(no_response.last_status_code, None);
+    assert_eq!(no_response.next_attempt_at, at(7));
+
+    // recorded results are final for that claim: recording again changes nothing
+    assert_eq!(
+        outbox::record_results(d, "relay-a", at(3), &results)
+            .await
+            .expect("again"),
+        0
+    );
+    // and the retried rows come back when due
+    let due = outbox::claim_due(d, "relay-b", at(7), at(37), 10)
+        .await
+        .expect("claim");
+    assert_eq!(
+        due.iter().map(|r| r.id).collect::<Vec<_>>(),
+        vec![ids[1], ids[3]]
+    );
+    assert_eq!(
+        outbox::record_results(d, "relay-b", at(8), &[])
+            .await
+            .expect("empty"),
+        0
+    );
+}
+
+#[tokio::test]
+async fn counts_oldest_pending_and_retention() {
+    let (_t, db) = migrated_db().await;
+    let d = db.as_ref();
+    assert_eq!(
+        outbox::oldest_pending_created_at(d).await.expect("oldest"),
+        None
+    );
+    let day = 86_400;
+    let old = enqueue_n(d, 3, 0).await;
+    let recent = enqueue_n(d, 1, 20 * day).await;
+    outbox::claim_due(d, "r", at(1), at(31), 2)
+        .await
+        .expect("claim");
+    let results: Vec<DeliveryResult> = old[..2]
+        .iter()
+        .map(|id| DeliveryResult {
+            id: *id,
+            outcome: DeliveryOutcome::Delivered,
+            status_code: Some(200),
+            error: None,
+        })
+        .collect();
+    outbox::record_results(d, "r", at(2), &results)
+        .await
+        .expect("record");
+
+    let counts = outbox::counts_by_status(d).await.expect("counts");
+    assert_eq!(counts[&OutboxStatus::Delivered], 2);
+    assert_eq!(counts[&OutboxStatus::Pending], 2);
+    assert_eq!(counts[&OutboxStatus::Dead], 0);
+    assert_eq!(
+        outbox::oldest_pending_created_at(d).await.expect("oldest"),
+        Some(at(0))
+    );
+
+    let cutoff = at(10 * day);
+    assert_eq!(
+        outbox::purge_finished(d, cutoff, 1, Retention::Archive)
+            .await
+            .expect("archive"),
+        1
+    );
+    assert_eq!(
+        outbox::purge_finished(d, cutoff, 5, Retention::Delete)
+            .await
+            .expect("delete"),
+        1
+    );
+    assert_eq!(
+        outbox::purge_finished(d, cutoff, 5, Retention::Delete)
+            .await
+            .expect("none"),
+        0
+    );
+    assert_eq!(count(d, "outbox").await, 2, "pending rows are kept");
+    assert_eq!(count(d, "outbox_archive").await, 1);
+    assert!(outbox::get(d, old[2]).await.expect("get").is_some());
+    assert!(outbox::get(d, recent[0]).await.expect("get").is_some());
+}
