@@ -13,11 +13,13 @@
 //! - lists travel as JSON text (`jsonb_array_elements_text(CAST(:ids AS jsonb))`),
 //!   since the Data API has no array parameters.
 
+pub mod data_api;
 mod named;
 pub mod postgres;
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
@@ -471,6 +473,61 @@ pub async fn fetch_optional(
     params: &Params,
 ) -> Result<Option<Row>, DbError> {
     Ok(db.execute(statement, params).await?.rows.into_iter().next())
+}
+
+/// The database configuration is missing or contradictory.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// Neither adapter is configured.
+    #[error(
+        "no database configured: set DATABASE_URL (direct PostgreSQL) or HOOKBOX_DB=data-api \
+         with DB_CLUSTER_ARN, DB_SECRET_ARN and DB_NAME (RDS Data API)"
+    )]
+    NotConfigured,
+    /// `HOOKBOX_DB=data-api` without one of its variables.
+    #[error("HOOKBOX_DB=data-api needs {0} to be set")]
+    MissingVariable(&'static str),
+    /// `HOOKBOX_DB` has a value we do not know.
+    #[error("HOOKBOX_DB={0:?} is not an adapter (expected \"data-api\" or \"postgres\")")]
+    UnknownAdapter(String),
+    /// The PostgreSQL URL or pool is invalid.
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+/// Chooses and builds the database adapter from configuration (`env` is
+/// `std::env::var` in binaries, a map in tests):
+/// - `HOOKBOX_DB=data-api` with `DB_CLUSTER_ARN`, `DB_SECRET_ARN`, `DB_NAME`
+///   → the RDS Data API (the SDK finds `AWS_ENDPOINT_URL_RDS_DATA` itself);
+/// - else `DATABASE_URL` (or `HOOKBOX_DB=postgres`) → direct PostgreSQL, pool
+///   size from `HOOKBOX_DB_MAX_CONNECTIONS` (default 8; keep it small in
+///   Lambda: one sandbox serves one request at a time).
+pub async fn connect_from_env(
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn Database>, ConnectError> {
+    let var = |name: &'static str| env(name).filter(|v| !v.trim().is_empty());
+    match var("HOOKBOX_DB").as_deref() {
+        Some("data-api") => {
+            let target = data_api::DataApiTarget {
+                resource_arn: var("DB_CLUSTER_ARN")
+                    .ok_or(ConnectError::MissingVariable("DB_CLUSTER_ARN"))?,
+                secret_arn: var("DB_SECRET_ARN")
+                    .ok_or(ConnectError::MissingVariable("DB_SECRET_ARN"))?,
+                database: var("DB_NAME").ok_or(ConnectError::MissingVariable("DB_NAME"))?,
+            };
+            Ok(Arc::new(data_api::DataApiDatabase::from_aws_env(target).await))
+        }
+        None | Some("postgres") => {
+            let url = var("DATABASE_URL").ok_or(ConnectError::NotConfigured)?;
+            let mut options = postgres::PgOptions::default();
+            if let Some(n) = var("HOOKBOX_DB_MAX_CONNECTIONS").and_then(|n| n.parse().ok()) {
+                options.max_connections = n;
+            }
+            options.acquire_timeout = Duration::from_secs(5);
+            Ok(Arc::new(postgres::PgDatabase::connect(&url, &options)?))
+        }
+        Some(other) => Err(ConnectError::UnknownAdapter(other.to_string())),
+    }
 }
 
 /// What retention does with finished rows.

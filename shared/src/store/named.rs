@@ -3,7 +3,11 @@
 //! quotes and comments, so that `::` casts, `'a:b'` literals and `$$ … ; … $$`
 //! bodies are left alone.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use super::{DbError, Params, Statement};
 
 /// Why an SQL text could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -226,6 +230,61 @@ impl NamedSql {
         }
         out.push_str(&sql[last..]);
         Ok(NamedSql { sql: out, names })
+    }
+}
+
+/// Parsed statement texts, keyed by the text: each text is parsed once per
+/// adapter instance.
+#[derive(Debug, Default)]
+pub(crate) struct StatementCache {
+    parsed: Mutex<HashMap<&'static str, Arc<NamedSql>>>,
+}
+
+impl StatementCache {
+    /// The parsed form of `statement`, parsing it on first use.
+    pub(crate) fn get(&self, statement: &Statement) -> Result<Arc<NamedSql>, DbError> {
+        let mut cache = self
+            .parsed
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(hit) = cache.get(statement.sql) {
+            return Ok(hit.clone());
+        }
+        let parsed = Arc::new(NamedSql::parse(statement.sql).map_err(|e| DbError::Statement {
+            statement: statement.name,
+            message: e.to_string(),
+        })?);
+        cache.insert(statement.sql, parsed.clone());
+        Ok(parsed)
+    }
+
+    /// Number of distinct texts parsed so far.
+    pub(crate) fn len(&self) -> usize {
+        self.parsed
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .len()
+    }
+}
+
+impl NamedSql {
+    /// Checks that `params` binds exactly the names the statement uses: a
+    /// missing value and an unused one (almost always a typo) are both errors,
+    /// on every adapter alike.
+    pub(crate) fn check(&self, statement: &Statement, params: &Params) -> Result<(), DbError> {
+        if let Some(missing) = self.names.iter().find(|n| params.get(n).is_none()) {
+            return Err(DbError::Statement {
+                statement: statement.name,
+                message: format!("no value for parameter :{missing}"),
+            });
+        }
+        if let Some((extra, _)) = params.iter().find(|(n, _)| !self.names.iter().any(|x| x == n)) {
+            return Err(DbError::Statement {
+                statement: statement.name,
+                message: format!("parameter :{extra} is not used by the statement"),
+            });
+        }
+        Ok(())
     }
 }
 

@@ -4,11 +4,10 @@
 //! Each statement's `:name` text is rewritten to `$n` once and cached; the
 //! prepared statement is cached per connection by the pool.
 
-use std::collections::HashMap;
 use std::error::Error as StdError;
 use std::fmt;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -22,6 +21,7 @@ use postgres_types::{IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::error::SqlState;
 use uuid::Uuid;
 
+use super::named::StatementCache;
 use super::{
     Database, DbError, Executor, NamedSql, Params, Row, Rows, Statement, Transaction, Value,
     parse_timestamp,
@@ -53,7 +53,7 @@ impl Default for PgOptions {
 #[derive(Clone)]
 pub struct PgDatabase {
     pool: Pool,
-    rewrites: Arc<Mutex<HashMap<&'static str, Arc<NamedSql>>>>,
+    rewrites: Arc<StatementCache>,
     target: String,
 }
 
@@ -116,29 +116,12 @@ impl PgDatabase {
     }
 
     fn rewrite(&self, statement: &Statement) -> Result<Arc<NamedSql>, DbError> {
-        let mut cache = self
-            .rewrites
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(hit) = cache.get(statement.sql) {
-            return Ok(hit.clone());
-        }
-        let parsed = Arc::new(
-            NamedSql::parse(statement.sql).map_err(|e| DbError::Statement {
-                statement: statement.name,
-                message: e.to_string(),
-            })?,
-        );
-        cache.insert(statement.sql, parsed.clone());
-        Ok(parsed)
+        self.rewrites.get(statement)
     }
 
     /// Number of distinct statement texts rewritten so far (for tests of the cache).
     pub fn cached_statements(&self) -> usize {
-        self.rewrites
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .len()
+        self.rewrites.len()
     }
 }
 
@@ -190,24 +173,12 @@ fn bind<'p>(
     statement: &Statement,
     params: &'p Params,
 ) -> Result<Vec<PgParam<'p>>, DbError> {
-    let mut bound = Vec::with_capacity(named.names.len());
-    for name in &named.names {
-        let value = params.get(name).ok_or_else(|| DbError::Statement {
-            statement: statement.name,
-            message: format!("no value for parameter :{name}"),
-        })?;
-        bound.push(PgParam { name, value });
-    }
-    if let Some((extra, _)) = params
+    named.check(statement, params)?;
+    Ok(named
+        .names
         .iter()
-        .find(|(n, _)| !named.names.iter().any(|x| x == n))
-    {
-        return Err(DbError::Statement {
-            statement: statement.name,
-            message: format!("parameter :{extra} is not used by the statement"),
-        });
-    }
-    Ok(bound)
+        .filter_map(|name| params.get(name).map(|value| PgParam { name, value }))
+        .collect())
 }
 
 async fn run_prepared(

@@ -55,9 +55,62 @@ pub enum HarnessError {
 struct Server {
     /// URL of the maintenance database (`postgres`), used to create test databases.
     admin_url: String,
-    /// Kept open for the life of the process: when it closes (process exit,
-    /// however it happens) the watchdog stops the cluster and deletes it.
-    _watchdog: Option<Mutex<(Child, ChildStdin)>>,
+    /// The throwaway cluster, when we started one (kept for the whole process).
+    _cluster: Option<Cluster>,
+}
+
+/// A cluster this process started. Its watchdog's stdin is kept open for the
+/// cluster's life: when it closes (drop, or process exit however it happens)
+/// the watchdog stops the cluster and deletes its directory.
+struct Cluster {
+    admin_url: String,
+    bindir: PathBuf,
+    data: PathBuf,
+    as_postgres: bool,
+    _watchdog: Mutex<(Child, ChildStdin)>,
+}
+
+/// A throwaway cluster of its own, for tests that stop PostgreSQL on purpose
+/// (fault tests). Removed when dropped.
+pub struct PrivateCluster {
+    cluster: Cluster,
+}
+
+impl fmt::Debug for PrivateCluster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PrivateCluster")
+            .field("admin_url", &self.cluster.admin_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PrivateCluster {
+    /// Starts a new cluster (about a second).
+    ///
+    /// # Panics
+    /// When no PostgreSQL can be found or started.
+    pub fn start() -> PrivateCluster {
+        match start_cluster() {
+            Ok(cluster) => PrivateCluster { cluster },
+            Err(e) => panic!("cannot start a private PostgreSQL cluster: {e}"),
+        }
+    }
+
+    /// URL of its `postgres` database.
+    pub fn url(&self) -> &str {
+        &self.cluster.admin_url
+    }
+
+    /// Stops the server at once (`pg_ctl stop -m immediate`), as a crash would.
+    pub fn kill(&self) -> Result<(), HarnessError> {
+        run(
+            "pg_ctl stop",
+            as_pg_user(self.cluster.as_postgres, &self.cluster.bindir.join("pg_ctl"))
+                .args(["stop", "-m", "immediate", "-s", "-w"])
+                .arg("-D")
+                .arg(&self.cluster.data),
+        )
+    }
 }
 
 impl fmt::Debug for Server {
@@ -158,9 +211,14 @@ fn server() -> Result<&'static Server, HarnessError> {
     let server = SERVER.get_or_init(|| match std::env::var("DATABASE_URL") {
         Ok(url) if !url.trim().is_empty() => Ok(Server {
             admin_url: url,
-            _watchdog: None,
+            _cluster: None,
         }),
-        _ => start_cluster().map_err(|e| e.to_string()),
+        _ => start_cluster()
+            .map(|cluster| Server {
+                admin_url: cluster.admin_url.clone(),
+                _cluster: Some(cluster),
+            })
+            .map_err(|e| e.to_string()),
     });
     server.as_ref().map_err(|detail| HarnessError::Command {
         what: "starting the throwaway PostgreSQL cluster".into(),
@@ -297,7 +355,7 @@ fn free_port() -> Result<u16, HarnessError> {
         })
 }
 
-fn start_cluster() -> Result<Server, HarnessError> {
+fn start_cluster() -> Result<Cluster, HarnessError> {
     let bindir = find_bindir()?;
     let as_postgres = is_root();
     let dir = tempfile::Builder::new()
@@ -359,9 +417,12 @@ fn start_cluster() -> Result<Server, HarnessError> {
         match started {
             Ok(()) => {
                 let watchdog = spawn_watchdog(&bindir, as_postgres, &dir, &data)?;
-                return Ok(Server {
+                return Ok(Cluster {
                     admin_url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
-                    _watchdog: Some(Mutex::new(watchdog)),
+                    bindir,
+                    data,
+                    as_postgres,
+                    _watchdog: Mutex::new(watchdog),
                 });
             }
             Err(e) => {
@@ -452,6 +513,32 @@ mod tests {
         );
         assert_eq!(redact("postgres://u@h:1/db"), "postgres://u:***@h:1/db");
         assert_eq!(redact("postgres://h:1/db"), "postgres://h:1/db");
+    }
+
+    #[tokio::test]
+    async fn a_private_cluster_can_be_killed_and_is_removed_when_dropped() {
+        let cluster = PrivateCluster::start();
+        let data = cluster.cluster.data.clone();
+        let (client, conn) = tokio_postgres::connect(cluster.url(), tokio_postgres::NoTls)
+            .await
+            .expect("connect to the private cluster");
+        let conn = tokio::spawn(conn);
+        client.simple_query("SELECT 1").await.expect("query");
+        cluster.kill().expect("kill");
+        assert!(client.simple_query("SELECT 1").await.is_err(), "server is gone");
+        let _ = conn.await;
+        assert!(
+            tokio_postgres::connect(cluster.url(), tokio_postgres::NoTls).await.is_err(),
+            "no new connections either"
+        );
+        drop(cluster);
+        // The watchdog removes the directory once its stdin closes; wait for
+        // that event (bounded), not for a fixed time.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while data.exists() && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        assert!(!data.exists(), "cluster directory removed");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
