@@ -211,7 +211,9 @@ fn field_value(statement: &'static str, column: &str, field: &Field) -> Result<V
     let unsupported = |what: &str| DbError::Decode {
         statement,
         column: column.to_string(),
-        detail: format!("{what} is not carried by the database port; CAST it to bigint or text in SQL"),
+        detail: format!(
+            "{what} is not carried by the database port; CAST it to bigint or text in SQL"
+        ),
     };
     Ok(match field {
         Field::IsNull(_) => Value::Null,
@@ -228,7 +230,9 @@ fn field_value(statement: &'static str, column: &str, field: &Field) -> Result<V
 /// The SQLSTATE in a Data API error message (`…; SQLState: 23505`).
 fn sqlstate(message: &str) -> Option<&str> {
     let at = message.find("SQLState: ")? + "SQLState: ".len();
-    message.get(at..at + 5).filter(|c| c.chars().all(|ch| ch.is_ascii_alphanumeric()))
+    message
+        .get(at..at + 5)
+        .filter(|c| c.chars().all(|ch| ch.is_ascii_alphanumeric()))
 }
 
 /// The constraint name in a PostgreSQL message (`… constraint "inbox_pkey"`).
@@ -355,7 +359,10 @@ impl Inner {
             .column_metadata()
             .iter()
             .enumerate()
-            .map(|(i, c)| c.name().map_or_else(|| format!("column{i}"), str::to_string))
+            .map(|(i, c)| {
+                c.name()
+                    .map_or_else(|| format!("column{i}"), str::to_string)
+            })
             .collect();
         let mut rows = Vec::with_capacity(output.records().len());
         for record in output.records() {

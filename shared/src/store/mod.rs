@@ -515,7 +515,9 @@ pub async fn connect_from_env(
                     .ok_or(ConnectError::MissingVariable("DB_SECRET_ARN"))?,
                 database: var("DB_NAME").ok_or(ConnectError::MissingVariable("DB_NAME"))?,
             };
-            Ok(Arc::new(data_api::DataApiDatabase::from_aws_env(target).await))
+            Ok(Arc::new(
+                data_api::DataApiDatabase::from_aws_env(target).await,
+            ))
         }
         None | Some("postgres") => {
             let url = var("DATABASE_URL").ok_or(ConnectError::NotConfigured)?;

@@ -250,10 +250,12 @@ impl StatementCache {
         if let Some(hit) = cache.get(statement.sql) {
             return Ok(hit.clone());
         }
-        let parsed = Arc::new(NamedSql::parse(statement.sql).map_err(|e| DbError::Statement {
-            statement: statement.name,
-            message: e.to_string(),
-        })?);
+        let parsed = Arc::new(
+            NamedSql::parse(statement.sql).map_err(|e| DbError::Statement {
+                statement: statement.name,
+                message: e.to_string(),
+            })?,
+        );
         cache.insert(statement.sql, parsed.clone());
         Ok(parsed)
     }
@@ -278,7 +280,10 @@ impl NamedSql {
                 message: format!("no value for parameter :{missing}"),
             });
         }
-        if let Some((extra, _)) = params.iter().find(|(n, _)| !self.names.iter().any(|x| x == n)) {
+        if let Some((extra, _)) = params
+            .iter()
+            .find(|(n, _)| !self.names.iter().any(|x| x == n))
+        {
             return Err(DbError::Statement {
                 statement: statement.name,
                 message: format!("parameter :{extra} is not used by the statement"),

@@ -13,6 +13,8 @@
 //! - no PostgreSQL found: the test fails with a message that says how to
 //!   install it. Tests never skip.
 
+pub mod http_sink;
+
 use std::fmt;
 use std::io::Write as _;
 use std::net::TcpListener;
@@ -105,10 +107,13 @@ impl PrivateCluster {
     pub fn kill(&self) -> Result<(), HarnessError> {
         run(
             "pg_ctl stop",
-            as_pg_user(self.cluster.as_postgres, &self.cluster.bindir.join("pg_ctl"))
-                .args(["stop", "-m", "immediate", "-s", "-w"])
-                .arg("-D")
-                .arg(&self.cluster.data),
+            as_pg_user(
+                self.cluster.as_postgres,
+                &self.cluster.bindir.join("pg_ctl"),
+            )
+            .args(["stop", "-m", "immediate", "-s", "-w"])
+            .arg("-D")
+            .arg(&self.cluster.data),
         )
     }
 }
@@ -525,10 +530,15 @@ mod tests {
         let conn = tokio::spawn(conn);
         client.simple_query("SELECT 1").await.expect("query");
         cluster.kill().expect("kill");
-        assert!(client.simple_query("SELECT 1").await.is_err(), "server is gone");
+        assert!(
+            client.simple_query("SELECT 1").await.is_err(),
+            "server is gone"
+        );
         let _ = conn.await;
         assert!(
-            tokio_postgres::connect(cluster.url(), tokio_postgres::NoTls).await.is_err(),
+            tokio_postgres::connect(cluster.url(), tokio_postgres::NoTls)
+                .await
+                .is_err(),
             "no new connections either"
         );
         drop(cluster);

@@ -1,0 +1,286 @@
+//! CloudFormation custom resource that applies hookbox's migrations.
+//!
+//! - Create / Update → `hookbox::migrate::migrate` through the database port
+//!   (the Data API in production), then SUCCESS with the applied versions;
+//! - Delete → SUCCESS without touching the database (a schema is never
+//!   dropped by a stack operation);
+//! - any failure → FAILED with the reason, and always before the function's
+//!   deadline: a custom resource that never answers hangs the stack for an
+//!   hour.
+//!
+//! The answer is PUT to the pre-signed `ResponseURL` (never logged: it is a
+//! credential). `PhysicalResourceId` is stable, so an update never makes
+//! CloudFormation delete the "old" resource.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use aws_lambda_events::cloudformation::{
+    CloudFormationCustomResourceResponse, CloudFormationCustomResourceResponseStatus,
+};
+use hookbox::migrate::{MigrateError, MigrationReport, Migrator};
+use hookbox::store::Database;
+use lambda_runtime::LambdaEvent;
+use serde::Deserialize;
+
+/// The physical id of the schema resource: the same for its whole life.
+pub const PHYSICAL_RESOURCE_ID: &str = "hookbox-schema-migrations";
+
+/// Time kept in reserve before the Lambda deadline to send FAILED.
+pub const DEADLINE_MARGIN: Duration = Duration::from_secs(10);
+
+/// Longest reason we send (the whole response must stay under 4 KiB).
+const MAX_REASON: usize = 1024;
+
+/// Why the handler could not even answer CloudFormation.
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerError {
+    /// The event has no usable ResponseURL: nobody can be told.
+    #[error("custom resource event without ResponseURL: {0}")]
+    Unanswerable(String),
+    /// Every attempt to PUT the response failed.
+    #[error("could not deliver the CloudFormation response after {attempts} attempts: {last}")]
+    ResponseNotDelivered {
+        /// Attempts made.
+        attempts: u32,
+        /// The last failure (without the URL).
+        last: String,
+    },
+}
+
+/// The fields of a custom resource event we use. Parsed leniently from raw
+/// JSON, so that a malformed event still gets a FAILED answer when it has a
+/// ResponseURL at all.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct Request {
+    request_type: Option<String>,
+    #[serde(rename = "ResponseURL")]
+    response_url: Option<String>,
+    #[serde(default)]
+    stack_id: String,
+    #[serde(default)]
+    request_id: String,
+    #[serde(default)]
+    logical_resource_id: String,
+    physical_resource_id: Option<String>,
+}
+
+/// Dependencies built once per sandbox.
+#[derive(Debug, Clone)]
+pub struct Migrate {
+    db: Arc<dyn Database>,
+    http: reqwest::Client,
+    migrator: Migrator,
+    /// Used when the context carries no deadline (tests, local runs).
+    default_budget: Duration,
+    response_attempts: u32,
+    response_backoff: Duration,
+}
+
+impl Migrate {
+    /// A handler applying hookbox's own migrations to `db`.
+    pub fn new(db: Arc<dyn Database>, http: reqwest::Client) -> Self {
+        Self {
+            db,
+            http,
+            migrator: Migrator::new(hookbox::migrate::MIGRATIONS),
+            default_budget: Duration::from_secs(300),
+            response_attempts: 3,
+            response_backoff: Duration::from_secs(1),
+        }
+    }
+
+    /// Applies another migration list (tests).
+    pub fn with_migrator(mut self, migrator: Migrator) -> Self {
+        self.migrator = migrator;
+        self
+    }
+
+    /// Budget when the invocation has no deadline (tests).
+    pub fn with_default_budget(mut self, budget: Duration) -> Self {
+        self.default_budget = budget;
+        self
+    }
+
+    /// How often to try the response PUT, and the pause before the second
+    /// attempt (doubling after).
+    pub fn with_response_retry(mut self, attempts: u32, backoff: Duration) -> Self {
+        self.response_attempts = attempts.max(1);
+        self.response_backoff = backoff;
+        self
+    }
+
+    /// Handles one custom resource event: always answers CloudFormation.
+    pub async fn handle(&self, event: LambdaEvent<serde_json::Value>) -> Result<(), HandlerError> {
+        let (payload, context) = event.into_parts();
+        let request: Request = serde_json::from_value(payload.clone()).map_err(|e| {
+            HandlerError::Unanswerable(format!("event is not a custom resource request: {e}"))
+        })?;
+        let Some(response_url) = request.response_url.clone().filter(|u| !u.is_empty()) else {
+            return Err(HandlerError::Unanswerable(format!(
+                "request {} for {}",
+                request.request_id, request.logical_resource_id
+            )));
+        };
+        let budget = budget(context.deadline, self.default_budget);
+        let request_type = request.request_type.clone().unwrap_or_default();
+        tracing::info!(
+            request_type = %request_type,
+            request_id = %request.request_id,
+            logical_resource_id = %request.logical_resource_id,
+            budget_ms = budget.as_millis() as u64,
+            "custom resource request"
+        );
+        let outcome = match request_type.as_str() {
+            "Create" | "Update" => {
+                match tokio::time::timeout(budget, self.migrator.run(self.db.as_ref())).await {
+                    Ok(Ok(report)) => Ok(report_data(&report)),
+                    Ok(Err(e)) => Err(describe(&e)),
+                    Err(_) => Err(format!(
+                        "migrations did not finish within {} s; they are transactional \
+                         and will resume on the next deployment",
+                        budget.as_secs()
+                    )),
+                }
+            }
+            "Delete" => Ok(vec![("Deleted".into(), "schema kept".into())]),
+            other => Err(format!("unknown RequestType {other:?}")),
+        };
+        let physical_resource_id = match request_type.as_str() {
+            "Create" => PHYSICAL_RESOURCE_ID.to_string(),
+            _ => request
+                .physical_resource_id
+                .clone()
+                .filter(|id| !id.is_empty())
+                .unwrap_or_else(|| PHYSICAL_RESOURCE_ID.to_string()),
+        };
+        let mut response = CloudFormationCustomResourceResponse::default();
+        response.physical_resource_id = physical_resource_id;
+        response.stack_id = request.stack_id.clone();
+        response.request_id = request.request_id.clone();
+        response.logical_resource_id = request.logical_resource_id.clone();
+        response.no_echo = false;
+        match outcome {
+            Ok(data) => {
+                response.status = CloudFormationCustomResourceResponseStatus::Success;
+                response.data = data.into_iter().collect();
+            }
+            Err(reason) => {
+                tracing::error!(reason = %reason, "custom resource failed");
+                response.status = CloudFormationCustomResourceResponseStatus::Failed;
+                response.reason = Some(truncate(&reason, MAX_REASON));
+            }
+        }
+        self.respond(&response_url, &response).await
+    }
+
+    async fn respond(
+        &self,
+        url: &str,
+        response: &CloudFormationCustomResourceResponse,
+    ) -> Result<(), HandlerError> {
+        let body =
+            serde_json::to_vec(response).map_err(|e| HandlerError::ResponseNotDelivered {
+                attempts: 0,
+                last: format!("cannot serialise the response: {e}"),
+            })?;
+        let mut last = String::new();
+        for attempt in 1..=self.response_attempts {
+            // The pre-signed S3 URL is signed without a content type.
+            let sent = self
+                .http
+                .put(url)
+                .header(reqwest::header::CONTENT_TYPE, "")
+                .body(body.clone())
+                .send()
+                .await;
+            match sent {
+                Ok(r) if r.status().is_success() => return Ok(()),
+                Ok(r) => last = format!("HTTP {}", r.status()),
+                Err(e) => last = e.without_url().to_string(),
+            }
+            tracing::warn!(attempt, error = %last, "CloudFormation response not accepted");
+            if attempt < self.response_attempts {
+                tokio::time::sleep(self.response_backoff * 2u32.pow(attempt - 1)).await;
+            }
+        }
+        Err(HandlerError::ResponseNotDelivered {
+            attempts: self.response_attempts,
+            last,
+        })
+    }
+}
+
+/// Time left before the deadline, minus the margin; `default` when the
+/// context has no deadline.
+fn budget(deadline_ms: u64, default: Duration) -> Duration {
+    if deadline_ms == 0 {
+        return default;
+    }
+    let deadline = SystemTime::UNIX_EPOCH + Duration::from_millis(deadline_ms);
+    deadline
+        .duration_since(SystemTime::now())
+        .unwrap_or_default()
+        .saturating_sub(DEADLINE_MARGIN)
+}
+
+fn report_data(report: &MigrationReport) -> Vec<(String, String)> {
+    let list = |v: &[i64]| v.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+    vec![
+        ("Applied".into(), list(&report.applied)),
+        ("AlreadyApplied".into(), list(&report.already_applied)),
+    ]
+}
+
+fn describe(e: &MigrateError) -> String {
+    let retry = match e {
+        MigrateError::Db(db) if db.is_retryable() => {
+            " (the database is unavailable; retry the deployment)"
+        }
+        _ => "",
+    };
+    format!("{e}{retry}")
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_keeps_a_margin_before_the_deadline() {
+        assert_eq!(budget(0, Duration::from_secs(7)), Duration::from_secs(7));
+        let in_60s = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .expect("after epoch")
+            .as_millis() as u64
+            + 60_000;
+        let b = budget(in_60s, Duration::ZERO);
+        assert!(
+            b <= Duration::from_secs(50) && b > Duration::from_secs(45),
+            "{b:?}"
+        );
+        assert_eq!(
+            budget(1, Duration::from_secs(7)),
+            Duration::ZERO,
+            "past deadline"
+        );
+    }
+
+    #[test]
+    fn reasons_are_truncated_on_a_char_boundary() {
+        assert_eq!(truncate("abc", 5), "abc");
+        assert_eq!(truncate("ééé", 3), "é…");
+    }
+}
