@@ -8,4 +8,5 @@ pub mod clock;
 pub mod inbox;
 pub mod migrate;
 pub mod outbox;
+pub mod queue;
 pub mod store;

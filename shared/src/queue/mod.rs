@@ -1,0 +1,131 @@
+//! The queue port and its adapters: SQS ([`sqs::SqsQueue`]) and an
+//! in-memory queue with SQS's semantics ([`memory::MemoryQueue`]: visibility
+//! timeout, receive count, maxReceiveCount → dead-letter queue) for the local
+//! stack and tests.
+//!
+//! In AWS the processor never receives itself: the Lambda event source polls
+//! SQS and hands batches to the function. [`QueueConsumer`] is what the local
+//! stack uses to play that part.
+
+pub mod memory;
+pub mod sqs;
+
+use std::fmt;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+/// SQS's message size limit (1 MiB since 2025; it was 256 KiB before).
+pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+
+/// SQS's limit on a visibility timeout (12 hours).
+pub const MAX_VISIBILITY: Duration = Duration::from_secs(12 * 60 * 60);
+
+/// What went wrong talking to the queue.
+///
+/// Contract: [`QueueError::Unavailable`] is retryable (network, throttling,
+/// service errors); the others are definite refusals of this message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueueError {
+    /// The queue could not be reached or refused for now.
+    #[error("queue unavailable during {operation}: {reason}")]
+    Unavailable {
+        /// `send`, `change_visibility`, …
+        operation: &'static str,
+        /// What the SDK or service said.
+        reason: String,
+    },
+    /// The message is larger than the queue accepts.
+    #[error("message of {bytes} bytes is over the queue's limit of {limit} bytes")]
+    TooLarge {
+        /// Its size.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The queue refused the request (unknown queue, bad receipt handle,
+    /// invalid parameter).
+    #[error("queue refused {operation}: {reason}")]
+    Rejected {
+        /// The operation.
+        operation: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl QueueError {
+    /// True when trying again later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, QueueError::Unavailable { .. })
+    }
+}
+
+/// Sending side of the queue, used by ingest, the processor (visibility) and
+/// the sweeper.
+#[async_trait]
+pub trait Queue: Send + Sync + fmt::Debug {
+    /// Sends one message; returns its queue message id. Bodies over
+    /// [`MAX_MESSAGE_BYTES`] are refused with [`QueueError::TooLarge`]
+    /// without a call.
+    async fn send(&self, body: &str) -> Result<String, QueueError>;
+
+    /// Makes a received message invisible for `timeout` from now (0 makes
+    /// it visible at once). At most [`MAX_VISIBILITY`].
+    async fn change_visibility(
+        &self,
+        receipt_handle: &str,
+        timeout: Duration,
+    ) -> Result<(), QueueError>;
+}
+
+/// A received message, as the Lambda event source would deliver it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Received {
+    /// The queue's message id (new after a DLQ redrive: never deduplicate on it).
+    pub message_id: String,
+    /// Handle for delete / change visibility of THIS receipt.
+    pub receipt_handle: String,
+    /// The body.
+    pub body: String,
+    /// How many times it has been received, this time included.
+    pub receive_count: u32,
+    /// When it was first sent.
+    pub sent_at: DateTime<Utc>,
+}
+
+/// Receiving side: what the Lambda event source does in AWS.
+#[async_trait]
+pub trait QueueConsumer: Send + Sync + fmt::Debug {
+    /// Receives up to `max` visible messages (at most 10), making each
+    /// invisible for the queue's visibility timeout.
+    async fn receive(&self, max: usize) -> Result<Vec<Received>, QueueError>;
+    /// Deletes a received message (it was handled).
+    async fn delete(&self, receipt_handle: &str) -> Result<(), QueueError>;
+}
+
+fn check_size(body: &str) -> Result<(), QueueError> {
+    if body.len() > MAX_MESSAGE_BYTES {
+        Err(QueueError::TooLarge {
+            bytes: body.len(),
+            limit: MAX_MESSAGE_BYTES,
+        })
+    } else {
+        Ok(())
+    }
+}
+
+fn check_visibility(operation: &'static str, timeout: Duration) -> Result<(), QueueError> {
+    if timeout > MAX_VISIBILITY {
+        Err(QueueError::Rejected {
+            operation,
+            reason: format!(
+                "visibility timeout of {} s is over the 12 h maximum",
+                timeout.as_secs()
+            ),
+        })
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,210 @@
+//! SQS adapter of the queue port (crate `aws-sdk-sqs`).
+//!
+//! Unlike the Data API client, retries stay on (3 attempts): a retried
+//! SendMessage can at worst create a duplicate message, and processing is
+//! idempotent (the inbox row is claimed once).
+
+use std::fmt;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_sqs::Client;
+use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_sqs::types::MessageSystemAttributeName;
+use chrono::{DateTime, Utc};
+
+use super::{Queue, QueueConsumer, QueueError, Received, check_size, check_visibility};
+
+/// The SQS queue.
+#[derive(Clone)]
+pub struct SqsQueue {
+    client: Client,
+    queue_url: String,
+}
+
+impl fmt::Debug for SqsQueue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqsQueue")
+            .field("queue_url", &self.queue_url)
+            .finish_non_exhaustive()
+    }
+}
+
+fn tune(builder: aws_sdk_sqs::config::Builder) -> aws_sdk_sqs::config::Builder {
+    builder
+        .timeout_config(
+            aws_sdk_sqs::config::timeout::TimeoutConfig::builder()
+                .connect_timeout(Duration::from_secs(2))
+                .operation_attempt_timeout(Duration::from_secs(3))
+                .operation_timeout(Duration::from_secs(8))
+                .build(),
+        )
+        .retry_config(aws_sdk_sqs::config::retry::RetryConfig::standard().with_max_attempts(3))
+}
+
+impl SqsQueue {
+    /// A queue reached through `client`.
+    pub fn new(client: Client, queue_url: impl Into<String>) -> Self {
+        Self {
+            client,
+            queue_url: queue_url.into(),
+        }
+    }
+
+    /// A client from the environment (region, credentials, and
+    /// `AWS_ENDPOINT_URL_SQS` when set) with our timeouts.
+    pub async fn from_aws_env(queue_url: impl Into<String>) -> Self {
+        let shared = aws_config::defaults(BehaviorVersion::latest()).load().await;
+        let config = tune(aws_sdk_sqs::config::Builder::from(&shared)).build();
+        Self::new(Client::from_conf(config), queue_url)
+    }
+
+    /// A client for an SQS emulator (moto) at `endpoint`, dummy credentials.
+    pub fn local_client(endpoint: &str) -> Client {
+        let config = tune(
+            aws_sdk_sqs::Config::builder()
+                .behavior_version(BehaviorVersion::latest())
+                .endpoint_url(endpoint)
+                .region(Region::new("us-east-1"))
+                .credentials_provider(Credentials::new("local", "local", None, None, "local")),
+        )
+        .build();
+        Client::from_conf(config)
+    }
+
+    /// The queue URL.
+    pub fn url(&self) -> &str {
+        &self.queue_url
+    }
+}
+
+fn sqs_error<E, R>(operation: &'static str, e: SdkError<E, R>) -> QueueError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: fmt::Debug,
+{
+    match &e {
+        SdkError::ServiceError(ctx) => {
+            let code = ctx.err().code().unwrap_or("").to_string();
+            let reason = match ctx.err().message() {
+                Some(m) => format!("{code}: {m}"),
+                None => code.clone(),
+            };
+            let transient = code.contains("Throttl")
+                || code.contains("RequestThrottled")
+                || code.contains("ServiceUnavailable")
+                || code.contains("InternalError")
+                || code.contains("InternalFailure")
+                || code.starts_with("Kms");
+            if transient {
+                QueueError::Unavailable { operation, reason }
+            } else {
+                QueueError::Rejected { operation, reason }
+            }
+        }
+        SdkError::ConstructionFailure(_) => QueueError::Rejected {
+            operation,
+            reason: chain(&e),
+        },
+        _ => QueueError::Unavailable {
+            operation,
+            reason: chain(&e),
+        },
+    }
+}
+
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+#[async_trait]
+impl Queue for SqsQueue {
+    async fn send(&self, body: &str) -> Result<String, QueueError> {
+        check_size(body)?;
+        let out = self
+            .client
+            .send_message()
+            .queue_url(&self.queue_url)
+            .message_body(body)
+            .send()
+            .await
+            .map_err(|e| sqs_error("send", e))?;
+        Ok(out.message_id().unwrap_or_default().to_string())
+    }
+
+    async fn change_visibility(
+        &self,
+        receipt_handle: &str,
+        timeout: Duration,
+    ) -> Result<(), QueueError> {
+        check_visibility("change_visibility", timeout)?;
+        let seconds = i32::try_from(timeout.as_secs()).unwrap_or(i32::MAX);
+        self.client
+            .change_message_visibility()
+            .queue_url(&self.queue_url)
+            .receipt_handle(receipt_handle)
+            .visibility_timeout(seconds)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| sqs_error("change_visibility", e))
+    }
+}
+
+#[async_trait]
+impl QueueConsumer for SqsQueue {
+    async fn receive(&self, max: usize) -> Result<Vec<Received>, QueueError> {
+        let max = i32::try_from(max.clamp(1, 10)).unwrap_or(10);
+        let out = self
+            .client
+            .receive_message()
+            .queue_url(&self.queue_url)
+            .max_number_of_messages(max)
+            .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
+            .message_system_attribute_names(MessageSystemAttributeName::SentTimestamp)
+            .send()
+            .await
+            .map_err(|e| sqs_error("receive", e))?;
+        Ok(out
+            .messages()
+            .iter()
+            .map(|m| {
+                let attrs = m.attributes();
+                let attr = |name: MessageSystemAttributeName| {
+                    attrs.and_then(|a| a.get(&name)).map(String::as_str)
+                };
+                Received {
+                    message_id: m.message_id().unwrap_or_default().to_string(),
+                    receipt_handle: m.receipt_handle().unwrap_or_default().to_string(),
+                    body: m.body().unwrap_or_default().to_string(),
+                    receive_count: attr(MessageSystemAttributeName::ApproximateReceiveCount)
+                        .and_then(|c| c.parse().ok())
+                        .unwrap_or(1),
+                    sent_at: attr(MessageSystemAttributeName::SentTimestamp)
+                        .and_then(|t| t.parse::<i64>().ok())
+                        .and_then(DateTime::<Utc>::from_timestamp_millis)
+                        .unwrap_or_default(),
+                }
+            })
+            .collect())
+    }
+
+    async fn delete(&self, receipt_handle: &str) -> Result<(), QueueError> {
+        self.client
+            .delete_message()
+            .queue_url(&self.queue_url)
+            .receipt_handle(receipt_handle)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| sqs_error("delete", e))
+    }
+}
