@@ -6,10 +6,9 @@ mod common;
 use std::sync::Arc;
 
 use chrono::Duration;
-use common::{at, migrated_db, migrated_db_with, sql};
+use common::{Adapter, at, migrated_db, migrated_db_with, sql};
 use hookbox::inbox::{self, Claim, ClaimToken, InboxStatus, Inserted, NewInboxEvent, Retention};
 use hookbox::params;
-use hookbox::store::postgres::PgOptions;
 use hookbox::store::{Database, Executor, fetch_one};
 use tokio::sync::Barrier;
 use uuid::Uuid;
@@ -63,9 +62,8 @@ async fn claim_one(db: &dyn Database, id: Uuid, now_s: i64, lease_s: i64) -> Cla
     }
 }
 
-#[tokio::test]
-async fn insert_if_new_stores_the_event_verbatim_once() {
-    let (_t, db) = migrated_db().await;
+async fn insert_if_new_stores_the_event_verbatim_once(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
     let e = event("acme", "evt_1");
     let first = inbox::insert_if_new(db.as_ref(), &e, at(0))
         .await
@@ -106,22 +104,20 @@ async fn insert_if_new_stores_the_event_verbatim_once() {
     assert_eq!(count(db.as_ref(), "true").await, 2);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn fifty_concurrent_inserts_of_one_event_make_one_row_and_one_new() {
-    let (_t, db) = migrated_db_with(PgOptions {
-        max_connections: 50,
-        ..PgOptions::default()
-    })
-    .await;
-    // open the connections first so the inserts really race
-    let warm: Vec<_> = (0..50)
-        .map(|_| {
-            let db = db.clone();
-            tokio::spawn(async move { db.begin().await.expect("connect") })
-        })
-        .collect();
-    for w in warm {
-        w.await.expect("join").rollback().await.expect("rollback");
+async fn fifty_concurrent_inserts_of_one_event_make_one_row_and_one_new(adapter: Adapter) {
+    let (_t, db) = migrated_db_with(adapter, 50).await;
+    // open the pool's connections first so the inserts really race (the
+    // Data API has no client-side pool: each insert is one HTTPS call)
+    if adapter == Adapter::Postgres {
+        let warm: Vec<_> = (0..50)
+            .map(|_| {
+                let db = db.clone();
+                tokio::spawn(async move { db.begin().await.expect("connect") })
+            })
+            .collect();
+        for w in warm {
+            w.await.expect("join").rollback().await.expect("rollback");
+        }
     }
     let barrier = Arc::new(Barrier::new(50));
     let tasks: Vec<_> = (0..50)
@@ -152,9 +148,8 @@ async fn fifty_concurrent_inserts_of_one_event_make_one_row_and_one_new() {
     );
 }
 
-#[tokio::test]
-async fn claim_leases_active_rows_in_one_statement_and_reports_the_rest() {
-    let (_t, db) = migrated_db().await;
+async fn claim_leases_active_rows_in_one_statement_and_reports_the_rest(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
     let pending = new_row(db.as_ref(), "p", 0).await;
     let done = new_row(db.as_ref(), "d", 0).await;
     let token = claim_one(db.as_ref(), done, 1, 30).await;
@@ -214,9 +209,8 @@ async fn claim_leases_active_rows_in_one_statement_and_reports_the_rest() {
     );
 }
 
-#[tokio::test]
-async fn status_changes_need_the_current_lease() {
-    let (_t, db) = migrated_db().await;
+async fn status_changes_need_the_current_lease(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
     let id = new_row(db.as_ref(), "e", 0).await;
     let stale = claim_one(db.as_ref(), id, 0, 30).await;
     let fresh = claim_one(db.as_ref(), id, 31, 30).await; // lease expired, claimed again
@@ -265,9 +259,8 @@ async fn status_changes_need_the_current_lease() {
     );
 }
 
-#[tokio::test]
-async fn defer_retry_quarantine_and_dead_leave_the_expected_rows() {
-    let (_t, db) = migrated_db().await;
+async fn defer_retry_quarantine_and_dead_leave_the_expected_rows(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
     let d = db.as_ref();
 
     // deferred twice: deferred_since keeps the start of the run
@@ -345,9 +338,8 @@ async fn defer_retry_quarantine_and_dead_leave_the_expected_rows() {
     assert_eq!(row.next_attempt_at, None);
 }
 
-#[tokio::test]
-async fn sweeper_returns_overdue_rows_once_per_grace_period() {
-    let (_t, db) = migrated_db().await;
+async fn sweeper_returns_overdue_rows_once_per_grace_period(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
     let d = db.as_ref();
     let grace = Duration::seconds(300);
     let old_pending = new_row(d, "old", 0).await;
@@ -402,9 +394,8 @@ async fn sweeper_returns_overdue_rows_once_per_grace_period() {
     assert_eq!(limited.len(), 1);
 }
 
-#[tokio::test]
-async fn counts_and_oldest_active_reflect_the_rows() {
-    let (_t, db) = migrated_db().await;
+async fn counts_and_oldest_active_reflect_the_rows(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
     let d = db.as_ref();
     assert_eq!(
         inbox::oldest_active_received_at(d).await.expect("oldest"),
@@ -432,9 +423,8 @@ async fn counts_and_oldest_active_reflect_the_rows() {
     );
 }
 
-#[tokio::test]
-async fn retention_deletes_or_archives_old_processed_rows_in_bounded_batches() {
-    let (_t, db) = migrated_db().await;
+async fn retention_deletes_or_archives_old_processed_rows_in_bounded_batches(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
     let d = db.as_ref();
     let day = 86_400;
     let mut processed = Vec::new();
@@ -500,9 +490,8 @@ async fn retention_deletes_or_archives_old_processed_rows_in_bounded_batches() {
     assert!(archived.bool("all_processed").expect("status"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_duplicate_racing_an_uncommitted_insert_learns_the_winners_id() {
-    let (_t, db) = migrated_db().await;
+async fn a_duplicate_racing_an_uncommitted_insert_learns_the_winners_id(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
     let tx = db.begin().await.expect("begin");
     let winner = inbox::insert_if_new(tx.as_ref(), &event("acme", "evt_slow"), at(0))
         .await
@@ -536,3 +525,15 @@ async fn a_duplicate_racing_an_uncommitted_insert_learns_the_winners_id() {
     assert_eq!(raced, Inserted::Duplicate(winner.id()));
     assert_eq!(count(db.as_ref(), "event_id = 'evt_slow'").await, 1);
 }
+
+for_each_adapter!(
+    insert_if_new_stores_the_event_verbatim_once,
+    fifty_concurrent_inserts_of_one_event_make_one_row_and_one_new,
+    claim_leases_active_rows_in_one_statement_and_reports_the_rest,
+    status_changes_need_the_current_lease,
+    defer_retry_quarantine_and_dead_leave_the_expected_rows,
+    sweeper_returns_overdue_rows_once_per_grace_period,
+    counts_and_oldest_active_reflect_the_rows,
+    retention_deletes_or_archives_old_processed_rows_in_bounded_batches,
+    a_duplicate_racing_an_uncommitted_insert_learns_the_winners_id,
+);

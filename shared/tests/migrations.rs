@@ -5,7 +5,7 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use common::{empty_db, sql};
+use common::{Adapter, empty_db, sql};
 use hookbox::migrate::{MIGRATIONS, MigrateError, Migration, Migrator, migrate};
 use hookbox::params;
 use hookbox::store::Database;
@@ -28,9 +28,8 @@ async fn recorded(db: &dyn Database) -> Vec<(i64, String)> {
     .collect()
 }
 
-#[tokio::test]
-async fn applies_every_migration_once_and_a_second_run_is_a_no_op() {
-    let (_t, db) = empty_db().await;
+async fn applies_every_migration_once_and_a_second_run_is_a_no_op(adapter: Adapter) {
+    let (_t, db) = empty_db(adapter).await;
     let first = migrate(db.as_ref()).await.expect("first run");
     let all: Vec<i64> = MIGRATIONS.iter().map(|m| m.version).collect();
     assert_eq!(first.applied, all);
@@ -56,9 +55,8 @@ async fn applies_every_migration_once_and_a_second_run_is_a_no_op() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_runners_apply_each_migration_exactly_once() {
-    let (_t, db) = empty_db().await;
+async fn concurrent_runners_apply_each_migration_exactly_once(adapter: Adapter) {
+    let (_t, db) = empty_db(adapter).await;
     let runners: Vec<_> = (0..4)
         .map(|_| {
             let db = db.clone();
@@ -102,9 +100,8 @@ static V1_V2: &[Migration] = &[
     },
 ];
 
-#[tokio::test]
-async fn an_edited_applied_migration_is_refused_with_a_clear_error() {
-    let (_t, db) = empty_db().await;
+async fn an_edited_applied_migration_is_refused_with_a_clear_error(adapter: Adapter) {
+    let (_t, db) = empty_db(adapter).await;
     Migrator::new(V1).run(db.as_ref()).await.expect("v1");
     let err = Migrator::new(V1_EDITED)
         .run(db.as_ref())
@@ -131,9 +128,8 @@ async fn an_edited_applied_migration_is_refused_with_a_clear_error() {
     );
 }
 
-#[tokio::test]
-async fn later_migrations_apply_on_top_and_a_failing_one_leaves_nothing_behind() {
-    let (_t, db) = empty_db().await;
+async fn later_migrations_apply_on_top_and_a_failing_one_leaves_nothing_behind(adapter: Adapter) {
+    let (_t, db) = empty_db(adapter).await;
     Migrator::new(V1).run(db.as_ref()).await.expect("v1");
     let report = Migrator::new(V1_V2).run(db.as_ref()).await.expect("v2");
     assert_eq!(report.applied, vec![2]);
@@ -174,8 +170,7 @@ async fn later_migrations_apply_on_top_and_a_failing_one_leaves_nothing_behind()
     assert_eq!(recorded(db.as_ref()).await.len(), 2);
 }
 
-#[tokio::test]
-async fn unordered_migration_lists_are_rejected_before_touching_the_database() {
+async fn unordered_migration_lists_are_rejected_before_touching_the_database(adapter: Adapter) {
     static UNORDERED: &[Migration] = &[
         Migration {
             version: 2,
@@ -188,7 +183,7 @@ async fn unordered_migration_lists_are_rejected_before_touching_the_database() {
             sql: "SELECT 1",
         },
     ];
-    let (_t, db) = empty_db().await;
+    let (_t, db) = empty_db(adapter).await;
     let err = Migrator::new(UNORDERED)
         .run(db.as_ref())
         .await
@@ -231,3 +226,11 @@ fn the_embedded_list_matches_the_migrations_folder() {
         assert_eq!(text, m.sql, "{path} differs from the embedded text");
     }
 }
+
+for_each_adapter!(
+    applies_every_migration_once_and_a_second_run_is_a_no_op,
+    concurrent_runners_apply_each_migration_exactly_once,
+    an_edited_applied_migration_is_refused_with_a_clear_error,
+    later_migrations_apply_on_top_and_a_failing_one_leaves_nothing_behind,
+    unordered_migration_lists_are_rejected_before_touching_the_database,
+);

@@ -6,7 +6,7 @@ mod common;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use common::{at, migrated_db, sql};
+use common::{Adapter, at, migrated_db, sql};
 use hookbox::outbox::{
     self, DeliveryOutcome, DeliveryResult, NewOutboxEvent, OutboxStatus, Retention,
 };
@@ -52,9 +52,8 @@ async fn count(db: &dyn Executor, table: &str) -> i64 {
     .expect("n")
 }
 
-#[tokio::test]
-async fn enqueue_writes_inside_the_callers_transaction_only() {
-    let (_t, db) = migrated_db().await;
+async fn enqueue_writes_inside_the_callers_transaction_only(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
     let tx = db.begin().await.expect("begin");
     let kept = outbox::enqueue(tx.as_ref(), &event("o-1"), at(0))
         .await
@@ -90,9 +89,8 @@ async fn enqueue_writes_inside_the_callers_transaction_only() {
     assert_eq!(count(db.as_ref(), "outbox").await, 1);
 }
 
-#[tokio::test]
-async fn claim_due_leases_due_rows_in_order_and_hides_them_until_the_lease_ends() {
-    let (_t, db) = migrated_db().await;
+async fn claim_due_leases_due_rows_in_order_and_hides_them_until_the_lease_ends(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
     let d = db.as_ref();
     let ids = enqueue_n(d, 3, 0).await;
     let later = enqueue_n(d, 1, 100).await; // not due before 100
@@ -141,9 +139,8 @@ async fn claim_due_leases_due_rows_in_order_and_hides_them_until_the_lease_ends(
     assert_eq!(rest_ids, HashSet::from([*left_over, later[0]]));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_concurrent_claimers_never_receive_the_same_row() {
-    let (_t, db) = migrated_db().await;
+async fn two_concurrent_claimers_never_receive_the_same_row(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
     let ids: HashSet<Uuid> = enqueue_n(db.as_ref(), 1000, 0).await.into_iter().collect();
     let barrier = Arc::new(Barrier::new(2));
     let claimers: Vec<_> = ["relay-a", "relay-b"]
@@ -184,9 +181,8 @@ async fn two_concurrent_claimers_never_receive_the_same_row() {
     assert_eq!(again.len(), 1000);
 }
 
-#[tokio::test]
-async fn record_results_updates_the_whole_batch_in_one_statement() {
-    let (_t, db) = migrated_db().await;
+async fn record_results_updates_the_whole_batch_in_one_statement(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
     let d = db.as_ref();
     let ids = enqueue_n(d, 4, 0).await;
     outbox::claim_due(d, "relay-a", at(1), at(31), 10)
@@ -282,9 +278,8 @@ async fn record_results_updates_the_whole_batch_in_one_statement() {
     );
 }
 
-#[tokio::test]
-async fn counts_oldest_pending_and_retention() {
-    let (_t, db) = migrated_db().await;
+async fn counts_oldest_pending_and_retention(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
     let d = db.as_ref();
     assert_eq!(
         outbox::oldest_pending_created_at(d).await.expect("oldest"),
@@ -342,3 +337,11 @@ async fn counts_oldest_pending_and_retention() {
     assert!(outbox::get(d, old[2]).await.expect("get").is_some());
     assert!(outbox::get(d, recent[0]).await.expect("get").is_some());
 }
+
+for_each_adapter!(
+    enqueue_writes_inside_the_callers_transaction_only,
+    claim_due_leases_due_rows_in_order_and_hides_them_until_the_lease_ends,
+    two_concurrent_claimers_never_receive_the_same_row,
+    record_results_updates_the_whole_batch_in_one_statement,
+    counts_oldest_pending_and_retention,
+);

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{at, migrated_db, sql};
+use common::{Adapter, at, migrated_db, sql};
 use hookbox::store::{Executor, Params, Statement};
 use hookbox::{inbox, outbox, params};
 use uuid::Uuid;
@@ -70,9 +70,8 @@ fn assert_uses(plan: &str, index: &str, table: &str) {
     );
 }
 
-#[tokio::test]
-async fn hot_queries_use_the_partial_indexes() {
-    let (_t, db) = migrated_db().await;
+async fn hot_queries_use_the_partial_indexes(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
     let d = db.as_ref();
     load_history(d).await;
 
@@ -109,3 +108,5 @@ async fn hot_queries_use_the_partial_indexes() {
     // (the status of rows we could not claim is looked up by key too)
     assert_uses(&claim, "inbox_pkey", "inbox");
 }
+
+for_each_adapter!(hot_queries_use_the_partial_indexes,);

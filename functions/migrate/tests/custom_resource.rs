@@ -244,3 +244,50 @@ async fn a_response_url_that_refuses_is_retried_then_reported() {
         other => panic!("unexpected {other:?}"),
     }
 }
+
+fn data_api_db(endpoint: &str, database: &str) -> Arc<dyn Database> {
+    Arc::new(hookbox::store::data_api::DataApiDatabase::local(
+        endpoint,
+        hookbox::store::data_api::DataApiTarget {
+            resource_arn: "arn:aws:rds:eu-west-1:123456789012:cluster:hookbox".into(),
+            secret_arn: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:hookbox".into(),
+            database: database.into(),
+        },
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_through_the_data_api_applies_the_migrations() {
+    let t = TestDb::create().await;
+    let db = data_api_db(&hookbox_testkit::data_api_endpoint(), t.name());
+    let sink = HttpSink::start().await;
+    Migrate::new(db.clone(), http())
+        .handle(event("create", &sink.url("/api")))
+        .await
+        .expect("answered");
+    let body = sink.wait_for(1).await[0].json();
+    assert_eq!(body["Status"], "SUCCESS", "{body}");
+    assert_eq!(applied_versions(db.as_ref()).await, MIGRATIONS.len() as i64);
+    // the direct view agrees
+    let direct = PgDatabase::connect(t.url(), &PgOptions::default()).expect("pool");
+    assert_eq!(applied_versions(&direct).await, MIGRATIONS.len() as i64);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aurora_down_behind_the_data_api_answers_failed_with_the_reason() {
+    let cluster = hookbox_testkit::PrivateCluster::start();
+    let server = hookbox_testkit::start_data_api(cluster.url());
+    let db = data_api_db(&server.endpoint_url(), "postgres");
+    cluster.kill().expect("kill PostgreSQL");
+    let sink = HttpSink::start().await;
+    Migrate::new(db, http())
+        .handle(event("update", &sink.url("/down")))
+        .await
+        .expect("answered");
+    let body = sink.wait_for(1).await[0].json();
+    assert_eq!(body["Status"], "FAILED");
+    assert_eq!(body["PhysicalResourceId"], PHYSICAL_RESOURCE_ID);
+    let reason = body["Reason"].as_str().expect("reason");
+    assert!(reason.contains("DatabaseUnavailableException"), "{reason}");
+    assert!(reason.contains("retry the deployment"), "{reason}");
+}

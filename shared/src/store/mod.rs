@@ -441,7 +441,7 @@ pub trait Database: Executor + fmt::Debug {
 
 /// An open transaction. Statements run through [`Executor::execute`].
 #[async_trait]
-pub trait Transaction: Executor {
+pub trait Transaction: Executor + fmt::Debug {
     /// Commits. On [`DbError::Unavailable`] the outcome is unknown.
     async fn commit(self: Box<Self>) -> Result<(), DbError>;
     /// Rolls back.
@@ -600,5 +600,64 @@ mod tests {
         assert_eq!(p.get("b"), Some(&Value::Text("x".into())));
         assert_eq!(p.get("c"), Some(&Value::Null));
         assert_eq!(p.len(), 3);
+    }
+}
+
+#[cfg(test)]
+mod connect_tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[tokio::test]
+    async fn configuration_errors_say_what_to_set() {
+        let none = connect_from_env(env(&[])).await.expect_err("nothing set");
+        assert!(matches!(none, ConnectError::NotConfigured));
+        assert!(none.to_string().contains("DATABASE_URL"), "{none}");
+        let partial = connect_from_env(env(&[
+            ("HOOKBOX_DB", "data-api"),
+            ("DB_CLUSTER_ARN", "arn:aws:rds:eu-west-1:1:cluster:c"),
+            ("DB_NAME", "hookbox"),
+        ]))
+        .await
+        .expect_err("secret missing");
+        assert_eq!(
+            partial.to_string(),
+            "HOOKBOX_DB=data-api needs DB_SECRET_ARN to be set"
+        );
+        let unknown = connect_from_env(env(&[("HOOKBOX_DB", "mysql")]))
+            .await
+            .expect_err("unknown");
+        assert!(unknown.to_string().contains("\"mysql\""), "{unknown}");
+        let bad_url = connect_from_env(env(&[("DATABASE_URL", "postgres://h:notaport/db")]))
+            .await
+            .expect_err("bad url");
+        assert!(
+            matches!(bad_url, ConnectError::Db(DbError::Statement { .. })),
+            "{bad_url:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn database_url_selects_direct_postgres_without_connecting() {
+        let db = connect_from_env(env(&[
+            ("DATABASE_URL", "postgres://u:secret@127.0.0.1:1/hookbox"),
+            ("HOOKBOX_DB_MAX_CONNECTIONS", "2"),
+        ]))
+        .await
+        .expect("lazy pool");
+        let shown = format!("{db:?}");
+        assert!(
+            shown.contains("PgDatabase") && shown.contains("127.0.0.1:1/hookbox"),
+            "{shown}"
+        );
+        assert!(!shown.contains("secret"), "{shown}");
     }
 }

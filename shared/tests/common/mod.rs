@@ -1,31 +1,75 @@
-//! Shared setup of the repository tests: a fresh, migrated database per test.
+//! Shared setup of the repository tests: a fresh, migrated database per test,
+//! reached through either adapter of the database port.
 //!
-//! The tests talk to `dyn Database` only, so the same assertions can run
-//! through every adapter of the port.
+//! The tests talk to `dyn Database` only; `for_each_adapter!` runs each of
+//! them twice, through direct PostgreSQL and through the RDS Data API
+//! adapter → `tools/local-data-api` → the same PostgreSQL, with the same
+//! assertions.
 #![allow(dead_code)]
 
 use std::sync::Arc;
 
 use chrono::{DateTime, TimeZone, Utc};
+use hookbox::store::data_api::{DataApiDatabase, DataApiTarget};
 use hookbox::store::postgres::{PgDatabase, PgOptions};
 use hookbox::store::{Database, Statement};
 use hookbox_testkit::TestDb;
 
-/// A fresh database (not migrated) and a pool on it.
-pub async fn empty_db_with(options: PgOptions) -> (TestDb, Arc<dyn Database>) {
+/// Which adapter of the port a test runs through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Adapter {
+    /// tokio-postgres, pooled.
+    Postgres,
+    /// aws-sdk-rdsdata against the local Data API server.
+    DataApi,
+}
+
+/// The Data API adapter for one test database.
+pub fn data_api(test_db: &TestDb) -> DataApiDatabase {
+    DataApiDatabase::local(
+        &hookbox_testkit::data_api_endpoint(),
+        DataApiTarget {
+            resource_arn: "arn:aws:rds:us-east-1:123456789012:cluster:hookbox-test".into(),
+            secret_arn: "arn:aws:secretsmanager:us-east-1:123456789012:secret:hookbox-test".into(),
+            database: test_db.name().into(),
+        },
+    )
+}
+
+/// A fresh database (not migrated) reached through `adapter`, the pool (for
+/// direct PostgreSQL) allowing `max_connections`.
+pub async fn empty_db_with(
+    adapter: Adapter,
+    max_connections: usize,
+) -> (TestDb, Arc<dyn Database>) {
     let test_db = TestDb::create().await;
-    let db = PgDatabase::connect(test_db.url(), &options).expect("pool");
-    (test_db, Arc::new(db))
+    let db: Arc<dyn Database> = match adapter {
+        Adapter::Postgres => Arc::new(
+            PgDatabase::connect(
+                test_db.url(),
+                &PgOptions {
+                    max_connections,
+                    ..PgOptions::default()
+                },
+            )
+            .expect("pool"),
+        ),
+        Adapter::DataApi => Arc::new(data_api(&test_db)),
+    };
+    (test_db, db)
 }
 
 /// A fresh, empty database.
-pub async fn empty_db() -> (TestDb, Arc<dyn Database>) {
-    empty_db_with(PgOptions::default()).await
+pub async fn empty_db(adapter: Adapter) -> (TestDb, Arc<dyn Database>) {
+    empty_db_with(adapter, PgOptions::default().max_connections).await
 }
 
 /// A fresh database with hookbox's schema.
-pub async fn migrated_db_with(options: PgOptions) -> (TestDb, Arc<dyn Database>) {
-    let (test_db, db) = empty_db_with(options).await;
+pub async fn migrated_db_with(
+    adapter: Adapter,
+    max_connections: usize,
+) -> (TestDb, Arc<dyn Database>) {
+    let (test_db, db) = empty_db_with(adapter, max_connections).await;
     hookbox::migrate::migrate(db.as_ref())
         .await
         .expect("migrate");
@@ -33,8 +77,8 @@ pub async fn migrated_db_with(options: PgOptions) -> (TestDb, Arc<dyn Database>)
 }
 
 /// A fresh database with hookbox's schema.
-pub async fn migrated_db() -> (TestDb, Arc<dyn Database>) {
-    migrated_db_with(PgOptions::default()).await
+pub async fn migrated_db(adapter: Adapter) -> (TestDb, Arc<dyn Database>) {
+    migrated_db_with(adapter, PgOptions::default().max_connections).await
 }
 
 /// A fixed instant, so tests never depend on the wall clock.
@@ -52,4 +96,28 @@ pub fn at(seconds: i64) -> DateTime<Utc> {
 /// A statement built at run time (test-only SQL).
 pub fn sql(text: &str) -> Statement {
     Statement::new("test.sql", Box::leak(text.to_string().into_boxed_str()))
+}
+
+/// Runs each named `async fn(Adapter)` as two tests: `postgres::name` and
+/// `data_api::name`.
+#[macro_export]
+macro_rules! for_each_adapter {
+    ($($name:ident),* $(,)?) => {
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::common::Adapter::Postgres).await
+                }
+            )*
+        }
+        mod data_api {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::common::Adapter::DataApi).await
+                }
+            )*
+        }
+    };
 }

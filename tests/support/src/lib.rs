@@ -127,6 +127,8 @@ impl fmt::Debug for Server {
 }
 
 static SERVER: OnceLock<Result<Server, String>> = OnceLock::new();
+static DATA_API: OnceLock<Result<Mutex<local_data_api::BackgroundServer>, String>> =
+    OnceLock::new();
 static NEXT_DB: AtomicU64 = AtomicU64::new(0);
 
 /// A fresh, empty database for one test. Dropping it does not delete it: the
@@ -203,6 +205,39 @@ impl TestDb {
     pub fn name(&self) -> &str {
         &self.name
     }
+}
+
+/// Endpoint (`http://127.0.0.1:PORT`) of a local RDS Data API server
+/// (`tools/local-data-api`) in front of the shared test server, started once
+/// per test process on a background thread. The Data API request's
+/// `database` member selects the test's database.
+///
+/// # Panics
+/// When the server cannot be started: tests must fail, not skip.
+pub fn data_api_endpoint() -> String {
+    let server = DATA_API.get_or_init(|| {
+        let url = admin_url().map_err(|e| e.to_string())?;
+        local_data_api::spawn_background(local_data_api::Config::new(url))
+            .map(Mutex::new)
+            .map_err(|e| e.to_string())
+    });
+    match server {
+        Ok(server) => server
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .endpoint_url(),
+        Err(e) => panic!("local Data API server unavailable: {e}"),
+    }
+}
+
+/// A local Data API server of its own in front of `database_url` (for fault
+/// tests that stop the database under it). Stops when dropped.
+///
+/// # Panics
+/// When it cannot be started.
+pub fn start_data_api(database_url: &str) -> local_data_api::BackgroundServer {
+    local_data_api::spawn_background(local_data_api::Config::new(database_url))
+        .unwrap_or_else(|e| panic!("cannot start a local Data API server: {e}"))
 }
 
 /// The URL of the maintenance database of the shared test server, starting
