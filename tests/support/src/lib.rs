@@ -14,6 +14,7 @@
 //!   install it. Tests never skip.
 
 pub mod http_sink;
+pub mod moto;
 
 use std::fmt;
 use std::io::Write as _;

@@ -1,0 +1,122 @@
+//! The SQS adapter against the moto emulator: send, receive with receive
+//! counts, visibility changes, delete, the DLQ after maxReceiveCount, and
+//! "unavailable" when the service is gone.
+
+use std::time::Duration;
+
+use hookbox::queue::sqs::SqsQueue;
+use hookbox::queue::{MAX_MESSAGE_BYTES, Queue, QueueConsumer, QueueError};
+use hookbox_testkit::moto;
+
+async fn queue(max_receive: u32, visibility_s: u32) -> (SqsQueue, moto::TestQueue) {
+    let endpoint = moto::endpoint();
+    let q = moto::create_queue(
+        &endpoint,
+        &moto::unique_name("hookbox"),
+        visibility_s,
+        max_receive,
+    )
+    .await;
+    (
+        SqsQueue::new(SqsQueue::local_client(&endpoint), q.url.clone()),
+        q,
+    )
+}
+
+#[tokio::test]
+async fn send_receive_change_visibility_and_delete() {
+    let (q, _) = queue(4, 30).await;
+    let id = q.send("{\"inbox_id\":\"x\"}").await.expect("send");
+    assert!(!id.is_empty());
+    let got = q.receive(10).await.expect("receive");
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].message_id, id);
+    assert_eq!(got[0].body, "{\"inbox_id\":\"x\"}");
+    assert_eq!(got[0].receive_count, 1);
+    assert!(got[0].sent_at.timestamp() > 0);
+    assert!(
+        q.receive(10).await.expect("receive").is_empty(),
+        "invisible while in flight"
+    );
+    // visible again at once
+    q.change_visibility(&got[0].receipt_handle, Duration::ZERO)
+        .await
+        .expect("change visibility");
+    let again = q.receive(10).await.expect("receive");
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].receive_count, 2);
+    q.delete(&again[0].receipt_handle).await.expect("delete");
+    q.change_visibility(&again[0].receipt_handle, Duration::ZERO)
+        .await
+        .expect_err("deleted message");
+    assert!(q.receive(10).await.expect("receive").is_empty());
+}
+
+#[tokio::test]
+async fn after_max_receives_the_message_goes_to_the_dead_letter_queue() {
+    let (q, names) = queue(2, 30).await;
+    q.send("poison").await.expect("send");
+    for expected in 1..=2 {
+        let got = q.receive(1).await.expect("receive");
+        assert_eq!(got[0].receive_count, expected);
+        q.change_visibility(&got[0].receipt_handle, Duration::ZERO)
+            .await
+            .expect("release");
+    }
+    assert!(
+        q.receive(1).await.expect("receive").is_empty(),
+        "moved on this receive"
+    );
+    let dlq = SqsQueue::new(SqsQueue::local_client(&moto::endpoint()), names.dlq_url);
+    let dead = dlq.receive(10).await.expect("dlq");
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].body, "poison");
+}
+
+#[tokio::test]
+async fn oversize_messages_are_refused_without_a_call_and_a_dead_service_is_unavailable() {
+    let (q, _) = queue(4, 30).await;
+    let big = "x".repeat(MAX_MESSAGE_BYTES + 1);
+    assert!(matches!(
+        q.send(&big).await,
+        Err(QueueError::TooLarge { .. })
+    ));
+
+    let private = moto::Moto::start();
+    let names = moto::create_queue(private.endpoint(), "doomed", 30, 4).await;
+    let doomed = SqsQueue::new(SqsQueue::local_client(private.endpoint()), names.url);
+    doomed.send("before").await.expect("alive");
+    private.kill();
+    let e = doomed.send("after").await.expect_err("moto is gone");
+    assert!(e.is_retryable(), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            QueueError::Unavailable {
+                operation: "send",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_queue_is_a_definite_refusal() {
+    let client = SqsQueue::local_client(&moto::endpoint());
+    let q = SqsQueue::new(
+        client,
+        format!("{}/123456789012/no-such-queue", moto::endpoint()),
+    );
+    let e = q.send("x").await.expect_err("no queue");
+    assert!(
+        matches!(
+            e,
+            QueueError::Rejected {
+                operation: "send",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+}
