@@ -10,6 +10,7 @@
 //! `next_attempt_at` always says when an active row next needs attention;
 //! the sweeper re-enqueues rows that are long overdue.
 
+pub mod message;
 pub mod repo;
 
 use std::fmt;
@@ -19,6 +20,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 pub use crate::store::Retention;
+pub use message::{InboxMessage, MessageError, SpooledEvent};
 pub use repo::{
     Claim, ClaimToken, Inserted, NewInboxEvent, StrandedRow, claim, counts_by_status, get,
     insert_if_new, mark_dead, mark_deferred, mark_processed, mark_quarantined, mark_retry,

@@ -1,0 +1,234 @@
+//! The queue message between ingest (and the sweeper) and the processor.
+//!
+//! Normally the message only points at the inbox row (`stored`). When the
+//! database was unavailable at ingest, the verified event itself travels in
+//! the message (`spooled`) and the processor stores it first; the UNIQUE
+//! (partner, event_id) key still deduplicates.
+//!
+//! Never deduplicate on the queue's message id: a DLQ redrive assigns new ids.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::NewInboxEvent;
+use crate::queue::MAX_MESSAGE_BYTES;
+
+/// A message on the inbox queue. JSON, tagged by `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum InboxMessage {
+    /// The event is stored in the inbox under `inbox_id`.
+    Stored {
+        /// The inbox row.
+        inbox_id: Uuid,
+        /// Its partner (for logs and spans; the row is the truth).
+        partner: String,
+        /// Its event id (for logs and spans).
+        event_id: String,
+    },
+    /// The database was down at ingest: the verified event itself.
+    Spooled(SpooledEvent),
+}
+
+/// A verified event that could not be stored at ingest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpooledEvent {
+    /// Partner name.
+    pub partner: String,
+    /// The partner's event id (or sha256 of the body when `event_id_derived`).
+    pub event_id: String,
+    /// True when `event_id` is derived from the body.
+    pub event_id_derived: bool,
+    /// Event type, if known at ingest.
+    pub event_type: Option<String>,
+    /// Ordering key, if known at ingest.
+    pub ordering_key: Option<String>,
+    /// The raw body, base64 (standard alphabet, padded): bodies need not be UTF-8.
+    pub body_base64: String,
+    /// Selected request headers (a JSON object).
+    pub headers: serde_json::Value,
+    /// Whether ingest verified the signature (always true: unverified
+    /// events are never spooled).
+    pub signature_verified: bool,
+    /// When ingest received it.
+    pub received_at: DateTime<Utc>,
+}
+
+/// Why a message could not be read or built.
+#[derive(Debug, thiserror::Error)]
+pub enum MessageError {
+    /// Not one of our messages (a poison pill for the processor).
+    #[error("not an inbox queue message: {0}")]
+    Invalid(String),
+    /// The spooled event's body is not valid base64.
+    #[error("spooled event {partner}/{event_id} has a body that is not base64: {detail}")]
+    BadBody {
+        /// Partner.
+        partner: String,
+        /// Event id.
+        event_id: String,
+        /// The decoder's complaint.
+        detail: String,
+    },
+    /// The message would exceed the queue's size limit.
+    #[error("message of {bytes} bytes is over the queue's {limit} byte limit")]
+    TooLarge {
+        /// Its size.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+impl InboxMessage {
+    /// The message for a stored row.
+    pub fn stored(inbox_id: Uuid, partner: &str, event_id: &str) -> Self {
+        InboxMessage::Stored {
+            inbox_id,
+            partner: partner.to_string(),
+            event_id: event_id.to_string(),
+        }
+    }
+
+    /// The message carrying an event that could not be stored.
+    pub fn spooled(event: &NewInboxEvent, received_at: DateTime<Utc>) -> Self {
+        InboxMessage::Spooled(SpooledEvent {
+            partner: event.partner.clone(),
+            event_id: event.event_id.clone(),
+            event_id_derived: event.event_id_derived,
+            event_type: event.event_type.clone(),
+            ordering_key: event.ordering_key.clone(),
+            body_base64: STANDARD.encode(&event.body),
+            headers: event.headers.clone(),
+            signature_verified: event.signature_verified,
+            received_at,
+        })
+    }
+
+    /// The JSON body for the queue, refused when over the queue's limit.
+    pub fn to_body(&self) -> Result<String, MessageError> {
+        let body = serde_json::to_string(self)
+            .map_err(|e| MessageError::Invalid(format!("cannot serialise: {e}")))?;
+        if body.len() > MAX_MESSAGE_BYTES {
+            return Err(MessageError::TooLarge {
+                bytes: body.len(),
+                limit: MAX_MESSAGE_BYTES,
+            });
+        }
+        Ok(body)
+    }
+
+    /// Reads a queue body.
+    pub fn from_body(body: &str) -> Result<Self, MessageError> {
+        serde_json::from_str(body).map_err(|e| MessageError::Invalid(e.to_string()))
+    }
+
+    /// Partner and event id, for spans and logs.
+    pub fn key(&self) -> (&str, &str) {
+        match self {
+            InboxMessage::Stored {
+                partner, event_id, ..
+            } => (partner, event_id),
+            InboxMessage::Spooled(e) => (&e.partner, &e.event_id),
+        }
+    }
+}
+
+impl SpooledEvent {
+    /// The event to insert-if-new.
+    pub fn to_new_event(&self) -> Result<NewInboxEvent, MessageError> {
+        let body = STANDARD
+            .decode(&self.body_base64)
+            .map_err(|e| MessageError::BadBody {
+                partner: self.partner.clone(),
+                event_id: self.event_id.clone(),
+                detail: e.to_string(),
+            })?;
+        Ok(NewInboxEvent {
+            partner: self.partner.clone(),
+            event_id: self.event_id.clone(),
+            event_id_derived: self.event_id_derived,
+            event_type: self.event_type.clone(),
+            ordering_key: self.ordering_key.clone(),
+            body,
+            headers: self.headers.clone(),
+            signature_verified: self.signature_verified,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn event(body: Vec<u8>) -> NewInboxEvent {
+        NewInboxEvent {
+            partner: "acme".into(),
+            event_id: "evt_1".into(),
+            event_id_derived: false,
+            event_type: Some("payment.received".into()),
+            ordering_key: Some("o-1".into()),
+            body,
+            headers: serde_json::json!({"webhook-id": "evt_1"}),
+            signature_verified: true,
+        }
+    }
+
+    #[test]
+    fn stored_messages_have_a_stable_json_shape() {
+        let id = Uuid::nil();
+        let body = InboxMessage::stored(id, "acme", "evt_1")
+            .to_body()
+            .expect("body");
+        assert_eq!(
+            body,
+            r#"{"kind":"stored","inbox_id":"00000000-0000-0000-0000-000000000000","partner":"acme","event_id":"evt_1"}"#
+        );
+        assert_eq!(
+            InboxMessage::from_body(&body).expect("parse"),
+            InboxMessage::stored(id, "acme", "evt_1")
+        );
+    }
+
+    #[test]
+    fn spooled_events_round_trip_with_binary_bodies() {
+        let at = Utc
+            .with_ymd_and_hms(2026, 6, 1, 0, 0, 0)
+            .single()
+            .expect("valid");
+        let original = event(vec![0, 0xff, b'{', b'}']);
+        let message = InboxMessage::spooled(&original, at);
+        let back = InboxMessage::from_body(&message.to_body().expect("body")).expect("parse");
+        let InboxMessage::Spooled(spooled) = back else {
+            panic!("expected spooled");
+        };
+        assert_eq!(spooled.received_at, at);
+        assert_eq!(spooled.to_new_event().expect("event"), original);
+        assert_eq!(message.key(), ("acme", "evt_1"));
+    }
+
+    #[test]
+    fn garbage_and_oversize_are_refused() {
+        assert!(matches!(
+            InboxMessage::from_body("{}"),
+            Err(MessageError::Invalid(_))
+        ));
+        assert!(matches!(
+            InboxMessage::from_body(
+                r#"{"kind":"stored","inbox_id":"nope","partner":"a","event_id":"b"}"#
+            ),
+            Err(MessageError::Invalid(_))
+        ));
+        let at = Utc
+            .with_ymd_and_hms(2026, 6, 1, 0, 0, 0)
+            .single()
+            .expect("valid");
+        let big = InboxMessage::spooled(&event(vec![b'x'; MAX_MESSAGE_BYTES]), at);
+        assert!(matches!(big.to_body(), Err(MessageError::TooLarge { .. })));
+    }
+}
