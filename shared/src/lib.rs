@@ -5,3 +5,4 @@
 //! See `../shared/DESIGN.md` (the team handbook) for the map.
 
 pub mod clock;
+pub mod signature;
