@@ -1,13 +1,12 @@
 //! HMAC over several parts without concatenating them, constant-time
 //! comparison, and decoding of signatures into fixed-size buffers.
 
-use base64::Engine as _;
 use base64::alphabet;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use hmac::{Hmac, KeyInit, Mac};
 use sha1::Sha1;
 use sha2::{Sha256, Sha512};
-use subtle::ConstantTimeEq;
+use subtle::{Choice, ConstantTimeEq};
 
 use super::config::{Algorithm, Encoding};
 
@@ -89,7 +88,9 @@ impl MacState {
     }
 }
 
-/// HMAC of the concatenation of `parts`, fed piece by piece.
+/// HMAC of the concatenation of `parts`, fed piece by piece (tests compute
+/// expected values with it).
+#[cfg(test)]
 pub(crate) fn hmac_parts(
     algorithm: Algorithm,
     key: &[u8],
@@ -103,9 +104,30 @@ pub(crate) fn hmac_parts(
 }
 
 /// Constant-time equality. Lengths are public (they follow from the
-/// algorithm), so a length mismatch returns early.
+/// algorithm), so a length mismatch returns early. The bytes are compared
+/// eight at a time with `subtle` (a 32-byte MAC is four constant-time
+/// word comparisons instead of thirty-two byte ones).
 pub(crate) fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && bool::from(a.ct_eq(b))
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut equal = Choice::from(1u8);
+    let (a_words, b_words) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (a_rest, b_rest) = (a_words.remainder(), b_words.remainder());
+    for (x, y) in a_words.zip(b_words) {
+        equal &= word(x).ct_eq(&word(y));
+    }
+    for (x, y) in a_rest.iter().zip(b_rest) {
+        equal &= x.ct_eq(y);
+    }
+    bool::from(equal)
+}
+
+/// Eight bytes as a word (`chunk` is always eight bytes long).
+fn word(chunk: &[u8]) -> u64 {
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(chunk);
+    u64::from_ne_bytes(bytes)
 }
 
 /// Decodes a signature written with `encoding`, which must decode to exactly
@@ -122,36 +144,172 @@ pub(crate) fn decode_tag(
 }
 
 pub(crate) fn decode_hex(text: &str, expected_len: usize) -> Result<Tag, &'static str> {
-    if expected_len > MAX_TAG || text.len() != expected_len * 2 {
-        return Err("signature has the wrong length");
-    }
     let mut buf = [0u8; MAX_TAG];
-    hex::decode_to_slice(text, &mut buf[..expected_len])
-        .map_err(|_| "signature is not hexadecimal")?;
+    let out = buf
+        .get_mut(..expected_len)
+        .ok_or("signature has the wrong length")?;
+    decode_hex_into(text, out)?;
     Ok(Tag {
         buf,
         len: expected_len,
     })
 }
 
-pub(crate) fn decode_base64(text: &str, expected_len: usize) -> Result<Tag, &'static str> {
-    // 4 characters per 3 bytes, rounded up; anything longer cannot decode to
-    // `expected_len` bytes, and bounding it keeps the buffer on the stack.
-    let max_chars = expected_len.div_ceil(3) * 4;
-    if expected_len > MAX_TAG || text.is_empty() || text.len() > max_chars {
-        return Err("signature has the wrong length");
-    }
-    let mut buf = [0u8; MAX_TAG + 3];
-    let len = BASE64
-        .decode_slice(text, &mut buf)
-        .map_err(|_| "signature is not valid base64")?;
-    if len != expected_len {
-        return Err("signature has the wrong length");
-    }
-    let mut out = [0u8; MAX_TAG];
-    out[..len].copy_from_slice(&buf[..len]);
-    Ok(Tag { buf: out, len })
+/// [`decode_hex`] into an array.
+pub(crate) fn decode_hex_array<const N: usize>(text: &str) -> Result<[u8; N], &'static str> {
+    let mut out = [0u8; N];
+    decode_hex_into(text, &mut out)?;
+    Ok(out)
 }
+
+/// Decodes hex (either case) that must fill `out` exactly. Inlined so
+/// that the array callers get loops of constant length.
+#[inline(always)]
+fn decode_hex_into(text: &str, out: &mut [u8]) -> Result<(), &'static str> {
+    if text.len() != out.len() * 2 {
+        return Err("signature has the wrong length");
+    }
+    let mut invalid = 0u8;
+    for (byte, pair) in out.iter_mut().zip(text.as_bytes().chunks_exact(2)) {
+        let (high, low) = (HEX[usize::from(pair[0])], HEX[usize::from(pair[1])]);
+        invalid |= (high | low) & 0x80;
+        *byte = (high << 4) | (low & 0x0f);
+    }
+    if invalid != 0 {
+        return Err("signature is not hexadecimal");
+    }
+    Ok(())
+}
+
+/// Hex digit values (either case); 0x80 marks a non-digit.
+const HEX: [u8; 256] = {
+    let mut table = [0x80u8; 256];
+    let mut i = 0;
+    while i < 10 {
+        table[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        table[b'a' as usize + i] = 10 + i as u8;
+        table[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    table
+};
+
+/// Decodes standard base64 (`+/`) that must be exactly `expected_len` bytes:
+/// either unpadded, or padded with exactly the `=` the length calls for.
+/// Unused low bits of the last character must be zero (canonical encoding),
+/// as the `base64` crate requires; a property test checks both agree.
+pub(crate) fn decode_base64(text: &str, expected_len: usize) -> Result<Tag, &'static str> {
+    let mut buf = [0u8; MAX_TAG];
+    let out = buf
+        .get_mut(..expected_len)
+        .filter(|out| !out.is_empty())
+        .ok_or("signature has the wrong length")?;
+    decode_base64_into(text, out)?;
+    Ok(Tag {
+        buf,
+        len: expected_len,
+    })
+}
+
+/// [`decode_base64`] into an array.
+pub(crate) fn decode_base64_array<const N: usize>(text: &str) -> Result<[u8; N], &'static str> {
+    let mut out = [0u8; N];
+    decode_base64_into(text, &mut out)?;
+    Ok(out)
+}
+
+/// Decodes base64 that must fill `out` (not empty) exactly. Inlined so
+/// that the array callers get loops of constant length.
+#[inline(always)]
+fn decode_base64_into(text: &str, out: &mut [u8]) -> Result<(), &'static str> {
+    let expected_len = out.len();
+    let unpadded_len = (expected_len * 4).div_ceil(3);
+    let padded_len = expected_len.div_ceil(3) * 4;
+    let bytes = text.as_bytes();
+    let data = if bytes.len() == unpadded_len {
+        bytes
+    } else if bytes.len() == padded_len && bytes[unpadded_len..].iter().all(|&b| b == b'=') {
+        &bytes[..unpadded_len]
+    } else {
+        return Err(
+            if bytes
+                .iter()
+                .all(|&b| B64[usize::from(b)] != INVALID || b == b'=')
+            {
+                "signature has the wrong length"
+            } else {
+                "signature is not valid base64"
+            },
+        );
+    };
+    let mut invalid = 0u8;
+    let quads = data.chunks_exact(4);
+    let tail = quads.remainder();
+    let (full, rest) = out.split_at_mut(data.len() / 4 * 3);
+    for (triple, quad) in full.chunks_exact_mut(3).zip(quads) {
+        let v = [
+            B64[usize::from(quad[0])],
+            B64[usize::from(quad[1])],
+            B64[usize::from(quad[2])],
+            B64[usize::from(quad[3])],
+        ];
+        invalid |= (v[0] | v[1] | v[2] | v[3]) & INVALID;
+        let n = (u32::from(v[0]) << 18)
+            | (u32::from(v[1]) << 12)
+            | (u32::from(v[2]) << 6)
+            | u32::from(v[3]);
+        triple.copy_from_slice(&n.to_be_bytes()[1..]);
+    }
+    match (tail, rest) {
+        ([], []) => {}
+        (&[c0, c1], [a]) => {
+            let (v0, v1) = (B64[usize::from(c0)], B64[usize::from(c1)]);
+            invalid |= (v0 | v1) & INVALID;
+            if v1 & 0x0f != 0 {
+                return Err("signature is not canonical base64");
+            }
+            *a = (v0 << 2) | (v1 >> 4);
+        }
+        (&[c0, c1, c2], [a, b]) => {
+            let (v0, v1, v2) = (
+                B64[usize::from(c0)],
+                B64[usize::from(c1)],
+                B64[usize::from(c2)],
+            );
+            invalid |= (v0 | v1 | v2) & INVALID;
+            if v2 & 0x03 != 0 {
+                return Err("signature is not canonical base64");
+            }
+            *a = (v0 << 2) | (v1 >> 4);
+            *b = (v1 << 4) | (v2 >> 2);
+        }
+        // Other shapes cannot happen for the lengths computed above.
+        _ => return Err("signature has the wrong length"),
+    }
+    if invalid != 0 {
+        return Err("signature is not valid base64");
+    }
+    Ok(())
+}
+
+/// Marks a byte that is not in the base64 alphabet.
+const INVALID: u8 = 0x80;
+
+/// Standard base64 alphabet values; [`INVALID`] elsewhere (including `=`).
+const B64: [u8; 256] = {
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut table = [INVALID; 256];
+    let mut i = 0;
+    while i < 64 {
+        table[alphabet[i] as usize] = i as u8;
+        i += 1;
+    }
+    table
+};
 
 #[cfg(test)]
 mod tests {
@@ -173,6 +331,13 @@ mod tests {
         assert!(ct_eq(b"abc", b"abc"));
         assert!(!ct_eq(b"abc", b"abd"));
         assert!(!ct_eq(b"abc", b"ab"));
+        let long: Vec<u8> = (0..67).collect();
+        for i in 0..long.len() {
+            let mut other = long.clone();
+            other[i] ^= 1;
+            assert!(!ct_eq(&long, &other), "difference at {i}");
+        }
+        assert!(ct_eq(&long, &long.clone()));
     }
 
     #[test]
@@ -181,6 +346,13 @@ mod tests {
         assert_eq!(decode_hex("00FF", 2).expect("valid").as_bytes(), [0, 255]);
         assert!(decode_hex("00ff00", 2).is_err());
         assert!(decode_hex("0g", 1).is_err());
+        assert!(decode_hex("g0", 1).is_err());
+        assert!(decode_hex("é0", 1).is_err());
+        let all: String = (0..=255u8).map(|b| format!("{b:02x}")).collect();
+        let decoded = decode_hex(&all[..128], 64).expect("valid");
+        assert_eq!(decoded.as_bytes(), (0..64u8).collect::<Vec<_>>());
+        let decoded = decode_hex(&all[384..].to_uppercase(), 64).expect("valid");
+        assert_eq!(decoded.as_bytes(), (192..=255u8).collect::<Vec<_>>());
         assert_eq!(
             decode_base64("AP8=", 2).expect("valid").as_bytes(),
             [0, 255]
@@ -189,5 +361,61 @@ mod tests {
         assert!(decode_base64("AP8A", 2).is_err());
         assert!(decode_base64("", 2).is_err());
         assert!(decode_base64("A$8=", 2).is_err());
+        // Non-zero unused bits: not canonical.
+        assert!(decode_base64("AP9=", 2).is_err());
+        assert!(decode_base64("AP8==", 2).is_err());
+        assert!(decode_base64("AP==", 2).is_err());
+    }
+
+    proptest::proptest! {
+        /// The hand-written decoders agree with the `hex` and `base64`
+        /// crates: same bytes on valid input, both refuse invalid input.
+        #[test]
+        fn decoders_agree_with_the_reference_crates(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 1..=MAX_TAG),
+            noise in "[A-Za-z0-9+/=$ .-]{0,90}",
+            position in proptest::prelude::any::<proptest::sample::Index>(),
+            replacement in "[A-Za-z0-9+/=$ .-]",
+        ) {
+            use base64::Engine as _;
+            let len = bytes.len();
+            let padded = BASE64_OUT.encode(&bytes);
+            let unpadded = padded.trim_end_matches('=').to_owned();
+            for text in [&padded, &unpadded] {
+                let decoded = decode_base64(text, len).expect("valid base64");
+                proptest::prop_assert_eq!(decoded.as_bytes(), &bytes[..]);
+            }
+            let hex_text = hex::encode(&bytes);
+            for text in [hex_text.clone(), hex_text.to_uppercase()] {
+                let decoded = decode_hex(&text, len).expect("valid hex");
+                proptest::prop_assert_eq!(decoded.as_bytes(), &bytes[..]);
+            }
+
+            // One character replaced, and arbitrary text: same verdict as base64.
+            let i = position.index(padded.len());
+            let mutated = format!("{}{}{}", &padded[..i], replacement, &padded[i + 1..]);
+            for text in [mutated.as_str(), noise.as_str()] {
+                for expected in [len, (text.len() * 3 / 4).clamp(1, MAX_TAG)] {
+                    let reference = BASE64.decode(text).ok().filter(|d| d.len() == expected);
+                    let ours = decode_base64(text, expected).ok().map(|t| t.as_bytes().to_vec());
+                    // The reference accepts `=` padding of any correct shape;
+                    // we also refuse over-long or misplaced padding. Where the
+                    // reference refuses, so must we; where we accept, it must too
+                    // and give the same bytes.
+                    if reference.is_none() {
+                        proptest::prop_assert!(ours.is_none(), "{:?} accepted", text);
+                    }
+                    if let Some(ours) = ours {
+                        proptest::prop_assert_eq!(Some(ours), reference);
+                    }
+                }
+                let hex_expected = text.len() / 2;
+                if (1..=MAX_TAG).contains(&hex_expected) {
+                    let reference = hex::decode(text).ok();
+                    let ours = decode_hex(text, hex_expected).ok().map(|t| t.as_bytes().to_vec());
+                    proptest::prop_assert_eq!(ours, reference);
+                }
+            }
+        }
     }
 }

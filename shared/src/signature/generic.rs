@@ -180,12 +180,12 @@ impl Compiled {
         Ok(())
     }
 
-    pub(crate) fn verify(
+    pub(crate) fn verify<'a>(
         &self,
-        request: &SignedRequest<'_>,
+        request: &SignedRequest<'a>,
         secrets: &[Secret],
         now: DateTime<Utc>,
-    ) -> Result<Verified, SignatureError> {
+    ) -> Result<Verified<'a>, SignatureError> {
         let (tag, timestamp) = self.parse(&request.headers)?;
         if let Some((_, secs)) = timestamp {
             check_tolerance(secs, now, self.tolerance_secs)?;
@@ -200,7 +200,7 @@ impl Compiled {
                 Segment::Body => request.body,
             })
             .collect();
-        let index = match_raw_key(SCHEME, self.algorithm, secrets, &parts, &[tag.as_bytes()])?;
+        let index = match_raw_key(SCHEME, self.algorithm, secrets, &parts, [tag.as_bytes()])?;
         let mut verified = Verified::new(SCHEME, index);
         verified.timestamp = timestamp.and_then(|(_, secs)| timestamp::to_datetime(secs));
         Ok(verified)

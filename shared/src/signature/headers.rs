@@ -72,6 +72,38 @@ impl<'a> Headers<'a> {
         Ok(found)
     }
 
+    /// [`Self::unique`] for several names in one pass over the headers.
+    pub(crate) fn unique_many<const N: usize>(
+        &self,
+        names: [&'static str; N],
+    ) -> Result<[Option<&'a str>; N], SignatureError> {
+        // Cheap keys first (length, last letter), the full comparison only
+        // when they match.
+        let keys = names.map(key);
+        let mut found: [Option<&'a str>; N] = [None; N];
+        for (n, v) in &self.pairs {
+            let k = key(n);
+            for i in 0..N {
+                // Exact bytes first: senders mostly use the canonical case.
+                if keys[i] != k || !(*n == names[i] || n.eq_ignore_ascii_case(names[i])) {
+                    continue;
+                }
+                let v = trim_ows(v);
+                match found[i] {
+                    None => found[i] = Some(v),
+                    Some(prev) if prev == v => {}
+                    Some(_) => {
+                        return Err(SignatureError::MalformedHeader {
+                            header: Cow::Borrowed(names[i]),
+                            reason: "repeated with different values",
+                        });
+                    }
+                }
+            }
+        }
+        Ok(found)
+    }
+
     /// Like [`Self::unique`], with the scheme's errors: missing or ambiguous.
     pub(crate) fn required(&self, name: &'static str) -> Result<&'a str, SignatureError> {
         self.required_dyn(Cow::Borrowed(name))
@@ -118,7 +150,19 @@ impl<'a> FromIterator<(&'a str, &'a str)> for Headers<'a> {
 }
 
 fn trim_ows(value: &str) -> &str {
-    value.trim_matches([' ', '\t'])
+    let is_ows = |c: char| c == ' ' || c == '\t';
+    if value.starts_with(is_ows) || value.ends_with(is_ows) {
+        value.trim_matches(is_ows)
+    } else {
+        value
+    }
+}
+
+/// Length and lower-cased last byte: different keys, different names
+/// (ignoring ASCII case).
+fn key(name: &str) -> (usize, u8) {
+    let last = name.as_bytes().last().map_or(0, u8::to_ascii_lowercase);
+    (name.len(), last)
 }
 
 #[cfg(test)]
@@ -147,5 +191,12 @@ mod tests {
             Headers::new().required("a"),
             Err(SignatureError::MissingHeader { .. })
         ));
+        let many = Headers::from_pairs([("X-One", " 1 "), ("x-two", "2"), ("X-TWO", "2")]);
+        assert_eq!(
+            many.unique_many(["x-one", "X-Two", "x-three", ""]),
+            Ok([Some("1"), Some("2"), None, None])
+        );
+        let clash = Headers::from_pairs([("x-two", "2"), ("X-TWO", "3")]);
+        assert!(clash.unique_many(["x-one", "x-two"]).is_err());
     }
 }

@@ -47,17 +47,70 @@ impl From<&'static str> for ParseError {
     }
 }
 
-fn tag_array<const N: usize>(tag: Tag) -> Result<[u8; N], ParseError> {
-    tag.as_bytes()
-        .try_into()
-        .map_err(|_| ParseError::Malformed("signature has the wrong length"))
+/// Decoded signatures of one kind. The first few are stored inline, so the
+/// usual one or two signatures cost no allocation on the verification path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignatureList<const N: usize> {
+    inline: [[u8; N]; INLINE],
+    len: usize,
+    spill: Vec<[u8; N]>,
+}
+
+/// Signatures a [`SignatureList`] holds without allocating.
+const INLINE: usize = 2;
+
+impl<const N: usize> SignatureList<N> {
+    /// An empty list.
+    pub fn new() -> Self {
+        Self {
+            inline: [[0; N]; INLINE],
+            len: 0,
+            spill: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, signature: [u8; N]) {
+        match self.inline.get_mut(self.len) {
+            Some(slot) => *slot = signature,
+            None => self.spill.push(signature),
+        }
+        self.len += 1;
+    }
+
+    /// Number of signatures.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `true` when there is none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The signatures, in header order.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8; N]> + Clone {
+        self.inline[..self.len.min(INLINE)]
+            .iter()
+            .chain(self.spill.iter())
+    }
+
+    /// The signatures as a vector.
+    pub fn to_vec(&self) -> Vec<[u8; N]> {
+        self.iter().copied().collect()
+    }
+}
+
+impl<const N: usize> Default for SignatureList<N> {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// The signatures of a Standard Webhooks `webhook-signature` header.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StandardSignatures {
     /// `v1` entries: HMAC-SHA256.
-    pub v1: Vec<[u8; 32]>,
+    pub v1: SignatureList<32>,
     /// `v1a` entries: Ed25519.
     pub v1a: Vec<[u8; 64]>,
     /// Entries of other versions (ignored, as the specification says).
@@ -74,30 +127,24 @@ pub fn standard_webhooks_signatures(value: &str) -> Result<StandardSignatures, P
     let mut out = StandardSignatures::default();
     let mut entries = 0usize;
     let mut undecodable = 0usize;
-    for entry in value.split_ascii_whitespace() {
+    for entry in ascii_words(value) {
         entries += 1;
         if entries > MAX_SIGNATURES {
             return Err("too many signature entries".into());
         }
-        let Some((version, signature)) = entry.split_once(',') else {
+        let Some((version, signature)) = split_at_byte(entry, b',') else {
             return Err("entry is not `version,signature`".into());
         };
-        if version.is_empty() {
-            return Err("entry has an empty version".into());
-        }
         match version {
-            "v1" => match crypto::decode_base64(signature, 32).and_then(|t| {
-                <[u8; 32]>::try_from(t.as_bytes()).map_err(|_| "signature has the wrong length")
-            }) {
+            "v1" => match crypto::decode_base64_array(signature) {
                 Ok(sig) => out.v1.push(sig),
                 Err(_) => undecodable += 1,
             },
-            "v1a" => match crypto::decode_base64(signature, 64).and_then(|t| {
-                <[u8; 64]>::try_from(t.as_bytes()).map_err(|_| "signature has the wrong length")
-            }) {
+            "v1a" => match crypto::decode_base64_array(signature) {
                 Ok(sig) => out.v1a.push(sig),
                 Err(_) => undecodable += 1,
             },
+            "" => return Err("entry has an empty version".into()),
             _ => out.unknown += 1,
         }
     }
@@ -115,6 +162,33 @@ pub fn standard_webhooks_signatures(value: &str) -> Result<StandardSignatures, P
     Ok(out)
 }
 
+/// The space- (or tab-, newline-) separated words of `value`.
+fn ascii_words(value: &str) -> impl Iterator<Item = &str> {
+    // Printable characters are never whitespace: test that first.
+    let is_space = |b: &u8| *b <= b' ' && b.is_ascii_whitespace();
+    let bytes = value.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let rest = bytes.get(at..)?;
+        let start = at + rest.iter().position(|b| !is_space(b))?;
+        let len = bytes
+            .get(start..)?
+            .iter()
+            .position(is_space)
+            .unwrap_or(bytes.len() - start);
+        at = start + len;
+        // Both ends are at ASCII bytes (or the ends of the text), so these
+        // are character boundaries and `get` always succeeds.
+        value.get(start..at)
+    })
+}
+
+/// Splits at the first `delimiter` (an ASCII byte).
+fn split_at_byte(text: &str, delimiter: u8) -> Option<(&str, &str)> {
+    let at = text.bytes().position(|b| b == delimiter)?;
+    Some((text.get(..at)?, text.get(at + 1..)?))
+}
+
 /// Checks a Standard Webhooks `webhook-id`: not empty and without `.` (the
 /// signed content is `id.timestamp.body`; a `.` in the id would let a
 /// sender shift bytes between id, timestamp and body).
@@ -122,7 +196,7 @@ pub fn standard_webhooks_id(value: &str) -> Result<&str, ParseError> {
     if value.is_empty() {
         return Err("message id is empty".into());
     }
-    if value.contains('.') {
+    if value.bytes().any(|b| b == b'.') {
         return Err("message id contains `.`".into());
     }
     Ok(value)
@@ -136,7 +210,7 @@ pub struct StripeSignatures<'a> {
     /// The `t=` value.
     pub timestamp: i64,
     /// The `v1=` signatures (HMAC-SHA256).
-    pub v1: Vec<[u8; 32]>,
+    pub v1: SignatureList<32>,
     /// Other elements (`v0=`, unknown schemes): ignored, never trusted.
     pub other: usize,
 }
@@ -148,7 +222,7 @@ pub struct StripeSignatures<'a> {
 /// a `v1`, unsupported if there was none (a `v0`-only header is a downgrade).
 pub fn stripe_signature(value: &str) -> Result<StripeSignatures<'_>, ParseError> {
     let mut timestamp: Option<(&str, i64)> = None;
-    let mut v1 = Vec::new();
+    let mut v1 = SignatureList::new();
     let mut undecodable_v1 = 0usize;
     let mut other = 0usize;
     for (index, element) in value.split(',').enumerate() {
@@ -156,7 +230,7 @@ pub fn stripe_signature(value: &str) -> Result<StripeSignatures<'_>, ParseError>
             return Err("too many elements".into());
         }
         let element = element.trim_matches([' ', '\t']);
-        let Some((key, val)) = element.split_once('=') else {
+        let Some((key, val)) = split_at_byte(element, b'=') else {
             return Err("element is not `key=value`".into());
         };
         match key {
@@ -166,9 +240,9 @@ pub fn stripe_signature(value: &str) -> Result<StripeSignatures<'_>, ParseError>
                 }
                 timestamp = Some((val, parse_unix_seconds(val)?));
             }
-            "v1" => match crypto::decode_hex(val, 32).map(tag_array::<32>) {
-                Ok(Ok(sig)) => v1.push(sig),
-                _ => undecodable_v1 += 1,
+            "v1" => match crypto::decode_hex_array(val) {
+                Ok(sig) => v1.push(sig),
+                Err(_) => undecodable_v1 += 1,
             },
             "" => return Err("element has an empty key".into()),
             _ => other += 1,
@@ -195,34 +269,34 @@ pub fn stripe_signature(value: &str) -> Result<StripeSignatures<'_>, ParseError>
 
 /// Parses GitHub's `X-Hub-Signature-256: sha256=<64 hex digits>`.
 pub fn github_signature(value: &str) -> Result<[u8; 32], ParseError> {
-    let Some((algorithm, hex)) = value.split_once('=') else {
+    let Some((algorithm, hex)) = split_at_byte(value, b'=') else {
         return Err("expected `sha256=<hex>`".into());
     };
     if algorithm != "sha256" {
         return Err(ParseError::UnsupportedVersion("expected `sha256=`"));
     }
-    tag_array(crypto::decode_hex(hex, 32)?)
+    Ok(crypto::decode_hex_array(hex)?)
 }
 
 /// Parses Slack's `X-Slack-Signature: v0=<64 hex digits>`.
 pub fn slack_signature(value: &str) -> Result<[u8; 32], ParseError> {
-    let Some((version, hex)) = value.split_once('=') else {
+    let Some((version, hex)) = split_at_byte(value, b'=') else {
         return Err("expected `v0=<hex>`".into());
     };
     if version != "v0" {
         return Err(ParseError::UnsupportedVersion("expected `v0=`"));
     }
-    tag_array(crypto::decode_hex(hex, 32)?)
+    Ok(crypto::decode_hex_array(hex)?)
 }
 
 /// Parses Shopify's `X-Shopify-Hmac-Sha256`: base64 of 32 bytes.
 pub fn shopify_signature(value: &str) -> Result<[u8; 32], ParseError> {
-    tag_array(crypto::decode_base64(value, 32)?)
+    Ok(crypto::decode_base64_array(value)?)
 }
 
 /// Parses Twilio's `X-Twilio-Signature`: base64 of 20 bytes (HMAC-SHA1).
 pub fn twilio_signature(value: &str) -> Result<[u8; 20], ParseError> {
-    tag_array(crypto::decode_base64(value, 20)?)
+    Ok(crypto::decode_base64_array(value)?)
 }
 
 /// Parses a generic HMAC header: the optional `prefix`, then the MAC written
@@ -302,9 +376,10 @@ pub fn twilio_body_sha256(url: &str) -> Result<Option<[u8; 32]>, ParseError> {
             if found.is_some() {
                 return Err("`bodySHA256` appears more than once".into());
             }
-            found = Some(tag_array(crypto::decode_hex(&value, 32).map_err(
-                |_| ParseError::Malformed("`bodySHA256` is not 64 hexadecimal digits"),
-            )?)?);
+            found =
+                Some(crypto::decode_hex_array(&value).map_err(|_| {
+                    ParseError::Malformed("`bodySHA256` is not 64 hexadecimal digits")
+                })?);
         }
     }
     Ok(found)
@@ -414,6 +489,16 @@ mod tests {
     }
 
     #[test]
+    fn words_and_byte_splits() {
+        let words: Vec<&str> = ascii_words(" a\tbc  déf \n").collect();
+        assert_eq!(words, ["a", "bc", "déf"]);
+        assert_eq!(ascii_words("").count(), 0);
+        assert_eq!(split_at_byte("k=v=w", b'='), Some(("k", "v=w")));
+        assert_eq!(split_at_byte("é=", b'='), Some(("é", "")));
+        assert_eq!(split_at_byte("kv", b'='), None);
+    }
+
+    #[test]
     fn standard_id_refuses_dots_and_empty() {
         assert_eq!(standard_webhooks_id("msg_1"), Ok("msg_1"));
         assert!(standard_webhooks_id("").is_err());
@@ -427,7 +512,12 @@ mod tests {
         let parsed = stripe_signature(&header).expect("valid");
         assert_eq!(parsed.timestamp, 1_533_204_620);
         assert_eq!(parsed.timestamp_text, "1533204620");
-        assert_eq!(parsed.v1, vec![[0xab; 32]]);
+        assert_eq!(parsed.v1.to_vec(), vec![[0xab; 32]]);
+        let many = format!("t=1,v1={hex},v1={hex},v1={hex}");
+        assert_eq!(
+            stripe_signature(&many).map(|p| p.v1.to_vec()),
+            Ok(vec![[0xab; 32]; 3])
+        );
         assert_eq!(parsed.other, 2);
     }
 

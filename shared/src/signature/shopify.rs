@@ -27,17 +27,17 @@ pub(crate) fn precheck(headers: &Headers<'_>) -> Result<(), SignatureError> {
     parse(headers).map(|_| ())
 }
 
-pub(crate) fn verify(
-    request: &SignedRequest<'_>,
+pub(crate) fn verify<'a>(
+    request: &SignedRequest<'a>,
     secrets: &[Secret],
-) -> Result<Verified, SignatureError> {
+) -> Result<Verified<'a>, SignatureError> {
     let signature = parse(&request.headers)?;
     let index = match_raw_key(
         SCHEME,
         Algorithm::Sha256,
         secrets,
         &[request.body],
-        &[signature],
+        [signature.as_slice()],
     )?;
     Ok(Verified::new(SCHEME, index))
 }

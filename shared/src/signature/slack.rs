@@ -50,12 +50,12 @@ pub(crate) fn precheck(
     check_tolerance(parsed.timestamp, now, tolerance_secs)
 }
 
-pub(crate) fn verify(
-    request: &SignedRequest<'_>,
+pub(crate) fn verify<'a>(
+    request: &SignedRequest<'a>,
     secrets: &[Secret],
     now: DateTime<Utc>,
     tolerance_secs: u64,
-) -> Result<Verified, SignatureError> {
+) -> Result<Verified<'a>, SignatureError> {
     let parsed = parse(&request.headers)?;
     check_tolerance(parsed.timestamp, now, tolerance_secs)?;
     let parts: [&[u8]; 4] = [b"v0:", parsed.timestamp_text.as_bytes(), b":", request.body];
@@ -64,7 +64,7 @@ pub(crate) fn verify(
         Algorithm::Sha256,
         secrets,
         &parts,
-        &[parsed.signature],
+        [parsed.signature.as_slice()],
     )?;
     let mut verified = Verified::new(SCHEME, index);
     verified.timestamp = timestamp::to_datetime(parsed.timestamp);

@@ -13,16 +13,18 @@ use std::borrow::Cow;
 use base64::Engine as _;
 use chrono::{DateTime, Utc};
 use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
 use zeroize::Zeroizing;
 
-use super::config::{Algorithm, SchemeKind};
+use super::config::SchemeKind;
 use super::crypto::{self, BASE64, BASE64_OUT};
 use super::error::{SignError, SignatureError};
 use super::headers::Headers;
 use super::parse::{self, StandardSignatures};
 use super::secret::Secret;
 use super::timestamp::{self, check_tolerance};
-use super::verifier::{SignedRequest, Verified, check_secrets, key_rejected};
+use super::verifier::{SignedRequest, Verified, check_secrets};
 
 const SCHEME: SchemeKind = SchemeKind::StandardWebhooks;
 
@@ -58,32 +60,33 @@ struct Parsed<'a> {
     signatures: StandardSignatures,
 }
 
-/// The `webhook-*` names, unless the request only has `svix-*` ones.
-fn family(headers: &Headers<'_>) -> &'static Family {
-    let has = |f: &Family| {
-        [f.id, f.timestamp, f.signature]
-            .iter()
-            .any(|name| headers.get(name).is_some())
-    };
-    if !has(&WEBHOOK) && has(&SVIX) {
-        &SVIX
-    } else {
-        &WEBHOOK
-    }
-}
-
 fn parse<'a>(headers: &Headers<'a>) -> Result<Parsed<'a>, SignatureError> {
-    let names = family(headers);
-    let id = headers.required(names.id)?;
+    // `svix-*` only when the request has a `svix-signature` and no
+    // `webhook-signature`.
+    let [id, timestamp, signature] =
+        headers.unique_many([WEBHOOK.id, WEBHOOK.timestamp, WEBHOOK.signature])?;
+    let (names, id, timestamp, signature) = match signature {
+        Some(_) => (&WEBHOOK, id, timestamp, signature),
+        None => match headers.unique_many([SVIX.id, SVIX.timestamp, SVIX.signature])? {
+            [svix_id, svix_timestamp, Some(svix_signature)] => {
+                (&SVIX, svix_id, svix_timestamp, Some(svix_signature))
+            }
+            _ => (&WEBHOOK, id, timestamp, signature),
+        },
+    };
+    let missing = |name: &'static str| SignatureError::MissingHeader {
+        header: Cow::Borrowed(name),
+    };
+    let id = id.ok_or_else(|| missing(names.id))?;
     let id = parse::standard_webhooks_id(id).map_err(|e| e.for_header(names.id))?;
-    let timestamp_text = headers.required(names.timestamp)?;
+    let timestamp_text = timestamp.ok_or_else(|| missing(names.timestamp))?;
     let timestamp = timestamp::parse_unix_seconds(timestamp_text).map_err(|reason| {
         SignatureError::MalformedHeader {
             header: Cow::Borrowed(names.timestamp),
             reason,
         }
     })?;
-    let signature = headers.required(names.signature)?;
+    let signature = signature.ok_or_else(|| missing(names.signature))?;
     let signatures = parse::standard_webhooks_signatures(signature)
         .map_err(|e| e.for_header(names.signature))?;
     Ok(Parsed {
@@ -103,12 +106,6 @@ pub(crate) fn precheck(
     check_tolerance(parsed.timestamp, now, tolerance_secs)
 }
 
-/// A configured secret, decoded for this scheme.
-enum Key {
-    Hmac(Zeroizing<Vec<u8>>),
-    Ed25519(VerifyingKey),
-}
-
 fn invalid(index: usize, reason: &'static str) -> SignatureError {
     SignatureError::InvalidSecret {
         index,
@@ -117,35 +114,35 @@ fn invalid(index: usize, reason: &'static str) -> SignatureError {
     }
 }
 
-fn decode_key(index: usize, secret: &Secret) -> Result<Key, SignatureError> {
-    let text = secret.expose_secret();
+/// A configured secret, decoded for this scheme (cached in the [`Secret`]).
+#[derive(Clone)]
+pub(crate) enum StandardKey {
+    /// `whsec_`: HMAC-SHA256 keyed with the decoded secret.
+    Hmac(Hmac<Sha256>),
+    /// `whpk_`: Ed25519 public key.
+    Ed25519(VerifyingKey),
+}
+
+/// Interprets a configured secret: `whpk_<base64>` public key, or
+/// `whsec_<base64>` (or bare base64, as the reference libraries accept).
+pub(crate) fn decode_key(text: &str) -> Result<StandardKey, &'static str> {
     if let Some(public) = text.strip_prefix(PUBLIC_KEY_PREFIX) {
         let bytes = Zeroizing::new(
             BASE64
                 .decode(public)
-                .map_err(|_| invalid(index, "`whpk_` key is not base64"))?,
+                .map_err(|_| "`whpk_` key is not base64")?,
         );
         let bytes: [u8; 32] = bytes
             .as_slice()
             .try_into()
-            .map_err(|_| invalid(index, "`whpk_` key is not 32 bytes"))?;
+            .map_err(|_| "`whpk_` key is not 32 bytes")?;
         let key = VerifyingKey::from_bytes(&bytes)
-            .map_err(|_| invalid(index, "`whpk_` key is not an Ed25519 public key"))?;
-        return Ok(Key::Ed25519(key));
+            .map_err(|_| "`whpk_` key is not an Ed25519 public key")?;
+        return Ok(StandardKey::Ed25519(key));
     }
     if text.starts_with(SIGNING_KEY_PREFIX) {
-        return Err(invalid(
-            index,
-            "a `whsk_` private key signs; verify with its `whpk_` public key",
-        ));
+        return Err("a `whsk_` private key signs; verify with its `whpk_` public key");
     }
-    Ok(Key::Hmac(
-        decode_hmac_secret(text).map_err(|reason| invalid(index, reason))?,
-    ))
-}
-
-/// `whsec_<base64>` (or bare base64, as the reference libraries accept).
-fn decode_hmac_secret(text: &str) -> Result<Zeroizing<Vec<u8>>, &'static str> {
     let encoded = text.strip_prefix(SECRET_PREFIX).unwrap_or(text);
     let key = Zeroizing::new(
         BASE64
@@ -155,77 +152,103 @@ fn decode_hmac_secret(text: &str) -> Result<Zeroizing<Vec<u8>>, &'static str> {
     if key.is_empty() {
         return Err("secret is empty after `whsec_`");
     }
-    Ok(key)
+    let mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&key)
+        .map_err(|_| "secret is refused as an HMAC key")?;
+    Ok(StandardKey::Hmac(mac))
 }
 
-pub(crate) fn verify(
-    request: &SignedRequest<'_>,
+pub(crate) fn verify<'a>(
+    request: &SignedRequest<'a>,
     secrets: &[Secret],
     now: DateTime<Utc>,
     tolerance_secs: u64,
-) -> Result<Verified, SignatureError> {
+) -> Result<Verified<'a>, SignatureError> {
     let parsed = parse(&request.headers)?;
     check_tolerance(parsed.timestamp, now, tolerance_secs)?;
     check_secrets(SCHEME, secrets)?;
-    let keys = secrets
-        .iter()
-        .enumerate()
-        .map(|(index, secret)| decode_key(index, secret))
-        .collect::<Result<Vec<_>, _>>()?;
-
-    let matched = match_keys(&parsed, request.body, &keys)?;
-    let mut verified = Verified::new(
-        SCHEME,
-        matched.ok_or(SignatureError::NoMatchingSignature {
+    // Every secret must be usable, whichever one would match.
+    for (index, secret) in secrets.iter().enumerate() {
+        secret
+            .standard_key()
+            .map_err(|reason| invalid(index, reason))?;
+    }
+    let Some(index) = match_keys(&parsed, request.body, secrets) else {
+        return Err(SignatureError::NoMatchingSignature {
             candidates: parsed.signatures.v1.len() + parsed.signatures.v1a.len(),
             secrets: secrets.len(),
-        })?,
-    );
+        });
+    };
+    let mut verified = Verified::new(SCHEME, index);
     verified.timestamp = timestamp::to_datetime(parsed.timestamp);
-    verified.message_id = Some(parsed.id.to_owned());
+    verified.message_id = Some(Cow::Borrowed(parsed.id));
     Ok(verified)
 }
 
-fn match_keys(
-    parsed: &Parsed<'_>,
-    body: &[u8],
-    keys: &[Key],
-) -> Result<Option<usize>, SignatureError> {
+fn match_keys(parsed: &Parsed<'_>, body: &[u8], secrets: &[Secret]) -> Option<usize> {
     let sigs = &parsed.signatures;
+    let keys = || {
+        secrets
+            .iter()
+            .enumerate()
+            .filter_map(|(index, secret)| secret.standard_key().ok().map(|key| (index, key)))
+    };
     if !sigs.v1.is_empty() {
-        for (index, key) in keys.iter().enumerate() {
-            let Key::Hmac(key) = key else { continue };
-            let parts: [&[u8]; 5] = [
-                parsed.id.as_bytes(),
-                b".",
-                parsed.timestamp_text.as_bytes(),
-                b".",
-                body,
-            ];
-            let tag = crypto::hmac_parts(Algorithm::Sha256, key, &parts)
-                .map_err(|_| key_rejected(SCHEME, index))?;
-            if sigs.v1.iter().any(|sig| crypto::ct_eq(tag.as_bytes(), sig)) {
-                return Ok(Some(index));
+        for (index, key) in keys() {
+            let StandardKey::Hmac(keyed) = key else {
+                continue;
+            };
+            let tag = hmac_signed_content(keyed, parsed.id, parsed.timestamp_text, body);
+            if sigs.v1.iter().any(|sig| crypto::ct_eq(&tag, sig)) {
+                return Some(index);
             }
         }
     }
-    let has_public_key = keys.iter().any(|k| matches!(k, Key::Ed25519(_)));
-    if !sigs.v1a.is_empty() && has_public_key {
+    if !sigs.v1a.is_empty() && keys().any(|(_, key)| matches!(key, StandardKey::Ed25519(_))) {
         // Ed25519 signs the whole message in one piece.
         let content = signed_content(parsed.id, parsed.timestamp_text, body);
-        for (index, key) in keys.iter().enumerate() {
-            let Key::Ed25519(key) = key else { continue };
+        for (index, key) in keys() {
+            let StandardKey::Ed25519(key) = key else {
+                continue;
+            };
             for sig in &sigs.v1a {
                 if key
                     .verify_strict(&content, &Signature::from_bytes(sig))
                     .is_ok()
                 {
-                    return Ok(Some(index));
+                    return Some(index);
                 }
             }
         }
     }
-    Ok(None)
+    None
+}
+
+/// HMAC-SHA256 of `{id}.{timestamp}.{body}` with a keyed state. The short
+/// prefix is assembled on the stack and fed in one call.
+fn hmac_signed_content(keyed: &Hmac<Sha256>, id: &str, timestamp: &str, body: &[u8]) -> [u8; 32] {
+    let mut mac = keyed.clone();
+    let mut prefix = [0u8; 128];
+    let len = id.len() + timestamp.len() + 2;
+    match prefix.get_mut(..len) {
+        Some(buf) => {
+            let (id_part, rest) = buf.split_at_mut(id.len());
+            id_part.copy_from_slice(id.as_bytes());
+            let (dot, rest) = rest.split_at_mut(1);
+            dot[0] = b'.';
+            let (ts_part, dot) = rest.split_at_mut(timestamp.len());
+            ts_part.copy_from_slice(timestamp.as_bytes());
+            dot[0] = b'.';
+            mac.update(buf);
+        }
+        None => {
+            mac.update(id.as_bytes());
+            mac.update(b".");
+            mac.update(timestamp.as_bytes());
+            mac.update(b".");
+        }
+    }
+    mac.update(body);
+    mac.finalize().into_bytes().into()
 }
 
 fn signed_content(id: &str, timestamp: &str, body: &[u8]) -> Vec<u8> {
@@ -314,14 +337,14 @@ pub fn sign(
             let key = SigningKey::from_bytes(seed);
             let signature = key.sign(&signed_content(id, &timestamp_text, body));
             entries.push(format!("v1a,{}", BASE64_OUT.encode(signature.to_bytes())));
-        } else if text.starts_with(PUBLIC_KEY_PREFIX) {
-            return Err(invalid("a `whpk_` public key cannot sign"));
         } else {
-            let key = decode_hmac_secret(text).map_err(invalid)?;
-            let parts: [&[u8]; 5] = [id.as_bytes(), b".", timestamp_text.as_bytes(), b".", body];
-            let tag = crypto::hmac_parts(Algorithm::Sha256, &key, &parts)
-                .map_err(|_| invalid("refused as an HMAC key"))?;
-            entries.push(format!("v1,{}", BASE64_OUT.encode(tag.as_bytes())));
+            match secret.standard_key().map_err(invalid)? {
+                StandardKey::Ed25519(_) => return Err(invalid("a `whpk_` public key cannot sign")),
+                StandardKey::Hmac(keyed) => {
+                    let tag = hmac_signed_content(keyed, id, &timestamp_text, body);
+                    entries.push(format!("v1,{}", BASE64_OUT.encode(tag)));
+                }
+            }
         }
     }
     Ok(StandardWebhookHeaders {

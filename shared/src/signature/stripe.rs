@@ -32,16 +32,17 @@ pub(crate) fn precheck(
     check_tolerance(parsed.timestamp, now, tolerance_secs)
 }
 
-pub(crate) fn verify(
-    request: &SignedRequest<'_>,
+pub(crate) fn verify<'a>(
+    request: &SignedRequest<'a>,
     secrets: &[Secret],
     now: DateTime<Utc>,
     tolerance_secs: u64,
-) -> Result<Verified, SignatureError> {
+) -> Result<Verified<'a>, SignatureError> {
     let parsed = parse(&request.headers)?;
     check_tolerance(parsed.timestamp, now, tolerance_secs)?;
     let parts: [&[u8]; 3] = [parsed.timestamp_text.as_bytes(), b".", request.body];
-    let index = match_raw_key(SCHEME, Algorithm::Sha256, secrets, &parts, &parsed.v1)?;
+    let candidates = parsed.v1.iter().map(|sig| sig.as_slice());
+    let index = match_raw_key(SCHEME, Algorithm::Sha256, secrets, &parts, candidates)?;
     let mut verified = Verified::new(SCHEME, index);
     verified.timestamp = timestamp::to_datetime(parsed.timestamp);
     Ok(verified)

@@ -4,17 +4,35 @@ use chrono::{DateTime, Utc};
 
 use super::error::SignatureError;
 
+/// Latest second `DateTime<Utc>` can represent.
+const MAX_SECS: i64 = DateTime::<Utc>::MAX_UTC.timestamp();
+
 /// Parses a Unix timestamp in seconds: ASCII digits only (no sign, no
 /// spaces, no fraction), within the range of `DateTime<Utc>`.
 pub fn parse_unix_seconds(text: &str) -> Result<i64, &'static str> {
     if text.is_empty() {
         return Err("timestamp is empty");
     }
-    if !text.bytes().all(|b| b.is_ascii_digit()) {
-        return Err("timestamp is not a decimal number of seconds");
+    if text.len() > 18 {
+        // More digits than chrono's range can need (up to 15) or than an
+        // i64 holds without overflow checks: only leading zeros can make
+        // such a value valid, and nobody sends those.
+        return Err(if text.bytes().all(|b| b.is_ascii_digit()) {
+            "timestamp is out of range"
+        } else {
+            "timestamp is not a decimal number of seconds"
+        });
     }
-    let secs: i64 = text.parse().map_err(|_| "timestamp is out of range")?;
-    if DateTime::<Utc>::from_timestamp(secs, 0).is_none() {
+    let mut secs: i64 = 0;
+    for byte in text.bytes() {
+        let digit = byte.wrapping_sub(b'0');
+        if digit > 9 {
+            return Err("timestamp is not a decimal number of seconds");
+        }
+        // At most 18 digits: cannot overflow.
+        secs = secs * 10 + i64::from(digit);
+    }
+    if secs > MAX_SECS {
         return Err("timestamp is out of range");
     }
     Ok(secs)
@@ -78,6 +96,10 @@ mod tests {
         }
         // Parses as i64 but is beyond what chrono represents.
         assert!(parse_unix_seconds("9223372036854775807").is_err());
+        assert_eq!(parse_unix_seconds(&MAX_SECS.to_string()), Ok(MAX_SECS));
+        assert!(to_datetime(MAX_SECS).is_some());
+        assert!(parse_unix_seconds(&(MAX_SECS + 1).to_string()).is_err());
+        assert_eq!(parse_unix_seconds("0001"), Ok(1));
     }
 
     #[test]

@@ -44,10 +44,10 @@ fn malformed_url(error: ParseError) -> SignatureError {
     }
 }
 
-pub(crate) fn verify(
-    request: &SignedRequest<'_>,
+pub(crate) fn verify<'a>(
+    request: &SignedRequest<'a>,
     secrets: &[Secret],
-) -> Result<Verified, SignatureError> {
+) -> Result<Verified<'a>, SignatureError> {
     let signature = parse(&request.headers)?;
     let url = request.url.ok_or(SignatureError::MissingUrl {
         scheme: SCHEME.as_str(),
@@ -76,7 +76,7 @@ pub(crate) fn verify(
     let mut matched = None;
     'secrets: for (index, secret) in secrets.iter().enumerate() {
         for url in urls {
-            let mut mac = MacState::new(Algorithm::Sha1, secret.expose_secret().as_bytes())
+            let mut mac = MacState::new(Algorithm::Sha1, secret.bytes())
                 .map_err(|_| key_rejected(SCHEME, index))?;
             mac.update(url.as_bytes());
             for (key, value) in &params {

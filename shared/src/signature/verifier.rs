@@ -1,12 +1,15 @@
 //! The verifier: a compiled [`SchemeConfig`] that checks requests.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::config::{SchemeConfig, SchemeKind};
-use super::crypto::{self, KeyRejected};
+use hmac::Mac as _;
+
+use super::crypto::{self, KeyRejected, MacState};
 use super::error::{ConfigError, SignatureError};
 use super::headers::Headers;
 use super::secret::Secret;
@@ -52,10 +55,10 @@ impl fmt::Debug for SignedRequest<'_> {
     }
 }
 
-/// A request whose signature verified.
+/// A request whose signature verified. Borrows from the request's headers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Verified {
+pub struct Verified<'a> {
     /// The scheme that verified it.
     pub scheme: SchemeKind,
     /// Index, in the secrets given to the verifier, of the one that matched
@@ -63,11 +66,22 @@ pub struct Verified {
     pub secret_index: usize,
     /// The signed timestamp, for schemes that have one.
     pub timestamp: Option<DateTime<Utc>>,
-    /// The signed message id (Standard Webhooks `webhook-id`).
-    pub message_id: Option<String>,
+    /// The signed message id (Standard Webhooks `webhook-id`), borrowed
+    /// from the request.
+    pub message_id: Option<Cow<'a, str>>,
 }
 
-impl Verified {
+impl Verified<'_> {
+    /// The same result, owning its data (no longer tied to the request).
+    pub fn into_owned(self) -> Verified<'static> {
+        Verified {
+            scheme: self.scheme,
+            secret_index: self.secret_index,
+            timestamp: self.timestamp,
+            message_id: self.message_id.map(|id| Cow::Owned(id.into_owned())),
+        }
+    }
+
     pub(crate) fn new(scheme: SchemeKind, secret_index: usize) -> Self {
         Self {
             scheme,
@@ -147,12 +161,12 @@ impl Verifier {
 
     /// Verifies `request` against `secrets` (any one may match), reading the
     /// time from `clock`.
-    pub fn verify(
+    pub fn verify<'a>(
         &self,
-        request: &SignedRequest<'_>,
+        request: &SignedRequest<'a>,
         secrets: &[Secret],
         clock: &dyn Clock,
-    ) -> Result<Verified, SignatureError> {
+    ) -> Result<Verified<'a>, SignatureError> {
         self.verify_at(request, secrets, clock.now())
     }
 
@@ -161,12 +175,12 @@ impl Verifier {
     /// Order of checks: headers present and well formed, timestamp inside
     /// the tolerance, then the signatures. The first failing check is the
     /// error.
-    pub fn verify_at(
+    pub fn verify_at<'a>(
         &self,
-        request: &SignedRequest<'_>,
+        request: &SignedRequest<'a>,
         secrets: &[Secret],
         now: DateTime<Utc>,
-    ) -> Result<Verified, SignatureError> {
+    ) -> Result<Verified<'a>, SignatureError> {
         match &self.compiled {
             Compiled::StandardWebhooks { tolerance_secs } => {
                 standard_webhooks::verify(request, secrets, now, *tolerance_secs)
@@ -239,26 +253,48 @@ pub(crate) fn check_secrets(scheme: SchemeKind, secrets: &[Secret]) -> Result<()
 
 /// For schemes whose key is the secret's UTF-8 bytes: the index of the first
 /// secret whose HMAC over `parts` equals one of `candidates`.
-pub(crate) fn match_raw_key<C: AsRef<[u8]>>(
+pub(crate) fn match_raw_key<'c, I>(
     scheme: SchemeKind,
     algorithm: super::config::Algorithm,
     secrets: &[Secret],
     parts: &[&[u8]],
-    candidates: &[C],
-) -> Result<usize, SignatureError> {
+    candidates: I,
+) -> Result<usize, SignatureError>
+where
+    I: IntoIterator<Item = &'c [u8]> + Clone,
+{
     check_secrets(scheme, secrets)?;
+    let matches = |tag: &[u8]| {
+        candidates
+            .clone()
+            .into_iter()
+            .any(|candidate| crypto::ct_eq(tag, candidate))
+    };
     for (index, secret) in secrets.iter().enumerate() {
-        let tag = crypto::hmac_parts(algorithm, secret.bytes(), parts)
-            .map_err(|KeyRejected| key_rejected(scheme, index))?;
-        if candidates
-            .iter()
-            .any(|candidate| crypto::ct_eq(tag.as_bytes(), candidate.as_ref()))
-        {
+        let found = if algorithm == super::config::Algorithm::Sha256 {
+            // The common case: reuse the keyed state cached in the secret.
+            let mut mac = secret
+                .raw_sha256()
+                .ok_or_else(|| key_rejected(scheme, index))?
+                .clone();
+            for part in parts {
+                mac.update(part);
+            }
+            matches(&mac.finalize().into_bytes())
+        } else {
+            let mut mac = MacState::new(algorithm, secret.bytes())
+                .map_err(|KeyRejected| key_rejected(scheme, index))?;
+            for part in parts {
+                mac.update(part);
+            }
+            matches(mac.finalize().as_bytes())
+        };
+        if found {
             return Ok(index);
         }
     }
     Err(SignatureError::NoMatchingSignature {
-        candidates: candidates.len(),
+        candidates: candidates.into_iter().count(),
         secrets: secrets.len(),
     })
 }

@@ -98,7 +98,7 @@ fn no_match_errors_reveal_neither_secret_nor_expected_signature() {
 
 #[test]
 fn each_failed_check_has_its_own_error() {
-    let cases: [(&str, Result<Verified, SignatureError>); 5] = [
+    let cases: [(&str, Result<Verified<'static>, SignatureError>); 5] = [
         (
             "missing",
             check(default(SchemeKind::Github), &[], b"", None, &["s"], 0),

@@ -12,7 +12,7 @@ fn run(
     headers: &[(&str, &str)],
     body: &[u8],
     secrets: &[&str],
-) -> Result<Verified, SignatureError> {
+) -> Result<Verified<'static>, SignatureError> {
     // GitHub has no timestamp: the time does not matter.
     check(default(SchemeKind::Github), headers, body, None, secrets, 0)
 }

@@ -26,6 +26,7 @@ pub(super) fn secrets(values: &[&str]) -> Vec<Secret> {
 }
 
 /// Verifies one request with `config` at Unix time `now`.
+/// The result owns its data, so tests can pass temporaries.
 pub(super) fn check(
     config: SchemeConfig,
     headers: &[(&str, &str)],
@@ -33,25 +34,27 @@ pub(super) fn check(
     url: Option<&str>,
     secret_values: &[&str],
     now: i64,
-) -> Result<Verified, SignatureError> {
+) -> Result<Verified<'static>, SignatureError> {
     let verifier = Verifier::new(config).expect("valid configuration");
     let mut request = SignedRequest::new(body, Headers::from_pairs(headers.iter().copied()));
     request.url = url;
-    verifier.verify_at(&request, &secrets(secret_values), at(now))
+    verifier
+        .verify_at(&request, &secrets(secret_values), at(now))
+        .map(Verified::into_owned)
 }
 
 pub(super) fn default(kind: super::SchemeKind) -> SchemeConfig {
     SchemeConfig::default_for(kind).expect("scheme with defaults")
 }
 
-pub(super) fn is_missing(result: &Result<Verified, SignatureError>, header: &str) -> bool {
+pub(super) fn is_missing(result: &Result<Verified<'_>, SignatureError>, header: &str) -> bool {
     matches!(result, Err(SignatureError::MissingHeader { header: h }) if h.eq_ignore_ascii_case(header))
 }
 
-pub(super) fn is_malformed(result: &Result<Verified, SignatureError>, header: &str) -> bool {
+pub(super) fn is_malformed(result: &Result<Verified<'_>, SignatureError>, header: &str) -> bool {
     matches!(result, Err(SignatureError::MalformedHeader { header: h, .. }) if h.eq_ignore_ascii_case(header))
 }
 
-pub(super) fn is_no_match(result: &Result<Verified, SignatureError>) -> bool {
+pub(super) fn is_no_match(result: &Result<Verified<'_>, SignatureError>) -> bool {
     matches!(result, Err(SignatureError::NoMatchingSignature { .. }))
 }

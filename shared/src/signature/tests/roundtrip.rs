@@ -15,14 +15,14 @@ fn whsec(key: &[u8]) -> Secret {
     Secret::new(format!("whsec_{}", BASE64_OUT.encode(key)))
 }
 
-fn verify_signed(
-    id: &str,
-    timestamp: &str,
-    signature: &str,
-    body: &[u8],
+fn verify_signed<'a>(
+    id: &'a str,
+    timestamp: &'a str,
+    signature: &'a str,
+    body: &'a [u8],
     secret: &Secret,
     now: i64,
-) -> Result<Verified, SignatureError> {
+) -> Result<Verified<'a>, SignatureError> {
     let verifier = Verifier::for_scheme(SchemeKind::StandardWebhooks).expect("defaults");
     let headers = Headers::from_pairs([
         ("webhook-id", id),

@@ -22,7 +22,7 @@ fn run(
     headers: &[(&str, &str)],
     body: &[u8],
     secrets: &[&str],
-) -> Result<Verified, SignatureError> {
+) -> Result<Verified<'static>, SignatureError> {
     check(
         default(SchemeKind::Shopify),
         headers,

@@ -18,7 +18,7 @@ fn run(
     body: &str,
     secrets: &[&str],
     now: i64,
-) -> Result<Verified, SignatureError> {
+) -> Result<Verified<'static>, SignatureError> {
     check(
         default(SchemeKind::Slack),
         &[

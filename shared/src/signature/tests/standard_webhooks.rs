@@ -41,7 +41,7 @@ fn run(
     body: &[u8],
     secrets: &[&str],
     now: i64,
-) -> Result<Verified, SignatureError> {
+) -> Result<Verified<'static>, SignatureError> {
     let pairs: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
     check(config(), &pairs, body, None, secrets, now)
 }

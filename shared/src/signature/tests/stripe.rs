@@ -36,7 +36,12 @@ const BODY: &str = r#"{
 }
 "#;
 
-fn run(header: &str, body: &str, secrets: &[&str], now: i64) -> Result<Verified, SignatureError> {
+fn run(
+    header: &str,
+    body: &str,
+    secrets: &[&str],
+    now: i64,
+) -> Result<Verified<'static>, SignatureError> {
     check(
         default(SchemeKind::Stripe),
         &[("Stripe-Signature", header)],

@@ -31,7 +31,7 @@ fn run(
     body: &str,
     url: Option<&str>,
     secrets: &[&str],
-) -> Result<Verified, SignatureError> {
+) -> Result<Verified<'static>, SignatureError> {
     let mut headers = vec![("X-Twilio-Signature", signature)];
     if let Some(content_type) = content_type {
         headers.push(("Content-Type", content_type));
