@@ -170,11 +170,16 @@ fn decode_hex_into(text: &str, out: &mut [u8]) -> Result<(), &'static str> {
         return Err("signature has the wrong length");
     }
     let mut invalid = 0u8;
-    for (byte, pair) in out.iter_mut().zip(text.as_bytes().chunks_exact(2)) {
-        let (high, low) = (HEX[usize::from(pair[0])], HEX[usize::from(pair[1])]);
-        invalid |= (high | low) & 0x80;
+    let digits = text.as_bytes();
+    for (i, byte) in out.iter_mut().enumerate() {
+        let (Some(&high), Some(&low)) = (digits.get(2 * i), digits.get(2 * i + 1)) else {
+            return Err("signature has the wrong length");
+        };
+        let (high, low) = (HEX[usize::from(high)], HEX[usize::from(low)]);
+        invalid |= high | low;
         *byte = (high << 4) | (low & 0x0f);
     }
+    invalid &= 0x80;
     if invalid != 0 {
         return Err("signature is not hexadecimal");
     }

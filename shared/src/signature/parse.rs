@@ -183,6 +183,35 @@ fn ascii_words(value: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// The pieces of `text` between `delimiter`s (an ASCII byte), like
+/// `str::split` with a byte search.
+fn split_bytes(text: &str, delimiter: u8) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let current = rest?;
+        match split_at_byte(current, delimiter) {
+            Some((piece, after)) => {
+                rest = Some(after);
+                Some(piece)
+            }
+            None => {
+                rest = None;
+                Some(current)
+            }
+        }
+    })
+}
+
+/// `text` without surrounding spaces and tabs.
+fn trim_spaces(text: &str) -> &str {
+    let is_space = |c: char| c == ' ' || c == '\t';
+    if text.starts_with(is_space) || text.ends_with(is_space) {
+        text.trim_matches(is_space)
+    } else {
+        text
+    }
+}
+
 /// Splits at the first `delimiter` (an ASCII byte).
 fn split_at_byte(text: &str, delimiter: u8) -> Option<(&str, &str)> {
     let at = text.bytes().position(|b| b == delimiter)?;
@@ -225,11 +254,11 @@ pub fn stripe_signature(value: &str) -> Result<StripeSignatures<'_>, ParseError>
     let mut v1 = SignatureList::new();
     let mut undecodable_v1 = 0usize;
     let mut other = 0usize;
-    for (index, element) in value.split(',').enumerate() {
+    for (index, element) in split_bytes(value, b',').enumerate() {
         if index > MAX_SIGNATURES {
             return Err("too many elements".into());
         }
-        let element = element.trim_matches([' ', '\t']);
+        let element = trim_spaces(element);
         let Some((key, val)) = split_at_byte(element, b'=') else {
             return Err("element is not `key=value`".into());
         };
@@ -496,6 +525,11 @@ mod tests {
         assert_eq!(split_at_byte("k=v=w", b'='), Some(("k", "v=w")));
         assert_eq!(split_at_byte("é=", b'='), Some(("é", "")));
         assert_eq!(split_at_byte("kv", b'='), None);
+        let pieces: Vec<&str> = split_bytes(",a,,é,", b',').collect();
+        assert_eq!(pieces, ["", "a", "", "é", ""]);
+        assert_eq!(split_bytes("", b',').collect::<Vec<_>>(), [""]);
+        assert_eq!(trim_spaces(" \ta b\t "), "a b");
+        assert_eq!(trim_spaces("ab"), "ab");
     }
 
     #[test]
