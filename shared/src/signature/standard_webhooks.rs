@@ -179,7 +179,7 @@ pub(crate) fn verify<'a>(
         });
     };
     let mut verified = Verified::new(SCHEME, index);
-    verified.timestamp = timestamp::to_datetime(parsed.timestamp);
+    verified.timestamp_secs = Some(parsed.timestamp);
     verified.message_id = Some(Cow::Borrowed(parsed.id));
     Ok(verified)
 }

@@ -12,7 +12,7 @@ use super::error::SignatureError;
 use super::headers::Headers;
 use super::parse::{self, StripeSignatures};
 use super::secret::Secret;
-use super::timestamp::{self, check_tolerance};
+use super::timestamp::check_tolerance;
 use super::verifier::{SignedRequest, Verified, match_raw_key};
 
 const SCHEME: SchemeKind = SchemeKind::Stripe;
@@ -44,6 +44,6 @@ pub(crate) fn verify<'a>(
     let candidates = parsed.v1.iter().map(|sig| sig.as_slice());
     let index = match_raw_key(SCHEME, Algorithm::Sha256, secrets, &parts, candidates)?;
     let mut verified = Verified::new(SCHEME, index);
-    verified.timestamp = timestamp::to_datetime(parsed.timestamp);
+    verified.timestamp_secs = Some(parsed.timestamp);
     Ok(verified)
 }

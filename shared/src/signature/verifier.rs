@@ -64,20 +64,26 @@ pub struct Verified<'a> {
     /// Index, in the secrets given to the verifier, of the one that matched
     /// (tells when a partner has moved to a rotated secret).
     pub secret_index: usize,
-    /// The signed timestamp, for schemes that have one.
-    pub timestamp: Option<DateTime<Utc>>,
+    /// The signed timestamp in Unix seconds, for schemes that have one (see
+    /// [`Verified::timestamp`]).
+    pub timestamp_secs: Option<i64>,
     /// The signed message id (Standard Webhooks `webhook-id`), borrowed
     /// from the request.
     pub message_id: Option<Cow<'a, str>>,
 }
 
 impl Verified<'_> {
+    /// The signed timestamp, for schemes that have one.
+    pub fn timestamp(&self) -> Option<DateTime<Utc>> {
+        self.timestamp_secs.and_then(super::timestamp::to_datetime)
+    }
+
     /// The same result, owning its data (no longer tied to the request).
     pub fn into_owned(self) -> Verified<'static> {
         Verified {
             scheme: self.scheme,
             secret_index: self.secret_index,
-            timestamp: self.timestamp,
+            timestamp_secs: self.timestamp_secs,
             message_id: self.message_id.map(|id| Cow::Owned(id.into_owned())),
         }
     }
@@ -86,7 +92,7 @@ impl Verified<'_> {
         Self {
             scheme,
             secret_index,
-            timestamp: None,
+            timestamp_secs: None,
             message_id: None,
         }
     }

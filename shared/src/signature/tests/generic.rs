@@ -58,7 +58,7 @@ fn configured_like_slack_verifies_the_published_slack_vector() {
         )
     };
     let verified = run(TIMESTAMP).expect("valid");
-    assert_eq!(verified.timestamp, Some(at(TIMESTAMP)));
+    assert_eq!(verified.timestamp(), Some(at(TIMESTAMP)));
     // Tolerance boundaries, ±1 s.
     assert!(run(TIMESTAMP + 300).is_ok());
     assert!(run(TIMESTAMP - 300).is_ok());

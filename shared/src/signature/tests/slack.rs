@@ -36,7 +36,7 @@ fn run(
 fn published_vector_verifies() {
     let verified = run(SIGNATURE, TIMESTAMP_TEXT, BODY, &[SECRET], TIMESTAMP).expect("valid");
     assert_eq!(verified.scheme, SchemeKind::Slack);
-    assert_eq!(verified.timestamp, Some(at(TIMESTAMP)));
+    assert_eq!(verified.timestamp(), Some(at(TIMESTAMP)));
     // The SDK's test_is_valid_request_invalid_body.
     let modified = format!("{BODY}------");
     assert!(is_no_match(&run(

@@ -63,7 +63,7 @@ fn published_v1_vector_verifies() {
     assert_eq!(verified.scheme, SchemeKind::StandardWebhooks);
     assert_eq!(verified.secret_index, 0);
     assert_eq!(verified.message_id.as_deref(), Some(MSG_ID));
-    assert_eq!(verified.timestamp, Some(at(TIMESTAMP)));
+    assert_eq!(verified.timestamp(), Some(at(TIMESTAMP)));
 }
 
 #[test]

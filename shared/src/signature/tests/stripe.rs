@@ -61,7 +61,7 @@ fn published_vector_verifies() {
     // The SDK test verifies 100 s after the timestamp.
     let verified = run(&published_header(), BODY, &[SECRET], TIMESTAMP + 100).expect("valid");
     assert_eq!(verified.scheme, SchemeKind::Stripe);
-    assert_eq!(verified.timestamp, Some(at(TIMESTAMP)));
+    assert_eq!(verified.timestamp(), Some(at(TIMESTAMP)));
     // RejectIncorrectSignature: the body is modified.
     let modified = format!("{BODY}this_changes_the_json");
     assert!(is_no_match(&run(
