@@ -9,4 +9,5 @@ pub mod inbox;
 pub mod migrate;
 pub mod outbox;
 pub mod queue;
+pub mod signature;
 pub mod store;

@@ -1,0 +1,212 @@
+//! Request headers with case-insensitive lookup.
+
+use std::borrow::Cow;
+
+use super::error::SignatureError;
+
+/// The headers of one request: `(name, value)` pairs borrowed from the
+/// caller (an API Gateway event, an `http::HeaderMap`, the CLI, a test).
+///
+/// Lookup ignores ASCII case in names and trims optional whitespace (space,
+/// tab) around values. A header that appears several times with different
+/// values is ambiguous: the verifiers reject it as malformed rather than
+/// guessing which one the partner signed.
+#[derive(Debug, Clone, Default)]
+pub struct Headers<'a> {
+    pairs: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> Headers<'a> {
+    /// No headers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Headers from `(name, value)` pairs.
+    pub fn from_pairs<I>(pairs: I) -> Self
+    where
+        I: IntoIterator<Item = (&'a str, &'a str)>,
+    {
+        Self {
+            pairs: pairs.into_iter().collect(),
+        }
+    }
+
+    /// Adds one header.
+    pub fn push(&mut self, name: &'a str, value: &'a str) {
+        self.pairs.push((name, value));
+    }
+
+    /// Number of header lines.
+    pub fn len(&self) -> usize {
+        self.pairs.len()
+    }
+
+    /// `true` when there are no headers.
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+
+    /// The first value of header `name` (any case), trimmed.
+    pub fn get(&self, name: &str) -> Option<&'a str> {
+        self.pairs
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| trim_ows(v))
+    }
+
+    /// The value of header `name`, or `None` when absent; an error when it
+    /// appears more than once with different values.
+    pub(crate) fn unique(&self, name: &str) -> Result<Option<&'a str>, &'static str> {
+        let mut found: Option<&'a str> = None;
+        for (n, v) in &self.pairs {
+            if n.eq_ignore_ascii_case(name) {
+                let v = trim_ows(v);
+                match found {
+                    None => found = Some(v),
+                    Some(prev) if prev == v => {}
+                    Some(_) => return Err("repeated with different values"),
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// [`Self::unique`] for several names in one pass over the headers.
+    pub(crate) fn unique_many<const N: usize>(
+        &self,
+        names: [&'static str; N],
+    ) -> Result<[Option<&'a str>; N], SignatureError> {
+        // Cheap keys first (length, last letter), the full comparison only
+        // when they match.
+        let keys = names.map(key);
+        let mut found: [Option<&'a str>; N] = [None; N];
+        for (n, v) in &self.pairs {
+            let k = key(n);
+            for i in 0..N {
+                if keys[i] != k || !same_name(n, names[i]) {
+                    continue;
+                }
+                let v = trim_ows(v);
+                match found[i] {
+                    None => found[i] = Some(v),
+                    Some(prev) if prev == v => {}
+                    Some(_) => {
+                        return Err(SignatureError::MalformedHeader {
+                            header: Cow::Borrowed(names[i]),
+                            reason: "repeated with different values",
+                        });
+                    }
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// Like [`Self::unique`], with the scheme's errors: missing or ambiguous.
+    pub(crate) fn required(&self, name: &'static str) -> Result<&'a str, SignatureError> {
+        self.required_dyn(Cow::Borrowed(name))
+    }
+
+    /// [`Self::required`] for a configured (non-static) header name.
+    pub(crate) fn required_dyn(&self, name: Cow<'static, str>) -> Result<&'a str, SignatureError> {
+        match self.unique(&name) {
+            Ok(Some(v)) => Ok(v),
+            Ok(None) => Err(SignatureError::MissingHeader { header: name }),
+            Err(reason) => Err(SignatureError::MalformedHeader {
+                header: name,
+                reason,
+            }),
+        }
+    }
+
+    /// The value of the first of `names` that is present (each must be
+    /// unambiguous), with the name that matched.
+    pub(crate) fn first_of(
+        &self,
+        names: &[&'static str],
+    ) -> Result<Option<(&'static str, &'a str)>, SignatureError> {
+        for name in names {
+            match self.unique(name) {
+                Ok(Some(v)) => return Ok(Some((name, v))),
+                Ok(None) => {}
+                Err(reason) => {
+                    return Err(SignatureError::MalformedHeader {
+                        header: Cow::Borrowed(name),
+                        reason,
+                    });
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl<'a> FromIterator<(&'a str, &'a str)> for Headers<'a> {
+    fn from_iter<I: IntoIterator<Item = (&'a str, &'a str)>>(iter: I) -> Self {
+        Self::from_pairs(iter)
+    }
+}
+
+fn trim_ows(value: &str) -> &str {
+    let is_ows = |b: Option<&u8>| matches!(b, Some(b' ' | b'\t'));
+    let bytes = value.as_bytes();
+    if is_ows(bytes.first()) || is_ows(bytes.last()) {
+        value.trim_matches([' ', '\t'])
+    } else {
+        value
+    }
+}
+
+/// Header names equal ignoring ASCII case; exact bytes first, as senders
+/// mostly use one canonical spelling.
+fn same_name(a: &str, b: &str) -> bool {
+    a == b || a.eq_ignore_ascii_case(b)
+}
+
+/// Length and lower-cased last byte: different keys, different names
+/// (ignoring ASCII case).
+fn key(name: &str) -> (usize, u8) {
+    let last = name.as_bytes().last().map_or(0, u8::to_ascii_lowercase);
+    (name.len(), last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_ignores_case_and_trims_values() {
+        let headers = Headers::from_pairs([("X-Hub-Signature-256", "  sha256=ab\t")]);
+        assert_eq!(headers.get("x-hub-signature-256"), Some("sha256=ab"));
+        assert_eq!(headers.get("X-HUB-SIGNATURE-256"), Some("sha256=ab"));
+        assert_eq!(headers.get("x-hub-signature"), None);
+    }
+
+    #[test]
+    fn repeated_header_with_different_values_is_ambiguous() {
+        let same = Headers::from_pairs([("a", "1"), ("A", "1")]);
+        assert_eq!(same.unique("a"), Ok(Some("1")));
+        let different = Headers::from_pairs([("a", "1"), ("A", "2")]);
+        assert!(different.unique("a").is_err());
+        assert!(matches!(
+            different.required("a"),
+            Err(SignatureError::MalformedHeader { .. })
+        ));
+        assert!(matches!(
+            Headers::new().required("a"),
+            Err(SignatureError::MissingHeader { .. })
+        ));
+        let many = Headers::from_pairs([("X-One", " 1 "), ("x-two", "2"), ("X-TWO", "2")]);
+        assert_eq!(
+            many.unique_many(["x-one", "X-Two", "x-three", ""]),
+            Ok([Some("1"), Some("2"), None, None])
+        );
+        assert!(same_name("Webhook-Signature", "webhook-signature"));
+        assert!(same_name("WEBHOOK-ID", "webhook-id"));
+        assert!(!same_name("webhook-timestamp", "webhook-signature"));
+        assert!(!same_name("webhook-id", "webhook-i"));
+        let clash = Headers::from_pairs([("x-two", "2"), ("X-TWO", "3")]);
+        assert!(clash.unique_many(["x-one", "x-two"]).is_err());
+    }
+}

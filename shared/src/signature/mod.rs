@@ -1,0 +1,72 @@
+//! Verifying partner webhook signatures (inbound) and signing our own
+//! webhooks (outbound). Pure code: no I/O, no AWS, no clock of its own.
+//!
+//! This module is the security boundary of hookbox. Its rules:
+//! - every MAC comparison is constant time (`subtle`);
+//! - secrets never appear in `Debug`/`Display` output or in errors, and no
+//!   error carries an expected signature;
+//! - every header parser is total: it returns an error, never panics, on any
+//!   input (fuzzed, see `fuzz/` and `docs/signatures.md`);
+//! - time comes from the caller (a [`Clock`] or a `now` value), so tests
+//!   never sleep.
+//!
+//! # Inbound
+//!
+//! A partner is configured with a [`SchemeConfig`] (serde: JSON or TOML, e.g.
+//! `{"scheme":"stripe"}`) and its active secrets (several during rotation).
+//! Build a [`Verifier`] once, then verify each request:
+//!
+//! ```
+//! use chrono::{TimeZone, Utc};
+//! use hookbox::signature::{Headers, SchemeConfig, Secret, SignedRequest, Verifier};
+//!
+//! let config: SchemeConfig = serde_json::from_str(r#"{"scheme":"github"}"#)?;
+//! let verifier = Verifier::new(config)?;
+//! let headers = Headers::from_pairs([(
+//!     "X-Hub-Signature-256",
+//!     "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17",
+//! )]);
+//! let request = SignedRequest::new(b"Hello, World!", headers);
+//! let secrets = [Secret::new("It's a Secret to Everybody")];
+//! let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).single().ok_or("date")?;
+//! let verified = verifier.verify_at(&request, &secrets, now)?;
+//! assert_eq!(verified.secret_index, 0);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Outbound
+//!
+//! [`sign_standard_webhooks`] produces the three Standard Webhooks headers
+//! (`webhook-id`, `webhook-timestamp`, `webhook-signature`) for one or more
+//! secrets.
+//!
+//! [`Clock`]: crate::clock::Clock
+
+mod config;
+mod crypto;
+mod error;
+mod generic;
+mod github;
+mod headers;
+pub mod parse;
+mod secret;
+mod shopify;
+mod slack;
+mod standard_webhooks;
+mod stripe;
+mod timestamp;
+mod twilio;
+mod verifier;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::{
+    Algorithm, DEFAULT_TOLERANCE_SECS, Encoding, GenericHmacConfig, SchemeConfig, SchemeKind,
+    UnknownScheme,
+};
+pub use error::{ConfigError, SignError, SignatureError};
+pub use headers::Headers;
+pub use secret::Secret;
+pub use standard_webhooks::{StandardWebhookHeaders, sign as sign_standard_webhooks};
+pub use verifier::{SignedRequest, Verified, Verifier};

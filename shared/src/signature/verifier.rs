@@ -1,0 +1,314 @@
+//! The verifier: a compiled [`SchemeConfig`] that checks requests.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::config::{SchemeConfig, SchemeKind};
+use hmac::Mac as _;
+
+use super::crypto::{self, KeyRejected, MacState};
+use super::error::{ConfigError, SignatureError};
+use super::headers::Headers;
+use super::secret::Secret;
+use super::{generic, github, shopify, slack, standard_webhooks, stripe, twilio};
+use crate::clock::Clock;
+
+/// What a verifier looks at: the raw body bytes exactly as received, the
+/// headers, and the full request URL for schemes that sign it (Twilio).
+#[derive(Clone)]
+pub struct SignedRequest<'a> {
+    /// The raw body, byte for byte (never a re-serialised JSON value).
+    pub body: &'a [u8],
+    /// The request headers.
+    pub headers: Headers<'a>,
+    /// The full URL the partner called (scheme, host, path, query).
+    pub url: Option<&'a str>,
+}
+
+impl<'a> SignedRequest<'a> {
+    /// A request without URL.
+    pub fn new(body: &'a [u8], headers: Headers<'a>) -> Self {
+        Self {
+            body,
+            headers,
+            url: None,
+        }
+    }
+
+    /// The same request with its URL.
+    pub fn with_url(mut self, url: &'a str) -> Self {
+        self.url = Some(url);
+        self
+    }
+}
+
+impl fmt::Debug for SignedRequest<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SignedRequest")
+            .field("body_len", &self.body.len())
+            .field("headers", &self.headers)
+            .field("url", &self.url)
+            .finish()
+    }
+}
+
+/// A request whose signature verified. Borrows from the request's headers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Verified<'a> {
+    /// The scheme that verified it.
+    pub scheme: SchemeKind,
+    /// Index, in the secrets given to the verifier, of the one that matched
+    /// (tells when a partner has moved to a rotated secret).
+    pub secret_index: usize,
+    /// The signed timestamp in Unix seconds, for schemes that have one (see
+    /// [`Verified::timestamp`]).
+    pub timestamp_secs: Option<i64>,
+    /// The signed message id (Standard Webhooks `webhook-id`), borrowed
+    /// from the request.
+    pub message_id: Option<Cow<'a, str>>,
+}
+
+impl Verified<'_> {
+    /// The signed timestamp, for schemes that have one.
+    pub fn timestamp(&self) -> Option<DateTime<Utc>> {
+        self.timestamp_secs.and_then(super::timestamp::to_datetime)
+    }
+
+    /// The same result, owning its data (no longer tied to the request).
+    pub fn into_owned(self) -> Verified<'static> {
+        Verified {
+            scheme: self.scheme,
+            secret_index: self.secret_index,
+            timestamp_secs: self.timestamp_secs,
+            message_id: self.message_id.map(|id| Cow::Owned(id.into_owned())),
+        }
+    }
+
+    pub(crate) fn new(scheme: SchemeKind, secret_index: usize) -> Self {
+        Self {
+            scheme,
+            secret_index,
+            timestamp_secs: None,
+            message_id: None,
+        }
+    }
+}
+
+/// Verifies requests for one scheme configuration. Build it once per partner
+/// (it validates the configuration), then call [`Verifier::verify`] per
+/// request with the partner's active secrets.
+///
+/// Deserializes from the same JSON/TOML as [`SchemeConfig`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "SchemeConfig", into = "SchemeConfig")]
+pub struct Verifier {
+    config: SchemeConfig,
+    compiled: Compiled,
+}
+
+/// The configuration, checked and prepared for verifying.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Compiled {
+    StandardWebhooks { tolerance_secs: u64 },
+    Stripe { tolerance_secs: u64 },
+    Github,
+    Shopify,
+    Slack { tolerance_secs: u64 },
+    Twilio,
+    Generic(generic::Compiled),
+}
+
+impl Verifier {
+    /// Validates `config` and builds the verifier.
+    pub fn new(config: SchemeConfig) -> Result<Self, ConfigError> {
+        let compiled = match &config {
+            SchemeConfig::StandardWebhooks { tolerance_secs } => Compiled::StandardWebhooks {
+                tolerance_secs: *tolerance_secs,
+            },
+            SchemeConfig::Stripe { tolerance_secs } => Compiled::Stripe {
+                tolerance_secs: *tolerance_secs,
+            },
+            SchemeConfig::Github {} => Compiled::Github,
+            SchemeConfig::Shopify {} => Compiled::Shopify,
+            SchemeConfig::Slack { tolerance_secs } => Compiled::Slack {
+                tolerance_secs: *tolerance_secs,
+            },
+            SchemeConfig::Twilio {} => Compiled::Twilio,
+            SchemeConfig::GenericHmac(generic) => {
+                Compiled::Generic(generic::Compiled::new(generic)?)
+            }
+        };
+        Ok(Self { config, compiled })
+    }
+
+    /// The scheme with its default options (not for `generic-hmac`, which
+    /// needs at least a header name).
+    pub fn for_scheme(kind: SchemeKind) -> Result<Self, ConfigError> {
+        let config = SchemeConfig::default_for(kind).ok_or(ConfigError::Invalid {
+            field: "header",
+            reason: "generic-hmac needs a header name",
+        })?;
+        Self::new(config)
+    }
+
+    /// The configuration this verifier was built from.
+    pub fn config(&self) -> &SchemeConfig {
+        &self.config
+    }
+
+    /// The scheme.
+    pub fn scheme(&self) -> SchemeKind {
+        self.config.kind()
+    }
+
+    /// Verifies `request` against `secrets` (any one may match), reading the
+    /// time from `clock`.
+    pub fn verify<'a>(
+        &self,
+        request: &SignedRequest<'a>,
+        secrets: &[Secret],
+        clock: &dyn Clock,
+    ) -> Result<Verified<'a>, SignatureError> {
+        self.verify_at(request, secrets, clock.now())
+    }
+
+    /// Verifies `request` against `secrets` (any one may match) at time `now`.
+    ///
+    /// Order of checks: headers present and well formed, timestamp inside
+    /// the tolerance, then the signatures. The first failing check is the
+    /// error.
+    pub fn verify_at<'a>(
+        &self,
+        request: &SignedRequest<'a>,
+        secrets: &[Secret],
+        now: DateTime<Utc>,
+    ) -> Result<Verified<'a>, SignatureError> {
+        match &self.compiled {
+            Compiled::StandardWebhooks { tolerance_secs } => {
+                standard_webhooks::verify(request, secrets, now, *tolerance_secs)
+            }
+            Compiled::Stripe { tolerance_secs } => {
+                stripe::verify(request, secrets, now, *tolerance_secs)
+            }
+            Compiled::Github => github::verify(request, secrets),
+            Compiled::Shopify => shopify::verify(request, secrets),
+            Compiled::Slack { tolerance_secs } => {
+                slack::verify(request, secrets, now, *tolerance_secs)
+            }
+            Compiled::Twilio => twilio::verify(request, secrets),
+            Compiled::Generic(generic) => generic.verify(request, secrets, now),
+        }
+    }
+
+    /// The checks that need neither body nor secrets: signature headers
+    /// present and well formed, timestamp inside the tolerance. For the API
+    /// Gateway authorizer, which never sees the body. A request that passes
+    /// must still be verified with [`Verifier::verify`].
+    pub fn precheck(
+        &self,
+        headers: &Headers<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<(), SignatureError> {
+        match &self.compiled {
+            Compiled::StandardWebhooks { tolerance_secs } => {
+                standard_webhooks::precheck(headers, now, *tolerance_secs)
+            }
+            Compiled::Stripe { tolerance_secs } => stripe::precheck(headers, now, *tolerance_secs),
+            Compiled::Github => github::precheck(headers),
+            Compiled::Shopify => shopify::precheck(headers),
+            Compiled::Slack { tolerance_secs } => slack::precheck(headers, now, *tolerance_secs),
+            Compiled::Twilio => twilio::precheck(headers),
+            Compiled::Generic(generic) => generic.precheck(headers, now),
+        }
+    }
+}
+
+impl TryFrom<SchemeConfig> for Verifier {
+    type Error = ConfigError;
+
+    fn try_from(config: SchemeConfig) -> Result<Self, Self::Error> {
+        Self::new(config)
+    }
+}
+
+impl From<Verifier> for SchemeConfig {
+    fn from(verifier: Verifier) -> Self {
+        verifier.config
+    }
+}
+
+/// Refuses an empty list and empty secrets, before any MAC is computed (so a
+/// bad secret is reported even when another one would have matched).
+pub(crate) fn check_secrets(scheme: SchemeKind, secrets: &[Secret]) -> Result<(), SignatureError> {
+    if secrets.is_empty() {
+        return Err(SignatureError::NoSecrets);
+    }
+    if let Some(index) = secrets.iter().position(|s| s.bytes().is_empty()) {
+        return Err(SignatureError::InvalidSecret {
+            index,
+            scheme: scheme.as_str(),
+            reason: "secret is empty",
+        });
+    }
+    Ok(())
+}
+
+/// For schemes whose key is the secret's UTF-8 bytes: the index of the first
+/// secret whose HMAC over `parts` equals one of `candidates`.
+pub(crate) fn match_raw_key<'c, I>(
+    scheme: SchemeKind,
+    algorithm: super::config::Algorithm,
+    secrets: &[Secret],
+    parts: &[&[u8]],
+    candidates: I,
+) -> Result<usize, SignatureError>
+where
+    I: IntoIterator<Item = &'c [u8]> + Clone,
+{
+    check_secrets(scheme, secrets)?;
+    let matches = |tag: &[u8]| {
+        candidates
+            .clone()
+            .into_iter()
+            .any(|candidate| crypto::ct_eq(tag, candidate))
+    };
+    for (index, secret) in secrets.iter().enumerate() {
+        let found = if algorithm == super::config::Algorithm::Sha256 {
+            // The common case: reuse the keyed state cached in the secret.
+            let mut mac = secret
+                .raw_sha256()
+                .ok_or_else(|| key_rejected(scheme, index))?
+                .clone();
+            for part in parts {
+                mac.update(part);
+            }
+            matches(&mac.finalize().into_bytes())
+        } else {
+            let mut mac = MacState::new(algorithm, secret.bytes())
+                .map_err(|KeyRejected| key_rejected(scheme, index))?;
+            for part in parts {
+                mac.update(part);
+            }
+            matches(mac.finalize().as_bytes())
+        };
+        if found {
+            return Ok(index);
+        }
+    }
+    Err(SignatureError::NoMatchingSignature {
+        candidates: candidates.into_iter().count(),
+        secrets: secrets.len(),
+    })
+}
+
+pub(crate) fn key_rejected(scheme: SchemeKind, index: usize) -> SignatureError {
+    SignatureError::InvalidSecret {
+        index,
+        scheme: scheme.as_str(),
+        reason: "refused as an HMAC key",
+    }
+}

@@ -1,0 +1,224 @@
+//! `hookbox`: verify and sign webhook signatures from the command line, with
+//! the same code the ingest Lambda and the outbound relay use.
+//!
+//! Exit codes: 0 valid (or signed), 1 the signature does not verify (the
+//! reason is printed on stderr), 2 usage error (unknown scheme, no body,
+//! unreadable file, unusable secret or configuration, missing URL).
+
+use std::fs;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result, anyhow};
+use chrono::{DateTime, Utc};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use hookbox::clock::{Clock as _, SystemClock};
+use hookbox::signature::{
+    Headers, SchemeConfig, SchemeKind, Secret, SignedRequest, Verifier, sign_standard_webhooks,
+};
+
+/// Exit code of a usage error (the same one clap uses).
+const USAGE: u8 = 2;
+/// Exit code of a signature that does not verify.
+const INVALID: u8 = 1;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "hookbox",
+    version,
+    about = "Verify and sign webhook signatures"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Verify a webhook request: prints `valid` (exit 0), or the reason on
+    /// stderr (exit 1).
+    Verify(VerifyArgs),
+    /// Sign a webhook body: prints the header lines (`Name: value`), ready for
+    /// `curl -H @file`.
+    Sign(SignArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum VerifyScheme {
+    StandardWebhooks,
+    Stripe,
+    Github,
+    Shopify,
+    Slack,
+    Twilio,
+}
+
+impl From<VerifyScheme> for SchemeKind {
+    fn from(scheme: VerifyScheme) -> Self {
+        match scheme {
+            VerifyScheme::StandardWebhooks => Self::StandardWebhooks,
+            VerifyScheme::Stripe => Self::Stripe,
+            VerifyScheme::Github => Self::Github,
+            VerifyScheme::Shopify => Self::Shopify,
+            VerifyScheme::Slack => Self::Slack,
+            VerifyScheme::Twilio => Self::Twilio,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum SignScheme {
+    StandardWebhooks,
+}
+
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+struct Body {
+    /// The request body, as text.
+    #[arg(long, value_name = "TEXT")]
+    body: Option<String>,
+    /// A file holding the raw request body (bytes, as received).
+    #[arg(long, value_name = "PATH")]
+    body_file: Option<PathBuf>,
+}
+
+impl Body {
+    fn bytes(&self) -> Result<Vec<u8>> {
+        match (&self.body, &self.body_file) {
+            (Some(text), _) => Ok(text.clone().into_bytes()),
+            (None, Some(path)) => fs::read(path)
+                .with_context(|| format!("cannot read --body-file {}", path.display())),
+            (None, None) => Err(anyhow!("give --body or --body-file")),
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+struct VerifyArgs {
+    /// The partner's signature scheme.
+    #[arg(long, value_enum, required_unless_present = "config")]
+    scheme: Option<VerifyScheme>,
+    /// A full scheme configuration as JSON instead of --scheme, e.g.
+    /// '{"scheme":"generic-hmac","header":"X-Sig","prefix":"sha256="}'.
+    #[arg(long, value_name = "JSON", conflicts_with = "scheme")]
+    config: Option<String>,
+    /// A secret (repeat for rotation). Standard Webhooks: `whsec_…`, or a
+    /// `whpk_…` public key for `v1a` signatures.
+    #[arg(long = "secret", value_name = "S", required = true)]
+    secrets: Vec<String>,
+    /// The full request URL (Twilio signs it).
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+    /// The current time, in Unix seconds (default: the system clock).
+    #[arg(long, value_name = "UNIX_SECONDS")]
+    now: Option<i64>,
+    /// Timestamp tolerance in seconds (default 300), for schemes with a timestamp.
+    #[arg(long, value_name = "SECONDS")]
+    tolerance: Option<u64>,
+    /// A request header, `Name: value` (repeat).
+    #[arg(long = "header", value_name = "NAME: VALUE", value_parser = parse_header)]
+    headers: Vec<(String, String)>,
+    #[command(flatten)]
+    body: Body,
+}
+
+#[derive(Debug, Args)]
+struct SignArgs {
+    /// The signature scheme (only Standard Webhooks signs outbound webhooks).
+    #[arg(long, value_enum)]
+    scheme: SignScheme,
+    /// A `whsec_…` secret or `whsk_…` signing key (repeat: one signature each).
+    #[arg(long = "secret", value_name = "S", required = true)]
+    secrets: Vec<String>,
+    /// The message id (`webhook-id`).
+    #[arg(long, value_name = "ID")]
+    id: String,
+    /// The timestamp, in Unix seconds (`webhook-timestamp`).
+    #[arg(long, value_name = "UNIX_SECONDS")]
+    timestamp: i64,
+    #[command(flatten)]
+    body: Body,
+}
+
+fn parse_header(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once(':')
+        .ok_or_else(|| "expected `Name: value`".to_owned())?;
+    let name = name.trim();
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return Err("expected `Name: value` with a header name without spaces".to_owned());
+    }
+    Ok((name.to_owned(), value.trim().to_owned()))
+}
+
+fn timestamp(secs: i64, flag: &str) -> Result<DateTime<Utc>> {
+    DateTime::<Utc>::from_timestamp(secs, 0).ok_or_else(|| anyhow!("{flag} is out of range"))
+}
+
+fn verify(args: &VerifyArgs) -> Result<ExitCode> {
+    let mut config = match (&args.config, args.scheme) {
+        (Some(json), _) => serde_json::from_str::<SchemeConfig>(json)
+            .with_context(|| "--config is not a valid scheme configuration")?,
+        (None, Some(scheme)) => SchemeConfig::default_for(scheme.into())
+            .ok_or_else(|| anyhow!("scheme needs --config"))?,
+        (None, None) => return Err(anyhow!("give --scheme or --config")),
+    };
+    if let Some(tolerance) = args.tolerance {
+        config.set_tolerance_secs(tolerance);
+    }
+    let verifier = Verifier::new(config).context("invalid scheme configuration")?;
+    let body = args.body.bytes()?;
+    let now = match args.now {
+        Some(secs) => timestamp(secs, "--now")?,
+        None => SystemClock.now(),
+    };
+    let headers = Headers::from_pairs(args.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+    let mut request = SignedRequest::new(&body, headers);
+    request.url = args.url.as_deref();
+    let secrets: Vec<Secret> = args.secrets.iter().map(Secret::new).collect();
+
+    match verifier.verify_at(&request, &secrets, now) {
+        Ok(_) => {
+            println!("valid");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error) if error.is_configuration_error() => {
+            eprintln!("error: {error}");
+            Ok(ExitCode::from(USAGE))
+        }
+        Err(error) => {
+            eprintln!("invalid: {error}");
+            Ok(ExitCode::from(INVALID))
+        }
+    }
+}
+
+fn sign(args: &SignArgs) -> Result<ExitCode> {
+    let SignScheme::StandardWebhooks = args.scheme;
+    let body = args.body.bytes()?;
+    let secrets: Vec<Secret> = args.secrets.iter().map(Secret::new).collect();
+    let headers = sign_standard_webhooks(
+        &args.id,
+        timestamp(args.timestamp, "--timestamp")?,
+        &body,
+        &secrets,
+    )?;
+    let mut out = std::io::stdout().lock();
+    for (name, value) in headers.pairs() {
+        writeln!(out, "{name}: {value}")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Verify(args) => verify(args),
+        Command::Sign(args) => sign(args),
+    };
+    result.unwrap_or_else(|error| {
+        eprintln!("error: {error:#}");
+        ExitCode::from(USAGE)
+    })
+}
