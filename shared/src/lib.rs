@@ -5,6 +5,7 @@
 //! See `../shared/DESIGN.md` (the team handbook) for the map.
 
 pub mod clock;
+pub mod config;
 pub mod inbox;
 pub mod migrate;
 pub mod outbox;

@@ -1,0 +1,291 @@
+//! Partner configuration: parsing, validation messages naming the partner
+//! and field, source selection, and Secrets Manager refresh after the TTL.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::TimeZone;
+use hookbox::clock::ManualClock;
+use hookbox::config::{
+    ConfigError, ConfigSource, ConfigStore, EventIdSource, HookboxConfig, SecretsManager,
+};
+use hookbox::signature::SchemeKind;
+
+const DEMO_SECRET: &str = "whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA==";
+
+fn demo_json(secret: &str) -> String {
+    serde_json::json!({"partners": {
+        "demo": {
+            "signature": {"scheme": "standard-webhooks"},
+            "secrets": [secret],
+            "event_id": {"header": "Webhook-Id"},
+            "event_type": "/type",
+            "ordering_key": "/order_id",
+            "allowed_cidrs": ["203.0.113.0/24", "2001:db8::/32", "198.51.100.7"]
+        },
+        "gh": {
+            "signature": {"scheme": "github"},
+            "secrets": ["It's a Secret to Everybody"],
+            "event_id": {"json_pointer": "/delivery"},
+            "max_body_bytes": 1000
+        },
+        "anon": {"signature": {"scheme": "shopify"}, "secrets": ["s"]}
+    }})
+    .to_string()
+}
+
+fn clock() -> Arc<ManualClock> {
+    Arc::new(ManualClock::new(
+        chrono::Utc
+            .with_ymd_and_hms(2026, 6, 1, 0, 0, 0)
+            .single()
+            .expect("valid"),
+    ))
+}
+
+#[test]
+fn json_and_toml_give_the_same_partners() {
+    let json = HookboxConfig::parse(&demo_json(DEMO_SECRET), "test.json").expect("json");
+    let toml = HookboxConfig::parse(
+        r#"
+        [partners.demo]
+        signature = { scheme = "standard-webhooks" }
+        secrets = ["whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA=="]
+        event_id = { header = "Webhook-Id" }
+        event_type = "/type"
+        ordering_key = "/order_id"
+        allowed_cidrs = ["203.0.113.0/24", "2001:db8::/32", "198.51.100.7"]
+        "#,
+        "test.toml",
+    )
+    .expect("toml");
+    for config in [&json, &toml] {
+        let demo = config.partner("demo").expect("demo");
+        assert_eq!(demo.verifier.scheme(), SchemeKind::StandardWebhooks);
+        assert_eq!(demo.event_id, EventIdSource::Header("webhook-id".into()));
+        assert_eq!(demo.event_type.as_deref(), Some("/type"));
+        assert_eq!(demo.secrets.len(), 1);
+        assert_eq!(demo.max_body_bytes, hookbox::config::DEFAULT_MAX_BODY_BYTES);
+        let ip = |s: &str| s.parse::<IpAddr>().expect("ip");
+        assert!(demo.allows(ip("203.0.113.9")));
+        assert!(demo.allows(ip("198.51.100.7")));
+        assert!(demo.allows(ip("::ffff:203.0.113.9")), "IPv4-mapped IPv6");
+        assert!(demo.allows(ip("2001:db8::1")));
+        assert!(!demo.allows(ip("198.51.100.8")));
+        assert!(!demo.allows(ip("10.0.0.1")));
+        // secrets never show in Debug
+        assert!(!format!("{demo:?}").contains("aG9va2J"), "{demo:?}");
+    }
+    let gh = json.partner("gh").expect("gh");
+    assert_eq!(gh.event_id, EventIdSource::JsonPointer("/delivery".into()));
+    assert_eq!(gh.max_body_bytes, 1000);
+    assert!(
+        gh.allows("10.0.0.1".parse().expect("ip")),
+        "no CIDRs: any address"
+    );
+    assert_eq!(
+        json.partner("anon").expect("anon").event_id,
+        EventIdSource::BodyHash
+    );
+    assert!(json.partner("nobody").is_none());
+}
+
+fn error_of(partner: serde_json::Value) -> String {
+    let text = serde_json::json!({"partners": {"acme": partner}}).to_string();
+    HookboxConfig::parse(&text, "test")
+        .expect_err("invalid")
+        .to_string()
+}
+
+#[test]
+fn invalid_partners_are_refused_naming_the_partner_and_field() {
+    let cases = [
+        (
+            serde_json::json!({"signature": {"scheme": "github"}, "secrets": []}),
+            "partner \"acme\": secrets: at least one secret is required",
+        ),
+        (
+            serde_json::json!({"signature": {"scheme": "standard-webhooks"}, "secrets": ["plain"]}),
+            "partner \"acme\": secrets[0]: a Standard Webhooks secret starts with whsec_",
+        ),
+        (
+            serde_json::json!({"signature": {"scheme": "github"}, "secrets": ["s"], "allowed_cidrs": ["10.0.0.0/33"]}),
+            "partner \"acme\": allowed_cidrs[0]: \"10.0.0.0/33\" is not an address or CIDR",
+        ),
+        (
+            serde_json::json!({"signature": {"scheme": "github"}, "secrets": ["s"], "event_id": {"json_pointer": "id"}}),
+            "partner \"acme\": event_id.json_pointer: \"id\" is not a JSON pointer",
+        ),
+        (
+            serde_json::json!({"signature": {"scheme": "github"}, "secrets": ["s"], "event_id": {"header": "a", "json_pointer": "/b"}}),
+            "partner \"acme\": event_id: give exactly one",
+        ),
+        (
+            serde_json::json!({"signature": {"scheme": "github"}, "secrets": ["s"], "max_body_bytes": 0}),
+            "partner \"acme\": max_body_bytes: 0 is outside",
+        ),
+        (
+            serde_json::json!({"signature": {"scheme": "generic-hmac"}, "secrets": ["s"]}),
+            "invalid configuration in test",
+        ),
+        (
+            serde_json::json!({"signature": {"scheme": "github"}, "secrets": ["s"], "secret": "typo"}),
+            "unknown field `secret`",
+        ),
+    ];
+    for (partner, expected) in cases {
+        let message = error_of(partner.clone());
+        assert!(message.contains(expected), "{partner} → {message}");
+        assert!(
+            !message.contains("plain"),
+            "no secret value in messages: {message}"
+        );
+    }
+    let bad_name = HookboxConfig::parse(
+        r#"{"partners": {"Acme Corp": {"signature": {"scheme": "github"}, "secrets": ["s"]}}}"#,
+        "t",
+    )
+    .expect_err("name");
+    assert!(
+        bad_name.to_string().contains("partner \"Acme Corp\": name"),
+        "{bad_name}"
+    );
+}
+
+#[test]
+fn the_source_is_chosen_in_the_documented_order() {
+    let env = |pairs: &'static [(&'static str, &'static str)]| {
+        move |k: &str| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    };
+    assert_eq!(
+        ConfigSource::from_env(env(&[
+            ("HOOKBOX_CONFIG", "/etc/hookbox.toml"),
+            ("HOOKBOX_PARTNERS", "{}")
+        ])),
+        Ok(ConfigSource::File("/etc/hookbox.toml".into()))
+    );
+    assert_eq!(
+        ConfigSource::from_env(env(&[
+            ("HOOKBOX_PARTNERS", "{}"),
+            ("HOOKBOX_PARTNERS_SECRET_ARN", "arn")
+        ])),
+        Ok(ConfigSource::Inline("{}".into()))
+    );
+    assert_eq!(
+        ConfigSource::from_env(env(&[
+            ("HOOKBOX_PARTNERS_SECRET_ARN", "arn"),
+            ("HOOKBOX_CONFIG_TTL_SECS", "60")
+        ])),
+        Ok(ConfigSource::Secret {
+            arn: "arn".into(),
+            ttl: Duration::from_secs(60)
+        })
+    );
+    assert_eq!(ConfigSource::from_env(env(&[])), Err(ConfigError::NoSource));
+}
+
+#[tokio::test]
+async fn a_file_source_is_read_and_a_missing_file_fails_at_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("hookbox.json");
+    std::fs::write(&path, demo_json(DEMO_SECRET)).expect("write");
+    let store = ConfigStore::load(ConfigSource::File(path.clone()), None, clock())
+        .await
+        .expect("load");
+    assert!(store.current().await.partner("demo").is_some());
+    let missing = ConfigStore::load(
+        ConfigSource::File(dir.path().join("nope.json")),
+        None,
+        clock(),
+    )
+    .await
+    .expect_err("missing");
+    assert!(missing.to_string().contains("nope.json"), "{missing}");
+}
+
+#[tokio::test]
+async fn secrets_manager_configuration_is_refreshed_after_the_ttl() {
+    let endpoint = hookbox_testkit::moto::endpoint();
+    let admin = {
+        use aws_sdk_secretsmanager::config::{BehaviorVersion, Credentials, Region};
+        aws_sdk_secretsmanager::Client::from_conf(
+            aws_sdk_secretsmanager::Config::builder()
+                .behavior_version(BehaviorVersion::latest())
+                .endpoint_url(&endpoint)
+                .region(Region::new("us-east-1"))
+                .credentials_provider(Credentials::new("t", "t", None, None, "t"))
+                .build(),
+        )
+    };
+    let old_secret = "whsec_b2xkLXNlY3JldC1vbGQtb2xkLW9sZA==";
+    let new_secret = "whsec_bmV3LXNlY3JldC1uZXctbmV3LW5ldw==";
+    let arn = admin
+        .create_secret()
+        .name(hookbox_testkit::moto::unique_name("hookbox-partners"))
+        .secret_string(demo_json(old_secret))
+        .send()
+        .await
+        .expect("create secret")
+        .arn()
+        .expect("arn")
+        .to_string();
+    let clock = clock();
+    let store = ConfigStore::load(
+        ConfigSource::Secret {
+            arn: arn.clone(),
+            ttl: Duration::from_secs(300),
+        },
+        Some(Arc::new(SecretsManager::local(&endpoint))),
+        clock.clone(),
+    )
+    .await
+    .expect("load");
+    let secret_of = |c: &Arc<HookboxConfig>| {
+        c.partner("demo").expect("demo").secrets[0]
+            .expose_secret()
+            .to_string()
+    };
+    assert_eq!(secret_of(&store.current().await), old_secret);
+
+    // rotated in Secrets Manager
+    admin
+        .put_secret_value()
+        .secret_id(&arn)
+        .secret_string(demo_json(new_secret))
+        .send()
+        .await
+        .expect("rotate");
+    clock.advance(chrono::Duration::seconds(299));
+    assert_eq!(
+        secret_of(&store.current().await),
+        old_secret,
+        "within the TTL"
+    );
+    clock.advance(chrono::Duration::seconds(1));
+    assert_eq!(
+        secret_of(&store.current().await),
+        new_secret,
+        "after the TTL"
+    );
+
+    // a broken value keeps the last good configuration
+    admin
+        .put_secret_value()
+        .secret_id(&arn)
+        .secret_string("{not json")
+        .send()
+        .await
+        .expect("break");
+    clock.advance(chrono::Duration::seconds(300));
+    assert_eq!(
+        secret_of(&store.current().await),
+        new_secret,
+        "last good kept"
+    );
+}
