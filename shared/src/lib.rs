@@ -6,6 +6,7 @@
 
 pub mod clock;
 pub mod config;
+pub mod emf;
 pub mod inbox;
 pub mod migrate;
 pub mod outbox;

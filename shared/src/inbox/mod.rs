@@ -10,6 +10,7 @@
 //! `next_attempt_at` always says when an active row next needs attention;
 //! the sweeper re-enqueues rows that are long overdue.
 
+pub mod ingest;
 pub mod message;
 pub mod repo;
 

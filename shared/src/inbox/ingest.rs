@@ -1,0 +1,374 @@
+//! The ingest use case: one partner request in, one answer out.
+//!
+//! Verify the signature over the exact raw bytes, extract the event id, then
+//! ONE statement (insert-if-new) and a queue message for a new row. The
+//! partner gets 200 for new and duplicate alike. When the database is
+//! unavailable the verified event itself is spooled to the queue (202) so
+//! nothing accepted is lost; when the queue is down too, 503 + Retry-After
+//! makes the partner retry later.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use super::InboxMessage;
+use super::repo::{Inserted, NewInboxEvent, insert_if_new};
+use crate::clock::Clock;
+use crate::config::{ConfigStore, EventIdSource, Partner};
+use crate::emf::{MetricSet, Unit};
+use crate::queue::Queue;
+use crate::signature::{Headers, SignatureError, SignedRequest};
+use crate::store::Database;
+
+/// Longest event id accepted (it is part of a unique index).
+pub const MAX_EVENT_ID_BYTES: usize = 512;
+
+/// Seconds a partner is told to wait when we cannot store anything.
+pub const RETRY_AFTER_SECS: u64 = 30;
+
+/// A partner's request, as the edge (API Gateway) delivered it.
+#[derive(Debug, Clone)]
+pub struct IngestRequest<'a> {
+    /// The `{partner}` path segment.
+    pub partner: &'a str,
+    /// Request headers (names in any case).
+    pub headers: Headers<'a>,
+    /// The raw body, exactly as received (already base64-decoded).
+    pub body: &'a [u8],
+    /// The full URL the partner called, for schemes that sign it.
+    pub url: Option<&'a str>,
+}
+
+/// What happened, for metrics and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// New row stored (and enqueued, unless `enqueue_failed`).
+    Accepted {
+        /// The queue send failed after the insert (the sweeper will enqueue).
+        enqueue_failed: bool,
+    },
+    /// Already stored.
+    Duplicate,
+    /// Refused, with the reason code sent to the partner.
+    Rejected(&'static str),
+    /// Database down: the event went to the queue instead.
+    Spooled,
+    /// Neither database nor queue could take it: the partner must retry.
+    Unavailable,
+}
+
+/// The answer to the partner.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IngestResponse {
+    /// HTTP status.
+    pub status: u16,
+    /// JSON body.
+    pub body: serde_json::Value,
+    /// `Retry-After` seconds, on 503.
+    pub retry_after: Option<u64>,
+    /// What happened.
+    pub outcome: Outcome,
+}
+
+impl IngestResponse {
+    fn new(status: u16, body: serde_json::Value, outcome: Outcome) -> Self {
+        Self {
+            status,
+            body,
+            retry_after: None,
+            outcome,
+        }
+    }
+
+    fn rejected(status: u16, code: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(
+            status,
+            json!({"error": code, "detail": detail.into()}),
+            Outcome::Rejected(code),
+        )
+    }
+
+    fn unavailable() -> Self {
+        Self {
+            status: 503,
+            body: json!({"error": "temporarily_unavailable", "retry_after": RETRY_AFTER_SECS}),
+            retry_after: Some(RETRY_AFTER_SECS),
+            outcome: Outcome::Unavailable,
+        }
+    }
+}
+
+/// The reason code sent to the partner (and used as metric dimension).
+pub fn signature_reason(e: &SignatureError) -> &'static str {
+    match e {
+        SignatureError::MissingHeader { .. } => "missing_signature_header",
+        SignatureError::MalformedHeader { .. } => "malformed_signature_header",
+        SignatureError::UnsupportedSignatureVersion { .. } => "unsupported_signature_version",
+        SignatureError::NoMatchingSignature { .. } => "invalid_signature",
+        SignatureError::TimestampTooOld { .. } => "timestamp_too_old",
+        SignatureError::TimestampInFuture { .. } => "timestamp_in_future",
+        SignatureError::BodyHashMismatch => "body_hash_mismatch",
+        SignatureError::UnsignedBody { .. } => "unsigned_body",
+        SignatureError::MissingUrl { .. } | SignatureError::MalformedUrl { .. } => "invalid_url",
+        _ => "signature_configuration",
+    }
+}
+
+/// The ingest use case, built once per sandbox.
+#[derive(Debug, Clone)]
+pub struct Ingest {
+    config: Arc<ConfigStore>,
+    db: Arc<dyn Database>,
+    queue: Arc<dyn Queue>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Ingest {
+    /// Wires the ports.
+    pub fn new(
+        config: Arc<ConfigStore>,
+        db: Arc<dyn Database>,
+        queue: Arc<dyn Queue>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            config,
+            db,
+            queue,
+            clock,
+        }
+    }
+
+    /// Handles one request and records its metrics in `metrics`.
+    pub async fn handle(
+        &self,
+        request: &IngestRequest<'_>,
+        metrics: &mut MetricSet,
+    ) -> IngestResponse {
+        let started = Instant::now();
+        let response = self.handle_inner(request).await;
+        match response.outcome {
+            Outcome::Accepted { enqueue_failed } => {
+                metrics.count("accepted");
+                if enqueue_failed {
+                    metrics.count("enqueue_failed");
+                }
+            }
+            Outcome::Duplicate => metrics.count("duplicate"),
+            Outcome::Rejected(reason) => {
+                metrics.count("rejected");
+                metrics.count(&format!("rejected_{reason}"));
+            }
+            Outcome::Spooled => metrics.count("spooled"),
+            Outcome::Unavailable => metrics.count("unavailable"),
+        }
+        metrics.add(
+            "latency_ms",
+            started.elapsed().as_secs_f64() * 1000.0,
+            Unit::Milliseconds,
+        );
+        response
+    }
+
+    async fn handle_inner(&self, request: &IngestRequest<'_>) -> IngestResponse {
+        let config = self.config.current().await;
+        let Some(partner) = config.partner(request.partner) else {
+            tracing::info!(partner = %request.partner, "unknown partner");
+            return IngestResponse::rejected(404, "unknown_partner", "no such partner");
+        };
+        if request.body.len() > partner.max_body_bytes {
+            return IngestResponse::rejected(
+                413,
+                "body_too_large",
+                format!(
+                    "body of {} bytes is over the limit of {} bytes",
+                    request.body.len(),
+                    partner.max_body_bytes
+                ),
+            );
+        }
+        let now = self.clock.now();
+        let url = partner.public_url.as_deref().or(request.url);
+        let mut signed = SignedRequest::new(request.body, request.headers.clone());
+        if let Some(url) = url {
+            signed = signed.with_url(url);
+        }
+        if let Err(e) = partner.verifier.verify_at(&signed, &partner.secrets, now) {
+            let code = signature_reason(&e);
+            if e.is_configuration_error() {
+                tracing::error!(partner = %partner.name, error = %e, "partner signature configuration is unusable");
+                return IngestResponse::new(
+                    500,
+                    json!({"error": "partner_misconfigured"}),
+                    Outcome::Rejected("partner_misconfigured"),
+                );
+            }
+            // The error says which check failed, never a secret or an expected MAC.
+            tracing::info!(partner = %partner.name, reason = code, error = %e, "signature rejected");
+            return IngestResponse::rejected(401, code, e.to_string());
+        }
+        let event = match build_event(partner, request) {
+            Ok(event) => event,
+            Err(response) => return response,
+        };
+        self.store(event, now).await
+    }
+
+    async fn store(&self, event: NewInboxEvent, now: DateTime<Utc>) -> IngestResponse {
+        match insert_if_new(self.db.as_ref(), &event, now).await {
+            Ok(Inserted::New(id)) => {
+                let message = InboxMessage::stored(id, &event.partner, &event.event_id);
+                let enqueue_failed = match message.to_body() {
+                    Ok(body) => match self.queue.send(&body).await {
+                        Ok(_) => false,
+                        Err(e) => {
+                            // The row is safe; the sweeper enqueues it later.
+                            tracing::warn!(inbox_id = %id, error = %e, "enqueue after insert failed");
+                            true
+                        }
+                    },
+                    Err(e) => {
+                        tracing::warn!(inbox_id = %id, error = %e, "cannot build the queue message");
+                        true
+                    }
+                };
+                tracing::info!(inbox_id = %id, partner = %event.partner, event_id = %event.event_id, "accepted");
+                IngestResponse::new(
+                    200,
+                    json!({"status": "accepted", "id": id}),
+                    Outcome::Accepted { enqueue_failed },
+                )
+            }
+            Ok(Inserted::Duplicate(id)) => {
+                tracing::info!(inbox_id = %id, partner = %event.partner, event_id = %event.event_id, "duplicate");
+                IngestResponse::new(
+                    200,
+                    json!({"status": "duplicate", "id": id}),
+                    Outcome::Duplicate,
+                )
+            }
+            Err(e) if e.is_retryable() => {
+                tracing::warn!(error = %e, partner = %event.partner, "database unavailable: spooling");
+                self.spool(&event, now).await
+            }
+            Err(e) => {
+                tracing::error!(error = %e, partner = %event.partner, "cannot store the event");
+                IngestResponse::new(
+                    500,
+                    json!({"error": "internal"}),
+                    Outcome::Rejected("internal"),
+                )
+            }
+        }
+    }
+
+    async fn spool(&self, event: &NewInboxEvent, now: DateTime<Utc>) -> IngestResponse {
+        let body = match InboxMessage::spooled(event, now).to_body() {
+            Ok(body) => body,
+            Err(e) => {
+                tracing::warn!(error = %e, partner = %event.partner, "event too large to spool");
+                return IngestResponse::unavailable();
+            }
+        };
+        match self.queue.send(&body).await {
+            Ok(_) => IngestResponse::new(202, json!({"status": "spooled"}), Outcome::Spooled),
+            Err(e) => {
+                tracing::error!(error = %e, partner = %event.partner, "database and queue unavailable");
+                IngestResponse::unavailable()
+            }
+        }
+    }
+}
+
+/// The JSON value at `pointer` as text (strings as is, numbers printed).
+fn pointer_text(body: &serde_json::Value, pointer: &str) -> Option<String> {
+    match body.pointer(pointer)? {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn build_event(
+    partner: &Partner,
+    request: &IngestRequest<'_>,
+) -> Result<NewInboxEvent, IngestResponse> {
+    let needs_json = matches!(partner.event_id, EventIdSource::JsonPointer(_));
+    let json: Option<serde_json::Value> = if needs_json
+        || partner.event_type.is_some()
+        || partner.ordering_key.is_some()
+    {
+        match serde_json::from_slice(request.body) {
+            Ok(v) => Some(v),
+            Err(e) if needs_json => {
+                return Err(IngestResponse::rejected(
+                    400,
+                    "body_not_json",
+                    format!("the event id is read from the JSON body, which does not parse: {e}"),
+                ));
+            }
+            Err(_) => None,
+        }
+    } else {
+        None
+    };
+    let (event_id, derived) = match &partner.event_id {
+        EventIdSource::Header(name) => match request.headers.get(name) {
+            Some(v) if !v.trim().is_empty() => (v.trim().to_string(), false),
+            _ => {
+                return Err(IngestResponse::rejected(
+                    400,
+                    "missing_event_id",
+                    format!("header {name} is missing or empty"),
+                ));
+            }
+        },
+        EventIdSource::JsonPointer(pointer) => {
+            match json.as_ref().and_then(|j| pointer_text(j, pointer)) {
+                Some(id) if !id.is_empty() => (id, false),
+                _ => {
+                    return Err(IngestResponse::rejected(
+                        400,
+                        "missing_event_id",
+                        format!("no string or number at {pointer} in the body"),
+                    ));
+                }
+            }
+        }
+        EventIdSource::BodyHash => (hex::encode(Sha256::digest(request.body)), true),
+    };
+    if event_id.len() > MAX_EVENT_ID_BYTES {
+        return Err(IngestResponse::rejected(
+            400,
+            "event_id_too_long",
+            format!(
+                "event id of {} bytes is over {MAX_EVENT_ID_BYTES}",
+                event_id.len()
+            ),
+        ));
+    }
+    let extract = |pointer: &Option<String>| {
+        pointer
+            .as_ref()
+            .and_then(|p| json.as_ref().and_then(|j| pointer_text(j, p)))
+    };
+    let mut kept = serde_json::Map::new();
+    for name in &partner.keep_headers {
+        if let Some(v) = request.headers.get(name) {
+            kept.insert(name.clone(), v.into());
+        }
+    }
+    Ok(NewInboxEvent {
+        partner: partner.name.clone(),
+        event_id,
+        event_id_derived: derived,
+        event_type: extract(&partner.event_type),
+        ordering_key: extract(&partner.ordering_key),
+        body: request.body.to_vec(),
+        headers: serde_json::Value::Object(kept),
+        signature_verified: true,
+    })
+}

@@ -1,0 +1,401 @@
+//! The ingest use case against real PostgreSQL and moto SQS: accepted,
+//! duplicate, concurrent duplicates, signature failures, oversize, event id
+//! extraction, spooling when the database is down, 503 when the queue is
+//! down too.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::TimeZone;
+use common::{Adapter, migrated_db_with, sql};
+use hookbox::clock::{Clock, ManualClock};
+use hookbox::config::{ConfigStore, HookboxConfig};
+use hookbox::emf::MetricSet;
+use hookbox::inbox::ingest::{Ingest, IngestRequest, IngestResponse, Outcome};
+use hookbox::inbox::{InboxMessage, InboxStatus};
+use hookbox::params;
+use hookbox::queue::QueueConsumer;
+use hookbox::queue::sqs::SqsQueue;
+use hookbox::signature::{Headers, Secret, sign_standard_webhooks};
+use hookbox::store::postgres::{PgDatabase, PgOptions};
+use hookbox::store::{Database, Executor, fetch_one};
+use hookbox_testkit::moto;
+use tokio::sync::Barrier;
+use uuid::Uuid;
+
+const SECRET: &str = "whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA==";
+
+fn config_json() -> String {
+    serde_json::json!({"partners": {
+        "demo": {
+            "signature": {"scheme": "standard-webhooks"},
+            "secrets": ["whsec_b2xkLW9sZC1vbGQtb2xkLW9sZC1vbGQ=", SECRET],
+            "event_id": {"header": "webhook-id"},
+            "event_type": "/type",
+            "ordering_key": "/order_id",
+            "max_body_bytes": 4096
+        },
+        "gh": {
+            "signature": {"scheme": "github"},
+            "secrets": ["It's a Secret to Everybody"],
+            "event_id": {"json_pointer": "/delivery"}
+        },
+        "anon": {"signature": {"scheme": "github"}, "secrets": ["It's a Secret to Everybody"]}
+    }})
+    .to_string()
+}
+
+fn clock() -> Arc<ManualClock> {
+    Arc::new(ManualClock::new(
+        chrono::Utc
+            .with_ymd_and_hms(2026, 6, 1, 12, 0, 0)
+            .single()
+            .expect("valid"),
+    ))
+}
+
+struct Rig {
+    ingest: Ingest,
+    db: Arc<dyn Database>,
+    queue: SqsQueue,
+    clock: Arc<ManualClock>,
+    _t: hookbox_testkit::TestDb,
+}
+
+async fn rig_with(db: Arc<dyn Database>, t: hookbox_testkit::TestDb, queue: SqsQueue) -> Rig {
+    let clock = clock();
+    let config = HookboxConfig::parse(&config_json(), "test").expect("config");
+    let store = Arc::new(ConfigStore::fixed(config, clock.clone()));
+    let ingest = Ingest::new(store, db.clone(), Arc::new(queue.clone()), clock.clone());
+    Rig {
+        ingest,
+        db,
+        queue,
+        clock,
+        _t: t,
+    }
+}
+
+async fn moto_queue() -> SqsQueue {
+    let endpoint = moto::endpoint();
+    let q = moto::create_queue(&endpoint, &moto::unique_name("ingest"), 30, 4).await;
+    SqsQueue::new(SqsQueue::local_client(&endpoint), q.url)
+}
+
+async fn rig() -> Rig {
+    let (t, db) = migrated_db_with(Adapter::Postgres, 40).await;
+    rig_with(db, t, moto_queue().await).await
+}
+
+struct Signed {
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+fn signed(id: &str, body: &str, at: chrono::DateTime<chrono::Utc>) -> Signed {
+    let h = sign_standard_webhooks(id, at, body.as_bytes(), &[Secret::new(SECRET)]).expect("sign");
+    Signed {
+        headers: vec![
+            ("Webhook-Id".into(), h.id),
+            ("Webhook-Timestamp".into(), h.timestamp),
+            ("Webhook-Signature".into(), h.signature),
+            ("Content-Type".into(), "application/json".into()),
+        ],
+        body: body.as_bytes().to_vec(),
+    }
+}
+
+async fn send(rig: &Rig, partner: &str, s: &Signed) -> (IngestResponse, MetricSet) {
+    let headers = Headers::from_pairs(s.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+    let request = IngestRequest {
+        partner,
+        headers,
+        body: &s.body,
+        url: None,
+    };
+    let mut metrics = MetricSet::new();
+    let response = rig.ingest.handle(&request, &mut metrics).await;
+    (response, metrics)
+}
+
+async fn rows(db: &dyn Executor) -> i64 {
+    fetch_one(db, &sql("SELECT count(*) AS n FROM inbox"), &params! {})
+        .await
+        .expect("count")
+        .i64("n")
+        .expect("n")
+}
+
+async fn drain(queue: &SqsQueue) -> Vec<InboxMessage> {
+    let mut out = Vec::new();
+    loop {
+        let got = queue.receive(10).await.expect("receive");
+        if got.is_empty() {
+            return out;
+        }
+        for m in got {
+            out.push(InboxMessage::from_body(&m.body).expect("our message"));
+            queue.delete(&m.receipt_handle).await.expect("delete");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_valid_event_is_stored_once_and_enqueued_once() {
+    let rig = rig().await;
+    let body = r#"{"type":"payment.received","order_id":"o-1","amount":12.5}"#;
+    let s = signed("msg_1", body, rig.clock.now());
+    let (r, metrics) = send(&rig, "demo", &s).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.body["status"], "accepted");
+    let id: Uuid = r.body["id"].as_str().expect("id").parse().expect("uuid");
+    assert_eq!(metrics.get("accepted"), Some(1.0));
+    let row = hookbox::inbox::get(rig.db.as_ref(), id)
+        .await
+        .expect("get")
+        .expect("row");
+    assert_eq!(row.partner, "demo");
+    assert_eq!(row.event_id, "msg_1");
+    assert_eq!(row.body, body.as_bytes(), "stored verbatim");
+    assert_eq!(row.event_type.as_deref(), Some("payment.received"));
+    assert_eq!(row.ordering_key.as_deref(), Some("o-1"));
+    assert_eq!(row.status, InboxStatus::Pending);
+    assert!(row.signature_verified);
+    assert_eq!(row.headers["webhook-id"], "msg_1");
+    assert!(
+        row.headers.get("webhook-signature").is_none(),
+        "signatures are not kept"
+    );
+    assert_eq!(
+        drain(&rig.queue).await,
+        vec![InboxMessage::stored(id, "demo", "msg_1")]
+    );
+
+    // the partner retries: 200 duplicate, same id, nothing enqueued
+    let (again, metrics) = send(&rig, "demo", &s).await;
+    assert_eq!(again.status, 200);
+    assert_eq!(
+        again.body,
+        serde_json::json!({"status": "duplicate", "id": id})
+    );
+    assert_eq!(metrics.get("duplicate"), Some(1.0));
+    assert_eq!(rows(rig.db.as_ref()).await, 1);
+    assert!(drain(&rig.queue).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hundred_concurrent_deliveries_make_one_row_and_one_message() {
+    let rig = Arc::new(rig().await);
+    let s = Arc::new(signed(
+        "msg_race",
+        r#"{"type":"order.shipped","order_id":"o-9"}"#,
+        rig.clock.now(),
+    ));
+    let barrier = Arc::new(Barrier::new(100));
+    let tasks: Vec<_> = (0..100)
+        .map(|_| {
+            let (rig, s, barrier) = (rig.clone(), s.clone(), barrier.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                send(&rig, "demo", &s).await.0
+            })
+        })
+        .collect();
+    let mut accepted = 0;
+    for t in tasks {
+        let r = t.await.expect("join");
+        assert_eq!(r.status, 200, "{r:?}");
+        if r.body["status"] == "accepted" {
+            accepted += 1;
+        }
+    }
+    assert_eq!(accepted, 1);
+    assert_eq!(rows(rig.db.as_ref()).await, 1);
+    assert_eq!(drain(&rig.queue).await.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_signatures_and_timestamps_are_401_and_store_nothing() {
+    let rig = rig().await;
+    let now = rig.clock.now();
+    let body = r#"{"type":"payment.received","order_id":"o-1"}"#;
+    let mut tampered = signed("msg_t", body, now);
+    tampered.body = br#"{"type":"payment.received","order_id":"o-2"}"#.to_vec();
+    let stale = signed("msg_s", body, now - chrono::Duration::seconds(301));
+    let future = signed("msg_f", body, now + chrono::Duration::seconds(301));
+    let mut missing = signed("msg_m", body, now);
+    missing.headers.retain(|(n, _)| n != "Webhook-Signature");
+    for (s, code) in [
+        (&tampered, "invalid_signature"),
+        (&stale, "timestamp_too_old"),
+        (&future, "timestamp_in_future"),
+        (&missing, "missing_signature_header"),
+    ] {
+        let (r, metrics) = send(&rig, "demo", s).await;
+        assert_eq!(r.status, 401, "{code}: {r:?}");
+        assert_eq!(r.body["error"], code);
+        assert_eq!(metrics.get(&format!("rejected_{code}")), Some(1.0));
+        let text = r.body.to_string();
+        assert!(
+            !text.contains("whsec_") && !text.contains("aG9va2J"),
+            "{text}"
+        );
+    }
+    // the boundary is inclusive: 300 s old still passes
+    let (edge, _) = send(
+        &rig,
+        "demo",
+        &signed("msg_e", body, now - chrono::Duration::seconds(300)),
+    )
+    .await;
+    assert_eq!(edge.status, 200, "{edge:?}");
+    assert_eq!(rows(rig.db.as_ref()).await, 1);
+    // unknown partner
+    let (unknown, _) = send(&rig, "nobody", &signed("x", body, now)).await;
+    assert_eq!(unknown.status, 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversize_bodies_are_413_and_store_nothing() {
+    let rig = rig().await;
+    let body = format!(r#"{{"type":"x","pad":"{}"}}"#, "a".repeat(5000));
+    let (r, metrics) = send(&rig, "demo", &signed("big", &body, rig.clock.now())).await;
+    assert_eq!(r.status, 413);
+    assert_eq!(r.body["error"], "body_too_large");
+    assert_eq!(metrics.get("rejected_body_too_large"), Some(1.0));
+    assert_eq!(rows(rig.db.as_ref()).await, 0);
+}
+
+fn github(body: &str, partner_headers: &[(&str, &str)]) -> Signed {
+    use hmac::{KeyInit, Mac};
+    let mut mac =
+        hmac::Hmac::<sha2::Sha256>::new_from_slice(b"It's a Secret to Everybody").expect("key");
+    mac.update(body.as_bytes());
+    let sig = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+    let mut headers = vec![("X-Hub-Signature-256".to_string(), sig)];
+    headers.extend(
+        partner_headers
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string())),
+    );
+    Signed {
+        headers,
+        body: body.as_bytes().to_vec(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_ids_come_from_the_body_or_its_hash() {
+    let rig = rig().await;
+    let (r, _) = send(&rig, "gh", &github(r#"{"delivery": 42, "x": 1}"#, &[])).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let id: Uuid = r.body["id"].as_str().expect("id").parse().expect("uuid");
+    let row = hookbox::inbox::get(rig.db.as_ref(), id)
+        .await
+        .expect("get")
+        .expect("row");
+    assert_eq!(row.event_id, "42");
+    assert!(!row.event_id_derived);
+
+    let (missing, _) = send(&rig, "gh", &github(r#"{"x": 1}"#, &[])).await;
+    assert_eq!(missing.status, 400);
+    assert_eq!(missing.body["error"], "missing_event_id");
+    let (not_json, _) = send(&rig, "gh", &github("delivery=42", &[])).await;
+    assert_eq!(not_json.status, 400);
+    assert_eq!(not_json.body["error"], "body_not_json");
+
+    // no id configured: sha256 of the body, flagged; the same body is a duplicate
+    let (hashed, _) = send(&rig, "anon", &github("plain text body", &[])).await;
+    assert_eq!(hashed.status, 200);
+    let id: Uuid = hashed.body["id"]
+        .as_str()
+        .expect("id")
+        .parse()
+        .expect("uuid");
+    let row = hookbox::inbox::get(rig.db.as_ref(), id)
+        .await
+        .expect("get")
+        .expect("row");
+    assert!(row.event_id_derived);
+    assert_eq!(
+        row.event_id,
+        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"plain text body"))
+    );
+    let (dup, _) = send(&rig, "anon", &github("plain text body", &[])).await;
+    assert_eq!(dup.body["status"], "duplicate");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn database_down_spools_the_event_and_queue_down_too_is_503() {
+    let cluster = hookbox_testkit::PrivateCluster::start();
+    let db: Arc<dyn Database> = Arc::new(
+        PgDatabase::connect(
+            cluster.url(),
+            &PgOptions {
+                acquire_timeout: Duration::from_secs(2),
+                ..PgOptions::default()
+            },
+        )
+        .expect("pool"),
+    );
+    hookbox::migrate::migrate(db.as_ref())
+        .await
+        .expect("migrate");
+    let private_moto = moto::Moto::start();
+    let names = moto::create_queue(private_moto.endpoint(), "spool", 30, 4).await;
+    let queue = SqsQueue::new(SqsQueue::local_client(private_moto.endpoint()), names.url);
+    let t = hookbox_testkit::TestDb::create().await; // unused; keeps the rig shape
+    let rig = rig_with(db, t, queue).await;
+
+    cluster.kill().expect("stop PostgreSQL");
+    let body = r#"{"type":"payment.received","order_id":"o-5","amount":3}"#;
+    let s = signed("msg_spool", body, rig.clock.now());
+    let (r, metrics) = send(&rig, "demo", &s).await;
+    assert_eq!(r.status, 202, "{r:?}");
+    assert_eq!(r.body, serde_json::json!({"status": "spooled"}));
+    assert_eq!(metrics.get("spooled"), Some(1.0));
+    let spooled = drain(&rig.queue).await;
+    assert_eq!(spooled.len(), 1);
+    let InboxMessage::Spooled(event) = &spooled[0] else {
+        panic!("expected the event itself: {spooled:?}");
+    };
+    let event = event.to_new_event().expect("event");
+    assert_eq!(event.partner, "demo");
+    assert_eq!(event.event_id, "msg_spool");
+    assert_eq!(event.body, body.as_bytes(), "full raw body in the message");
+    assert!(event.signature_verified);
+
+    private_moto.kill();
+    let (r, metrics) = send(&rig, "demo", &signed("msg_lost", body, rig.clock.now())).await;
+    assert_eq!(r.status, 503, "{r:?}");
+    assert_eq!(r.retry_after, Some(30));
+    assert_eq!(r.outcome, Outcome::Unavailable);
+    assert_eq!(metrics.get("unavailable"), Some(1.0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_failure_after_the_insert_still_answers_200() {
+    let (t, db) = migrated_db_with(Adapter::Postgres, 8).await;
+    let private_moto = moto::Moto::start();
+    let names = moto::create_queue(private_moto.endpoint(), "gone", 30, 4).await;
+    let queue = SqsQueue::new(SqsQueue::local_client(private_moto.endpoint()), names.url);
+    let rig = rig_with(db, t, queue).await;
+    private_moto.kill();
+    let (r, metrics) = send(&rig, "demo", &signed("msg_q", "{}", rig.clock.now())).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        r.outcome,
+        Outcome::Accepted {
+            enqueue_failed: true
+        }
+    );
+    assert_eq!(metrics.get("enqueue_failed"), Some(1.0));
+    assert_eq!(
+        rows(rig.db.as_ref()).await,
+        1,
+        "the row is safe for the sweeper"
+    );
+    let _ = rig.queue.url();
+}
