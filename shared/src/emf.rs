@@ -60,6 +60,13 @@ impl MetricSet {
         self.add(name, 1.0, Unit::Count);
     }
 
+    /// Adds every value of `other` into this set (dimensions stay ours).
+    pub fn merge(&mut self, other: &MetricSet) {
+        for (name, (value, unit)) in &other.values {
+            self.add(name, *value, *unit);
+        }
+    }
+
     /// The value of `name`, if recorded.
     pub fn get(&self, name: &str) -> Option<f64> {
         self.values.get(name).map(|(v, _)| *v)

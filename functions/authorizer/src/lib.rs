@@ -1,0 +1,131 @@
+//! The API Gateway REQUEST authorizer. API Gateway never passes the body to
+//! an authorizer, so it does the cheap checks only: the partner exists, the
+//! source IP (from API Gateway's own view of the connection, never from a
+//! header such as X-Forwarded-For) is inside the partner's CIDRs, the
+//! signature headers are present and well formed, and the timestamp (for
+//! schemes that have one) is inside the tolerance. The HMAC over the body
+//! is checked by ingest. Every failure is a Deny policy: never an error,
+//! never a panic (either would be a 500 for the partner).
+//!
+//! Configure the authorizer with result TTL 0: the decision depends on the
+//! timestamp header, which changes on every request.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use aws_lambda_events::apigw::{
+    ApiGatewayCustomAuthorizerPolicy, ApiGatewayCustomAuthorizerRequestTypeRequest,
+    ApiGatewayCustomAuthorizerResponse,
+};
+use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
+use hookbox::clock::Clock;
+use hookbox::config::ConfigStore;
+use hookbox::emf::MetricSet;
+use hookbox::inbox::ingest::signature_reason;
+use hookbox::signature::Headers;
+
+/// Why a request was denied (the metric and log reason).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Allowed, for this partner.
+    Allow,
+    /// Denied, with a reason code.
+    Deny(&'static str),
+}
+
+/// The authorizer, built once per sandbox.
+#[derive(Debug, Clone)]
+pub struct Authorizer {
+    config: Arc<ConfigStore>,
+    clock: Arc<dyn Clock>,
+}
+
+fn policy(effect: IamPolicyEffect, method_arn: &str) -> ApiGatewayCustomAuthorizerPolicy {
+    let mut statement = IamPolicyStatement::default();
+    statement.action = vec!["execute-api:Invoke".into()];
+    statement.effect = effect;
+    statement.resource = vec![method_arn.to_string()];
+    let mut policy = ApiGatewayCustomAuthorizerPolicy::default();
+    policy.version = Some("2012-10-17".into());
+    policy.statement = vec![statement];
+    policy
+}
+
+impl Authorizer {
+    /// Wires the configuration and the clock.
+    pub fn new(config: Arc<ConfigStore>, clock: Arc<dyn Clock>) -> Self {
+        Self { config, clock }
+    }
+
+    /// The decision for one request.
+    pub async fn decide(
+        &self,
+        event: &ApiGatewayCustomAuthorizerRequestTypeRequest,
+    ) -> (Decision, String) {
+        let partner_name = event
+            .path_parameters
+            .get("partner")
+            .cloned()
+            .unwrap_or_default();
+        let config = self.config.current().await;
+        let Some(partner) = config.partner(&partner_name) else {
+            return (Decision::Deny("unknown_partner"), partner_name);
+        };
+        if !partner.allowed_cidrs.is_empty() {
+            let source: Option<IpAddr> = event
+                .request_context
+                .identity
+                .as_ref()
+                .and_then(|i| i.source_ip.as_deref())
+                .and_then(|ip| ip.parse().ok());
+            match source {
+                Some(ip) if partner.allows(ip) => {}
+                _ => return (Decision::Deny("source_ip_not_allowed"), partner_name),
+            }
+        }
+        let pairs: Vec<(String, String)> = event
+            .headers
+            .iter()
+            .filter_map(|(n, v)| {
+                v.to_str()
+                    .ok()
+                    .map(|v| (n.as_str().to_string(), v.to_string()))
+            })
+            .collect();
+        let headers = Headers::from_pairs(pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+        if let Err(e) = partner.verifier.precheck(&headers, self.clock.now()) {
+            return (Decision::Deny(signature_reason(&e)), partner_name);
+        }
+        (Decision::Allow, partner_name)
+    }
+
+    /// The authorizer response for one request: Allow with context
+    /// `{partner}`, or Deny.
+    pub async fn handle(
+        &self,
+        event: ApiGatewayCustomAuthorizerRequestTypeRequest,
+    ) -> ApiGatewayCustomAuthorizerResponse {
+        let (decision, partner) = self.decide(&event).await;
+        let method_arn = event.method_arn.clone().unwrap_or_else(|| "*".into());
+        let mut metrics = MetricSet::new().dimension("Function", "authorizer");
+        let mut response = ApiGatewayCustomAuthorizerResponse::default();
+        match decision {
+            Decision::Allow => {
+                metrics.count("allowed");
+                response.principal_id = Some(partner.clone());
+                response.policy_document = policy(IamPolicyEffect::Allow, &method_arn);
+                response.context = serde_json::json!({ "partner": partner });
+            }
+            Decision::Deny(reason) => {
+                metrics.count("denied");
+                metrics.count(&format!("denied_{reason}"));
+                tracing::info!(reason, "request denied");
+                response.principal_id = Some("anonymous".into());
+                response.policy_document = policy(IamPolicyEffect::Deny, &method_arn);
+                response.context = serde_json::json!({});
+            }
+        }
+        metrics.emit(self.clock.now());
+        response
+    }
+}

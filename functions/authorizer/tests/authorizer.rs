@@ -1,0 +1,123 @@
+//! The authorizer with the sample events in `events/`: Allow only for a
+//! known partner, from an allowed source IP (API Gateway's view, not
+//! X-Forwarded-For), with well-formed signature headers and a fresh
+//! timestamp. Everything else is a Deny policy, never an error.
+
+use std::sync::Arc;
+
+use aws_lambda_events::apigw::ApiGatewayCustomAuthorizerRequestTypeRequest;
+use aws_lambda_events::iam::IamPolicyEffect;
+use chrono::TimeZone;
+use hookbox::clock::ManualClock;
+use hookbox::config::{ConfigSource, ConfigStore};
+use hookbox_authorizer::{Authorizer, Decision};
+
+const EVENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../events");
+/// The time the sample events were signed at (events/generate.py).
+const T: i64 = 1_780_000_000;
+
+async fn authorizer() -> Authorizer {
+    let clock = Arc::new(ManualClock::new(
+        chrono::Utc.timestamp_opt(T, 0).single().expect("valid"),
+    ));
+    let config = ConfigStore::load(
+        ConfigSource::File(format!("{EVENTS}/partners-test.json").into()),
+        None,
+        clock.clone(),
+    )
+    .await
+    .expect("config");
+    Authorizer::new(Arc::new(config), clock)
+}
+
+fn event(name: &str) -> ApiGatewayCustomAuthorizerRequestTypeRequest {
+    let path = format!("{EVENTS}/{name}");
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[tokio::test]
+async fn a_known_partner_from_an_allowed_address_with_fresh_headers_is_allowed() {
+    let a = authorizer().await;
+    let e = event("apigw-authorizer-allow.json");
+    let method_arn = e.method_arn.clone().expect("method arn");
+    let response = a.handle(e).await;
+    let statement = &response.policy_document.statement[0];
+    assert_eq!(statement.effect, IamPolicyEffect::Allow);
+    assert_eq!(statement.resource, vec![method_arn]);
+    assert_eq!(statement.action, vec!["execute-api:Invoke".to_string()]);
+    assert_eq!(response.context["partner"], "restricted");
+    assert_eq!(response.principal_id.as_deref(), Some("restricted"));
+}
+
+#[tokio::test]
+async fn every_other_case_is_denied_with_its_reason() {
+    let a = authorizer().await;
+    for (name, reason) in [
+        ("apigw-authorizer-spoofed-ip.json", "source_ip_not_allowed"),
+        ("apigw-authorizer-stale.json", "timestamp_too_old"),
+        (
+            "apigw-authorizer-missing-signature.json",
+            "missing_signature_header",
+        ),
+        ("apigw-authorizer-unknown-partner.json", "unknown_partner"),
+    ] {
+        let e = event(name);
+        assert_eq!(a.decide(&e).await.0, Decision::Deny(reason), "{name}");
+        let response = a.handle(e).await;
+        assert_eq!(
+            response.policy_document.statement[0].effect,
+            IamPolicyEffect::Deny,
+            "{name}"
+        );
+        assert_eq!(
+            response.context,
+            serde_json::json!({}),
+            "{name}: nothing leaks in the context"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_spoofed_request_differs_only_by_its_real_source_address() {
+    let allowed = event("apigw-authorizer-allow.json");
+    let spoofed = event("apigw-authorizer-spoofed-ip.json");
+    assert_eq!(
+        spoofed
+            .headers
+            .get("x-forwarded-for")
+            .and_then(|v| v.to_str().ok()),
+        Some("203.0.113.10"),
+        "the header claims an allowed address"
+    );
+    let ip = |e: &ApiGatewayCustomAuthorizerRequestTypeRequest| {
+        e.request_context
+            .identity
+            .as_ref()
+            .and_then(|i| i.source_ip.clone())
+    };
+    assert_eq!(ip(&allowed).as_deref(), Some("203.0.113.10"));
+    assert_eq!(ip(&spoofed).as_deref(), Some("198.51.100.66"));
+}
+
+#[tokio::test]
+async fn an_empty_or_odd_event_is_denied_not_an_error() {
+    let a = authorizer().await;
+    let response = a
+        .handle(ApiGatewayCustomAuthorizerRequestTypeRequest::default())
+        .await;
+    assert_eq!(
+        response.policy_document.statement[0].effect,
+        IamPolicyEffect::Deny
+    );
+    assert_eq!(
+        response.policy_document.statement[0].resource,
+        vec!["*".to_string()]
+    );
+    let mut no_ip = event("apigw-authorizer-allow.json");
+    no_ip.request_context.identity = None;
+    assert_eq!(
+        a.decide(&no_ip).await.0,
+        Decision::Deny("source_ip_not_allowed")
+    );
+}

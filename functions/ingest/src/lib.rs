@@ -1,0 +1,154 @@
+//! The ingest Lambda (API Gateway REST proxy integration): turns the event
+//! into an [`IngestRequest`], runs the use case, turns the answer into the
+//! proxy response. Never fails the invocation: every outcome is an HTTP
+//! answer (a Lambda error would be a 502 with no body for the partner).
+
+use std::sync::Arc;
+
+use aws_lambda_events::apigw::{ApiGatewayProxyRequest, ApiGatewayProxyResponse};
+use aws_lambda_events::encodings::Body;
+use aws_lambda_events::http::{HeaderMap, HeaderValue};
+use base64::Engine as _;
+use hookbox::clock::Clock;
+use hookbox::emf::MetricSet;
+use hookbox::inbox::ingest::{Ingest, IngestRequest, IngestResponse, Outcome};
+use hookbox::signature::Headers;
+
+/// The handler, built once per sandbox.
+#[derive(Debug, Clone)]
+pub struct IngestFunction {
+    ingest: Ingest,
+    clock: Arc<dyn Clock>,
+}
+
+fn json_response(
+    status: u16,
+    body: &serde_json::Value,
+    retry_after: Option<u64>,
+) -> ApiGatewayProxyResponse {
+    let mut headers = HeaderMap::new();
+    headers.insert("content-type", HeaderValue::from_static("application/json"));
+    if let Some(secs) = retry_after {
+        headers.insert("retry-after", HeaderValue::from(secs));
+    }
+    let mut response = ApiGatewayProxyResponse::default();
+    response.status_code = i64::from(status);
+    response.headers = headers;
+    response.body = Some(Body::Text(body.to_string()));
+    response
+}
+
+/// Header pairs of the event: single-value headers, plus every value of
+/// multi-value headers not already present. Values that are not visible
+/// ASCII/UTF-8 are dropped (no signature scheme uses them).
+fn header_pairs(event: &ApiGatewayProxyRequest) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for (name, value) in event.headers.iter() {
+        if let Ok(v) = value.to_str() {
+            pairs.push((name.as_str().to_string(), v.to_string()));
+        }
+    }
+    for (name, value) in event.multi_value_headers.iter() {
+        if let Ok(v) = value.to_str() {
+            let pair = (name.as_str().to_string(), v.to_string());
+            if !pairs.contains(&pair) {
+                pairs.push(pair);
+            }
+        }
+    }
+    pairs
+}
+
+/// The URL the partner called, as far as API Gateway tells: https, the
+/// Host header, the request path (with stage) and the query string (sorted,
+/// since API Gateway hands it over as a map). Partners whose scheme signs
+/// the URL behind a custom domain set `public_url` instead.
+fn request_url(event: &ApiGatewayProxyRequest, headers: &[(String, String)]) -> Option<String> {
+    let host = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .map(|(_, v)| v.clone())?;
+    let path = event
+        .request_context
+        .path
+        .clone()
+        .or_else(|| event.path.clone())
+        .unwrap_or_else(|| "/".into());
+    let mut query: Vec<(String, String)> = event
+        .multi_value_query_string_parameters
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    query.sort();
+    let mut url = format!("https://{host}{path}");
+    if !query.is_empty() {
+        let q: Vec<String> = query.into_iter().map(|(k, v)| format!("{k}={v}")).collect();
+        url.push('?');
+        url.push_str(&q.join("&"));
+    }
+    Some(url)
+}
+
+impl IngestFunction {
+    /// Wires the use case.
+    pub fn new(ingest: Ingest, clock: Arc<dyn Clock>) -> Self {
+        Self { ingest, clock }
+    }
+
+    /// Handles one API Gateway proxy event.
+    pub async fn handle(&self, event: ApiGatewayProxyRequest) -> ApiGatewayProxyResponse {
+        let partner = event
+            .path_parameters
+            .get("partner")
+            .cloned()
+            .unwrap_or_default();
+        let (response, metrics) = self.respond(&partner, &event).await;
+        let dimension = match response.outcome {
+            Outcome::Rejected("unknown_partner") => "unknown",
+            _ => partner.as_str(),
+        };
+        let mut tagged = MetricSet::new()
+            .dimension("Function", "ingest")
+            .dimension("Partner", dimension);
+        tagged.merge(&metrics);
+        tagged.emit(self.clock.now());
+        json_response(response.status, &response.body, response.retry_after)
+    }
+
+    async fn respond(
+        &self,
+        partner: &str,
+        event: &ApiGatewayProxyRequest,
+    ) -> (IngestResponse, MetricSet) {
+        let mut metrics = MetricSet::new();
+        let raw = event.body.clone().unwrap_or_default();
+        let body = if event.is_base64_encoded {
+            match base64::engine::general_purpose::STANDARD.decode(raw.as_bytes()) {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    metrics.count("rejected");
+                    metrics.count("rejected_body_not_base64");
+                    let response = IngestResponse {
+                        status: 400,
+                        body: serde_json::json!({"error": "body_not_base64", "detail": e.to_string()}),
+                        retry_after: None,
+                        outcome: Outcome::Rejected("body_not_base64"),
+                    };
+                    return (response, metrics);
+                }
+            }
+        } else {
+            raw.into_bytes()
+        };
+        let pairs = header_pairs(event);
+        let url = request_url(event, &pairs);
+        let request = IngestRequest {
+            partner,
+            headers: Headers::from_pairs(pairs.iter().map(|(n, v)| (n.as_str(), v.as_str()))),
+            body: &body,
+            url: url.as_deref(),
+        };
+        let response = self.ingest.handle(&request, &mut metrics).await;
+        (response, metrics)
+    }
+}

@@ -1,0 +1,142 @@
+//! A full run of the ingest function whose logs are captured (every level,
+//! every crate) and searched for secrets and signatures. In its own test
+//! binary: the capturing subscriber is the process-wide default, so no
+//! other test's threads can make tracing skip a callsite.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use aws_lambda_events::apigw::ApiGatewayProxyRequest;
+use chrono::TimeZone;
+use hookbox::clock::ManualClock;
+use hookbox::config::{ConfigSource, ConfigStore};
+use hookbox::inbox::ingest::Ingest;
+use hookbox::queue::sqs::SqsQueue;
+use hookbox::store::Database;
+use hookbox::store::postgres::{PgDatabase, PgOptions};
+use hookbox_ingest::IngestFunction;
+use hookbox_testkit::{TestDb, moto};
+
+const EVENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../events");
+const T: i64 = 1_780_000_000;
+const SECRET_MATERIAL: &[&str] = &["whsec_", "aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA"];
+
+struct Rig {
+    function: IngestFunction,
+    _db: Arc<dyn Database>,
+    _queue: SqsQueue,
+    _t: TestDb,
+}
+
+async fn rig() -> Rig {
+    let t = TestDb::create().await;
+    let db: Arc<dyn Database> =
+        Arc::new(PgDatabase::connect(t.url(), &PgOptions::default()).expect("pool"));
+    hookbox::migrate::migrate(db.as_ref())
+        .await
+        .expect("migrate");
+    let endpoint = moto::endpoint();
+    let names = moto::create_queue(&endpoint, &moto::unique_name("ingest-fn"), 30, 4).await;
+    let queue = SqsQueue::new(SqsQueue::local_client(&endpoint), names.url);
+    let clock = Arc::new(ManualClock::new(
+        chrono::Utc.timestamp_opt(T, 0).single().expect("valid"),
+    ));
+    let config = ConfigStore::load(
+        ConfigSource::File(format!("{EVENTS}/partners-test.json").into()),
+        None,
+        clock.clone(),
+    )
+    .await
+    .expect("config");
+    let ingest = Ingest::new(
+        Arc::new(config),
+        db.clone(),
+        Arc::new(queue.clone()),
+        clock.clone(),
+    );
+    Rig {
+        function: IngestFunction::new(ingest, clock),
+        _db: db,
+        _queue: queue,
+        _t: t,
+    }
+}
+
+fn event(name: &str) -> ApiGatewayProxyRequest {
+    let path = format!("{EVENTS}/{name}");
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// A writer the capturing subscriber appends to.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_full_run_logs_no_secret_and_no_full_signature() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
+
+    let rig = rig().await;
+    let mut signatures = Vec::new();
+    for name in [
+        "apigw-ingest-valid.json",
+        "apigw-ingest-valid.json",
+        "apigw-ingest-base64.json",
+        "apigw-ingest-bad-signature.json",
+        "apigw-ingest-stale.json",
+        "apigw-ingest-future.json",
+        "apigw-ingest-oversize.json",
+    ] {
+        let e = event(name);
+        if let Some(sig) = e
+            .headers
+            .get("webhook-signature")
+            .and_then(|v| v.to_str().ok())
+        {
+            signatures.push(sig.trim_start_matches("v1,").to_string());
+        }
+        let r = rig.function.handle(e).await;
+        for secret in SECRET_MATERIAL {
+            assert!(
+                !format!("{r:?}").contains(secret),
+                "response of {name} leaks a secret"
+            );
+        }
+    }
+    let logs = String::from_utf8(captured.0.lock().unwrap_or_else(|p| p.into_inner()).clone())
+        .expect("utf-8 logs");
+    assert!(logs.contains("\"accepted\""), "the run was logged");
+    assert!(
+        logs.contains("signature rejected"),
+        "rejections were logged"
+    );
+    for secret in SECRET_MATERIAL {
+        assert!(!logs.contains(secret), "a secret appears in the logs");
+    }
+    for sig in &signatures {
+        assert!(
+            !logs.contains(sig.as_str()),
+            "a full signature appears in the logs"
+        );
+    }
+}
