@@ -93,7 +93,19 @@ impl PrivateCluster {
     /// # Panics
     /// When no PostgreSQL can be found or started.
     pub fn start() -> PrivateCluster {
-        match start_cluster() {
+        match start_cluster(false) {
+            Ok(cluster) => PrivateCluster { cluster },
+            Err(e) => panic!("cannot start a private PostgreSQL cluster: {e}"),
+        }
+    }
+
+    /// Starts a cluster with durable commits (fsync, synchronous_commit and
+    /// full_page_writes on), for benchmarks that must pay what production pays.
+    ///
+    /// # Panics
+    /// When no PostgreSQL can be found or started.
+    pub fn start_durable() -> PrivateCluster {
+        match start_cluster(true) {
             Ok(cluster) => PrivateCluster { cluster },
             Err(e) => panic!("cannot start a private PostgreSQL cluster: {e}"),
         }
@@ -254,7 +266,7 @@ fn server() -> Result<&'static Server, HarnessError> {
             admin_url: url,
             _cluster: None,
         }),
-        _ => start_cluster()
+        _ => start_cluster(false)
             .map(|cluster| Server {
                 admin_url: cluster.admin_url.clone(),
                 _cluster: Some(cluster),
@@ -396,7 +408,7 @@ fn free_port() -> Result<u16, HarnessError> {
         })
 }
 
-fn start_cluster() -> Result<Cluster, HarnessError> {
+fn start_cluster(durable: bool) -> Result<Cluster, HarnessError> {
     let bindir = find_bindir()?;
     let as_postgres = is_root();
     let dir = tempfile::Builder::new()
@@ -440,9 +452,14 @@ fn start_cluster() -> Result<Cluster, HarnessError> {
         let log = dir.join("postgres.log");
         let options = format!(
             "-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories='{}' \
-             -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+             {durability} \
              -c max_connections=300 -c shared_buffers=64MB",
-            dir.display()
+            dir.display(),
+            durability = if durable {
+                "-c fsync=on -c synchronous_commit=on -c full_page_writes=on"
+            } else {
+                "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+            }
         );
         let started = run(
             "pg_ctl start",
