@@ -10,5 +10,6 @@ pub mod inbox;
 pub mod metrics;
 pub mod migrate;
 pub mod outbox;
+pub mod processing;
 pub mod queue;
 pub mod store;
