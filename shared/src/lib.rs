@@ -6,6 +6,7 @@
 //! See `../shared/DESIGN.md` (the team handbook) for the map.
 
 pub mod clock;
+pub mod example;
 pub mod inbox;
 pub mod metrics;
 pub mod migrate;
