@@ -2,6 +2,9 @@
 //! source over the in-memory queue (receive → process → delete the
 //! successes), a queue that records visibility changes, a database wrapper
 //! that counts statements, and a scriptable business handler.
+//!
+//! Also used by `functions/processor`'s tests and bench (`#[path]`), so it
+//! depends on nothing but the `hookbox` crate and common dependencies.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -21,9 +24,14 @@ use hookbox::queue::{Queue, QueueConsumer, QueueError, Received};
 use hookbox::store::{Database, DbError, Executor, Params, Rows, Statement, Transaction};
 use uuid::Uuid;
 
-use super::common::t0;
-
 pub const PARTNER: &str = "shop";
+
+/// The manual clock's start.
+pub fn t0() -> chrono::DateTime<chrono::Utc> {
+    chrono::TimeZone::with_ymd_and_hms(&chrono::Utc, 2026, 6, 1, 12, 0, 0)
+        .single()
+        .expect("valid instant")
+}
 pub const DESTINATION: &str = "erp";
 
 /// A partner payload of the example domain.
