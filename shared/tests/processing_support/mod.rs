@@ -115,6 +115,7 @@ pub struct Counts {
     pub commit: AtomicU64,
     pub rollback: AtomicU64,
     by_name: Mutex<HashMap<&'static str, u64>>,
+    time_by_name: Mutex<HashMap<&'static str, Duration>>,
 }
 
 impl Counts {
@@ -147,6 +148,28 @@ impl Counts {
         self.commit.store(0, Ordering::Relaxed);
         self.rollback.store(0, Ordering::Relaxed);
         self.by_name.lock().expect("lock").clear();
+        self.time_by_name.lock().expect("lock").clear();
+    }
+
+    /// (name, count, total time) per statement, BEGIN/COMMIT/ROLLBACK
+    /// included as `begin`/`commit`/`rollback`, slowest first.
+    pub fn breakdown(&self) -> Vec<(&'static str, u64, Duration)> {
+        let counts = self.by_name.lock().expect("lock").clone();
+        let times = self.time_by_name.lock().expect("lock").clone();
+        let mut out: Vec<_> = times
+            .iter()
+            .map(|(name, time)| {
+                let n = match *name {
+                    "begin" => self.begin.load(Ordering::Relaxed),
+                    "commit" => self.commit.load(Ordering::Relaxed),
+                    "rollback" => self.rollback.load(Ordering::Relaxed),
+                    other => counts.get(other).copied().unwrap_or(0),
+                };
+                (*name, n, *time)
+            })
+            .collect();
+        out.sort_by_key(|entry| std::cmp::Reverse(entry.2));
+        out
     }
 
     fn count(&self, statement: &Statement) {
@@ -157,6 +180,27 @@ impl Counts {
             .entry(statement.name)
             .or_default() += 1;
     }
+
+    fn time(&self, name: &'static str, took: Duration) {
+        *self
+            .time_by_name
+            .lock()
+            .expect("lock")
+            .entry(name)
+            .or_default() += took;
+    }
+}
+
+/// Runs `f`, adding its time to `name`.
+async fn timed<T>(
+    counts: &Counts,
+    name: &'static str,
+    f: impl std::future::Future<Output = T>,
+) -> T {
+    let started = std::time::Instant::now();
+    let out = f.await;
+    counts.time(name, started.elapsed());
+    out
 }
 
 /// A database that counts what goes through it.
@@ -179,7 +223,12 @@ impl CountingDb {
 impl Executor for CountingDb {
     async fn execute(&self, statement: &Statement, params: &Params) -> Result<Rows, DbError> {
         self.counts.count(statement);
-        self.inner.execute(statement, params).await
+        timed(
+            &self.counts,
+            statement.name,
+            self.inner.execute(statement, params),
+        )
+        .await
     }
 }
 
@@ -188,7 +237,7 @@ impl Database for CountingDb {
     async fn begin(&self) -> Result<Box<dyn Transaction>, DbError> {
         self.counts.begin.fetch_add(1, Ordering::Relaxed);
         Ok(Box::new(CountingTx {
-            inner: self.inner.begin().await?,
+            inner: timed(&self.counts, "begin", self.inner.begin()).await?,
             counts: self.counts.clone(),
         }))
     }
@@ -204,7 +253,12 @@ struct CountingTx {
 impl Executor for CountingTx {
     async fn execute(&self, statement: &Statement, params: &Params) -> Result<Rows, DbError> {
         self.counts.count(statement);
-        self.inner.execute(statement, params).await
+        timed(
+            &self.counts,
+            statement.name,
+            self.inner.execute(statement, params),
+        )
+        .await
     }
 }
 
@@ -212,12 +266,14 @@ impl Executor for CountingTx {
 impl Transaction for CountingTx {
     async fn commit(self: Box<Self>) -> Result<(), DbError> {
         self.counts.commit.fetch_add(1, Ordering::Relaxed);
-        self.inner.commit().await
+        let counts = self.counts.clone();
+        timed(&counts, "commit", self.inner.commit()).await
     }
 
     async fn rollback(self: Box<Self>) -> Result<(), DbError> {
         self.counts.rollback.fetch_add(1, Ordering::Relaxed);
-        self.inner.rollback().await
+        let counts = self.counts.clone();
+        timed(&counts, "rollback", self.inner.rollback()).await
     }
 }
 
