@@ -1,15 +1,19 @@
 //! hookbox core library.
 //!
-//! Domain code (`inbox`, `outbox`, later `signature` and `processing`) talks
+//! Domain code (`inbox`, `outbox`, `processing`, later `signature`) talks
 //! to ports only; `store` holds the database port and its adapters.
+//! `example` is the example business domain (orders), the part users replace.
 //! See `../shared/DESIGN.md` (the team handbook) for the map.
 
 pub mod clock;
 pub mod config;
 pub mod emf;
+pub mod example;
 pub mod inbox;
+pub mod metrics;
 pub mod migrate;
 pub mod outbox;
+pub mod processing;
 pub mod queue;
 pub mod signature;
 pub mod store;

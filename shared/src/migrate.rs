@@ -49,11 +49,18 @@ impl Migration {
 
 /// hookbox's migrations, in order. `shared/migrations/NNNN_name.sql`; a test
 /// checks this list matches the folder.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "inbox_outbox",
-    sql: include_str!("../migrations/0001_inbox_outbox.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "inbox_outbox",
+        sql: include_str!("../migrations/0001_inbox_outbox.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "example_orders",
+        sql: include_str!("../migrations/0002_example_orders.sql"),
+    },
+];
 
 /// Why migrating failed.
 #[derive(Debug, thiserror::Error)]

@@ -23,9 +23,9 @@ use uuid::Uuid;
 pub use crate::store::Retention;
 pub use message::{InboxMessage, MessageError, SpooledEvent};
 pub use repo::{
-    Claim, ClaimToken, Inserted, NewInboxEvent, StrandedRow, claim, counts_by_status, get,
-    insert_if_new, mark_dead, mark_deferred, mark_processed, mark_quarantined, mark_retry,
-    oldest_active_received_at, purge_finished, sweep_stranded,
+    Claim, ClaimToken, Inserted, NewInboxEvent, Replay, StrandedRow, claim, counts_by_status, get,
+    insert_if_new, insert_quarantined, mark_dead, mark_deferred, mark_processed, mark_quarantined,
+    mark_retry, oldest_active_received_at, purge_finished, replay, sweep_stranded,
 };
 
 /// Status of an inbox row (the `inbox_status_check` constraint lists the same values).

@@ -501,6 +501,140 @@ pub async fn purge_finished(
         .affected)
 }
 
+pub const INSERT_QUARANTINED: Statement = Statement::new(
+    "inbox.insert_quarantined",
+    "WITH ins AS (
+        INSERT INTO inbox (id, partner, event_id, event_id_derived, event_type, ordering_key,
+                           body, headers, signature_verified, status, attempts, last_error,
+                           received_at, enqueued_at, processed_at)
+        VALUES (:id, :partner, :event_id, :event_id_derived, :event_type, :ordering_key,
+                :body, CAST(:headers AS jsonb), :signature_verified, 'quarantined', 1, :reason,
+                CAST(:now AS timestamptz), CAST(:now AS timestamptz), CAST(:now AS timestamptz))
+        ON CONFLICT (partner, event_id) DO NOTHING
+        RETURNING id
+    )
+    SELECT id, true AS inserted FROM ins
+    UNION ALL
+    SELECT id, false AS inserted FROM inbox WHERE partner = :partner AND event_id = :event_id",
+);
+
+/// Stores `event` directly as `quarantined` with `reason` (one attempt),
+/// unless (partner, event_id) is already stored, in ONE statement. For input
+/// the processor cannot even turn into an inbox row (an unreadable queue
+/// message): it is kept for an operator instead of being dropped.
+pub async fn insert_quarantined(
+    db: &dyn Executor,
+    event: &NewInboxEvent,
+    now: DateTime<Utc>,
+    reason: &str,
+) -> Result<Inserted, DbError> {
+    let params = params! {
+        "id" => Uuid::now_v7(),
+        "partner" => event.partner.as_str(),
+        "event_id" => event.event_id.as_str(),
+        "event_id_derived" => event.event_id_derived,
+        "event_type" => event.event_type.clone(),
+        "ordering_key" => event.ordering_key.clone(),
+        "body" => event.body.as_slice(),
+        "headers" => event.headers.clone(),
+        "signature_verified" => event.signature_verified,
+        "now" => now,
+        "reason" => reason,
+    };
+    if let Some(row) = fetch_optional(db, &INSERT_QUARANTINED, &params).await? {
+        let id = row.uuid("id")?;
+        return Ok(if row.bool("inserted")? {
+            Inserted::New(id)
+        } else {
+            Inserted::Duplicate(id)
+        });
+    }
+    let row = fetch_one(
+        db,
+        &FIND_BY_KEY,
+        &params! { "partner" => event.partner.as_str(), "event_id" => event.event_id.as_str() },
+    )
+    .await?;
+    Ok(Inserted::Duplicate(row.uuid("id")?))
+}
+
+/// Outcome of [`replay`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Replay {
+    /// The row is `pending` again: send it to the queue
+    /// (`InboxMessage::stored(id, partner, event_id)`).
+    Replayed {
+        /// The row.
+        id: Uuid,
+        /// Its partner.
+        partner: String,
+        /// Its event id.
+        event_id: String,
+        /// Its status before the replay (quarantined or dead).
+        previous: InboxStatus,
+    },
+    /// The row is not quarantined or dead (already replayed, processed, or
+    /// still on its way): nothing changed.
+    NotReplayable {
+        /// The row.
+        id: Uuid,
+        /// Its status when the statement started.
+        status: InboxStatus,
+    },
+    /// No such row.
+    Missing {
+        /// The requested id.
+        id: Uuid,
+    },
+}
+
+pub const REPLAY: Statement = Statement::new(
+    "inbox.replay",
+    "WITH wanted AS (
+        SELECT CAST(:id AS uuid) AS wanted_id
+    ), replayed AS (
+        UPDATE inbox AS i
+           SET status = 'pending',
+               next_attempt_at = CAST(:now AS timestamptz),
+               enqueued_at = CAST(:now AS timestamptz),
+               locked_until = NULL, deferred_since = NULL, processed_at = NULL
+          FROM wanted AS w
+         WHERE i.id = w.wanted_id AND i.status IN ('quarantined', 'dead')
+        RETURNING i.id, i.partner, i.event_id
+    )
+    SELECT w.wanted_id, cur.status AS current_status, r.id AS replayed_id, r.partner, r.event_id
+      FROM wanted AS w
+      LEFT JOIN inbox AS cur ON cur.id = w.wanted_id
+      LEFT JOIN replayed AS r ON r.id = w.wanted_id",
+);
+
+/// Puts a `quarantined` or `dead` row back to `pending` (due and enqueued at
+/// `now`) in ONE statement, for the operator's replay after fixing the cause.
+/// The caller then sends the row's queue message; if that send fails, the
+/// sweeper enqueues the row later. `attempts` keeps counting (claim tokens
+/// rely on it never going back) and `last_error` stays until the row is
+/// processed. Of two concurrent replays of one row, one replays it and the
+/// other gets [`Replay::NotReplayable`].
+pub async fn replay(db: &dyn Executor, id: Uuid, now: DateTime<Utc>) -> Result<Replay, DbError> {
+    let row = fetch_one(db, &REPLAY, &params! { "id" => id, "now" => now }).await?;
+    if let Some(replayed) = row.opt_uuid("replayed_id")? {
+        let previous = row.text("current_status")?;
+        return Ok(Replay::Replayed {
+            id: replayed,
+            partner: row.text("partner")?,
+            event_id: row.text("event_id")?,
+            previous: parse_status(&row, "current_status", &previous)?,
+        });
+    }
+    Ok(match row.opt_text("current_status")? {
+        None => Replay::Missing { id },
+        Some(status) => Replay::NotReplayable {
+            id,
+            status: parse_status(&row, "current_status", &status)?,
+        },
+    })
+}
+
 pub const GET: Statement = Statement::new("inbox.get", "SELECT * FROM inbox WHERE id = :id");
 
 /// One row by id.
