@@ -1,6 +1,6 @@
 //! Ingest throughput vs PostgreSQL's own ceiling for the same statement.
 //!
-//! `cargo run --release -p hookbox-ingest --example bench [-- REQUESTS SECONDS]`
+//! `cargo run --release -p hookbox-ingest --example ingest-bench [-- REQUESTS SECONDS]`
 //!
 //! One durable throwaway cluster (fsync on), one database, in the same run:
 //! 1. the ingest use case in-process (signature verification, event id
