@@ -172,10 +172,12 @@ pub const CLAIM: Statement = Statement::new(
                attempts = i.attempts + 1,
                locked_until = CAST(:lease_until AS timestamptz),
                next_attempt_at = CAST(:lease_until AS timestamptz)
-          FROM wanted AS w
-         WHERE i.id = w.wanted_id
-           AND (i.status IN ('pending', 'deferred')
-                OR (i.status = 'processing' AND i.locked_until <= CAST(:now AS timestamptz)))
+         WHERE i.id = ANY (ARRAY(SELECT wanted_id FROM wanted))
+           -- a CASE, not OR/IN: the planner must not trade the key lookup
+           -- for a scan of every active row (the partial indexes)
+           AND CASE WHEN i.status IN ('pending', 'deferred') THEN true
+                    WHEN i.status = 'processing' THEN i.locked_until <= CAST(:now AS timestamptz)
+                    ELSE false END
         RETURNING i.*
     )
     SELECT w.wanted_id,
