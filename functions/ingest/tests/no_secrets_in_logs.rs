@@ -6,67 +6,11 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use aws_lambda_events::apigw::ApiGatewayProxyRequest;
-use chrono::TimeZone;
-use hookbox::clock::ManualClock;
-use hookbox::config::{ConfigSource, ConfigStore};
-use hookbox::inbox::ingest::Ingest;
-use hookbox::queue::sqs::SqsQueue;
-use hookbox::store::Database;
-use hookbox::store::postgres::{PgDatabase, PgOptions};
-use hookbox_ingest::IngestFunction;
-use hookbox_testkit::{TestDb, moto};
+mod common;
 
-const EVENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../events");
-const T: i64 = 1_780_000_000;
+use common::{event, rig};
+
 const SECRET_MATERIAL: &[&str] = &["whsec_", "aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA"];
-
-struct Rig {
-    function: IngestFunction,
-    _db: Arc<dyn Database>,
-    _queue: SqsQueue,
-    _t: TestDb,
-}
-
-async fn rig() -> Rig {
-    let t = TestDb::create().await;
-    let db: Arc<dyn Database> =
-        Arc::new(PgDatabase::connect(t.url(), &PgOptions::default()).expect("pool"));
-    hookbox::migrate::migrate(db.as_ref())
-        .await
-        .expect("migrate");
-    let endpoint = moto::endpoint();
-    let names = moto::create_queue(&endpoint, &moto::unique_name("ingest-fn"), 30, 4).await;
-    let queue = SqsQueue::new(SqsQueue::local_client(&endpoint), names.url);
-    let clock = Arc::new(ManualClock::new(
-        chrono::Utc.timestamp_opt(T, 0).single().expect("valid"),
-    ));
-    let config = ConfigStore::load(
-        ConfigSource::File(format!("{EVENTS}/partners-test.json").into()),
-        None,
-        clock.clone(),
-    )
-    .await
-    .expect("config");
-    let ingest = Ingest::new(
-        Arc::new(config),
-        db.clone(),
-        Arc::new(queue.clone()),
-        clock.clone(),
-    );
-    Rig {
-        function: IngestFunction::new(ingest, clock),
-        _db: db,
-        _queue: queue,
-        _t: t,
-    }
-}
-
-fn event(name: &str) -> ApiGatewayProxyRequest {
-    let path = format!("{EVENTS}/{name}");
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
-        .unwrap_or_else(|e| panic!("{path}: {e}"))
-}
 
 /// A writer the capturing subscriber appends to.
 #[derive(Clone, Default)]
