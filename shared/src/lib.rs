@@ -7,7 +7,6 @@
 
 pub mod clock;
 pub mod config;
-pub mod emf;
 pub mod example;
 pub mod inbox;
 pub mod metrics;

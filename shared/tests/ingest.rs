@@ -12,9 +12,9 @@ use chrono::TimeZone;
 use common::{Adapter, migrated_db_with, sql};
 use hookbox::clock::{Clock, ManualClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
-use hookbox::emf::MetricSet;
 use hookbox::inbox::ingest::{Ingest, IngestRequest, IngestResponse, Outcome};
 use hookbox::inbox::{InboxMessage, InboxStatus};
+use hookbox::metrics::Metrics;
 use hookbox::params;
 use hookbox::queue::QueueConsumer;
 use hookbox::queue::sqs::SqsQueue;
@@ -107,7 +107,7 @@ fn signed(id: &str, body: &str, at: chrono::DateTime<chrono::Utc>) -> Signed {
     }
 }
 
-async fn send(rig: &Rig, partner: &str, s: &Signed) -> (IngestResponse, MetricSet) {
+async fn send(rig: &Rig, partner: &str, s: &Signed) -> (IngestResponse, Metrics) {
     let headers = Headers::from_pairs(s.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())));
     let request = IngestRequest {
         partner,
@@ -115,7 +115,7 @@ async fn send(rig: &Rig, partner: &str, s: &Signed) -> (IngestResponse, MetricSe
         body: &s.body,
         url: None,
     };
-    let mut metrics = MetricSet::new();
+    let mut metrics = Metrics::new();
     let response = rig.ingest.handle(&request, &mut metrics).await;
     (response, metrics)
 }
@@ -151,7 +151,7 @@ async fn a_valid_event_is_stored_once_and_enqueued_once() {
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(r.body["status"], "accepted");
     let id: Uuid = r.body["id"].as_str().expect("id").parse().expect("uuid");
-    assert_eq!(metrics.get("accepted"), Some(1.0));
+    assert_eq!(metrics.values("accepted"), Some(&[1.0][..]));
     let row = hookbox::inbox::get(rig.db.as_ref(), id)
         .await
         .expect("get")
@@ -180,7 +180,7 @@ async fn a_valid_event_is_stored_once_and_enqueued_once() {
         again.body,
         serde_json::json!({"status": "duplicate", "id": id})
     );
-    assert_eq!(metrics.get("duplicate"), Some(1.0));
+    assert_eq!(metrics.values("duplicate"), Some(&[1.0][..]));
     assert_eq!(rows(rig.db.as_ref()).await, 1);
     assert!(drain(&rig.queue).await.is_empty());
 }
@@ -236,7 +236,10 @@ async fn bad_signatures_and_timestamps_are_401_and_store_nothing() {
         let (r, metrics) = send(&rig, "demo", s).await;
         assert_eq!(r.status, 401, "{code}: {r:?}");
         assert_eq!(r.body["error"], code);
-        assert_eq!(metrics.get(&format!("rejected_{code}")), Some(1.0));
+        assert_eq!(
+            metrics.values(&format!("rejected_{code}")),
+            Some(&[1.0][..])
+        );
         let text = r.body.to_string();
         assert!(
             !text.contains("whsec_") && !text.contains("aG9va2J"),
@@ -264,7 +267,7 @@ async fn oversize_bodies_are_413_and_store_nothing() {
     let (r, metrics) = send(&rig, "demo", &signed("big", &body, rig.clock.now())).await;
     assert_eq!(r.status, 413);
     assert_eq!(r.body["error"], "body_too_large");
-    assert_eq!(metrics.get("rejected_body_too_large"), Some(1.0));
+    assert_eq!(metrics.values("rejected_body_too_large"), Some(&[1.0][..]));
     assert_eq!(rows(rig.db.as_ref()).await, 0);
 }
 
@@ -355,7 +358,7 @@ async fn database_down_spools_the_event_and_queue_down_too_is_503() {
     let (r, metrics) = send(&rig, "demo", &s).await;
     assert_eq!(r.status, 202, "{r:?}");
     assert_eq!(r.body, serde_json::json!({"status": "spooled"}));
-    assert_eq!(metrics.get("spooled"), Some(1.0));
+    assert_eq!(metrics.values("spooled"), Some(&[1.0][..]));
     let spooled = drain(&rig.queue).await;
     assert_eq!(spooled.len(), 1);
     let InboxMessage::Spooled(event) = &spooled[0] else {
@@ -372,7 +375,7 @@ async fn database_down_spools_the_event_and_queue_down_too_is_503() {
     assert_eq!(r.status, 503, "{r:?}");
     assert_eq!(r.retry_after, Some(30));
     assert_eq!(r.outcome, Outcome::Unavailable);
-    assert_eq!(metrics.get("unavailable"), Some(1.0));
+    assert_eq!(metrics.values("unavailable"), Some(&[1.0][..]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -391,7 +394,7 @@ async fn a_queue_failure_after_the_insert_still_answers_200() {
             enqueue_failed: true
         }
     );
-    assert_eq!(metrics.get("enqueue_failed"), Some(1.0));
+    assert_eq!(metrics.values("enqueue_failed"), Some(&[1.0][..]));
     assert_eq!(
         rows(rig.db.as_ref()).await,
         1,

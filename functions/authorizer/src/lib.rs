@@ -20,8 +20,8 @@ use aws_lambda_events::apigw::{
 use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
 use hookbox::clock::Clock;
 use hookbox::config::ConfigStore;
-use hookbox::emf::MetricSet;
 use hookbox::inbox::ingest::signature_reason;
+use hookbox::metrics::Metrics;
 use hookbox::signature::Headers;
 
 /// Why a request was denied (the metric and log reason).
@@ -107,25 +107,26 @@ impl Authorizer {
     ) -> ApiGatewayCustomAuthorizerResponse {
         let (decision, partner) = self.decide(&event).await;
         let method_arn = event.method_arn.clone().unwrap_or_else(|| "*".into());
-        let mut metrics = MetricSet::new().dimension("Function", "authorizer");
+        let mut metrics = Metrics::new();
+        metrics.dimension("Function", "authorizer");
         let mut response = ApiGatewayCustomAuthorizerResponse::default();
         match decision {
             Decision::Allow => {
-                metrics.count("allowed");
+                metrics.count("allowed", 1);
                 response.principal_id = Some(partner.clone());
                 response.policy_document = policy(IamPolicyEffect::Allow, &method_arn);
                 response.context = serde_json::json!({ "partner": partner });
             }
             Decision::Deny(reason) => {
-                metrics.count("denied");
-                metrics.count(&format!("denied_{reason}"));
+                metrics.count("denied", 1);
+                metrics.count(&format!("denied_{reason}"), 1);
                 tracing::info!(reason, "request denied");
                 response.principal_id = Some("anonymous".into());
                 response.policy_document = policy(IamPolicyEffect::Deny, &method_arn);
                 response.context = serde_json::json!({});
             }
         }
-        metrics.emit(self.clock.now());
+        metrics.flush(self.clock.now().timestamp_millis());
         response
     }
 }

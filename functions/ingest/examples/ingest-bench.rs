@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use hookbox::clock::{Clock, SystemClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
-use hookbox::emf::MetricSet;
 use hookbox::inbox::ingest::{Ingest, IngestRequest, Outcome};
+use hookbox::metrics::Metrics;
 use hookbox::queue::memory::{MemoryQueue, MemoryQueueConfig};
 use hookbox::signature::{Headers, Secret, sign_standard_webhooks};
 use hookbox::store::postgres::{PgDatabase, PgOptions};
@@ -145,7 +145,7 @@ async fn main() -> anyhow::Result<()> {
                         url: None,
                     };
                     let t = Instant::now();
-                    let mut metrics = MetricSet::new();
+                    let mut metrics = Metrics::new();
                     let response = ingest.handle(&request, &mut metrics).await;
                     latencies.push(t.elapsed());
                     if matches!(response.outcome, Outcome::Accepted { .. }) {

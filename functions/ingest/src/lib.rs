@@ -10,8 +10,8 @@ use aws_lambda_events::encodings::Body;
 use aws_lambda_events::http::{HeaderMap, HeaderValue};
 use base64::Engine as _;
 use hookbox::clock::Clock;
-use hookbox::emf::MetricSet;
 use hookbox::inbox::ingest::{Ingest, IngestRequest, IngestResponse, Outcome};
+use hookbox::metrics::Metrics;
 use hookbox::signature::Headers;
 
 /// The handler, built once per sandbox.
@@ -102,16 +102,15 @@ impl IngestFunction {
             .get("partner")
             .cloned()
             .unwrap_or_default();
-        let (response, metrics) = self.respond(&partner, &event).await;
+        let (response, mut metrics) = self.respond(&partner, &event).await;
         let dimension = match response.outcome {
             Outcome::Rejected("unknown_partner") => "unknown",
             _ => partner.as_str(),
         };
-        let mut tagged = MetricSet::new()
+        metrics
             .dimension("Function", "ingest")
-            .dimension("Partner", dimension);
-        tagged.merge(&metrics);
-        tagged.emit(self.clock.now());
+            .dimension("Partner", dimension)
+            .flush(self.clock.now().timestamp_millis());
         json_response(response.status, &response.body, response.retry_after)
     }
 
@@ -119,15 +118,15 @@ impl IngestFunction {
         &self,
         partner: &str,
         event: &ApiGatewayProxyRequest,
-    ) -> (IngestResponse, MetricSet) {
-        let mut metrics = MetricSet::new();
+    ) -> (IngestResponse, Metrics) {
+        let mut metrics = Metrics::new();
         let raw = event.body.clone().unwrap_or_default();
         let body = if event.is_base64_encoded {
             match base64::engine::general_purpose::STANDARD.decode(raw.as_bytes()) {
                 Ok(bytes) => bytes,
                 Err(e) => {
-                    metrics.count("rejected");
-                    metrics.count("rejected_body_not_base64");
+                    metrics.count("rejected", 1);
+                    metrics.count("rejected_body_not_base64", 1);
                     let response = IngestResponse {
                         status: 400,
                         body: serde_json::json!({"error": "body_not_base64", "detail": e.to_string()}),

@@ -18,7 +18,7 @@ use super::InboxMessage;
 use super::repo::{Inserted, NewInboxEvent, insert_if_new};
 use crate::clock::Clock;
 use crate::config::{ConfigStore, EventIdSource, Partner};
-use crate::emf::{MetricSet, Unit};
+use crate::metrics::{Metrics, Unit};
 use crate::queue::Queue;
 use crate::signature::{Headers, SignatureError, SignedRequest};
 use crate::store::Database;
@@ -146,29 +146,35 @@ impl Ingest {
     pub async fn handle(
         &self,
         request: &IngestRequest<'_>,
-        metrics: &mut MetricSet,
+        metrics: &mut Metrics,
     ) -> IngestResponse {
         let started = Instant::now();
         let response = self.handle_inner(request).await;
         match response.outcome {
             Outcome::Accepted { enqueue_failed } => {
-                metrics.count("accepted");
+                metrics.count("accepted", 1);
                 if enqueue_failed {
-                    metrics.count("enqueue_failed");
+                    metrics.count("enqueue_failed", 1);
                 }
             }
-            Outcome::Duplicate => metrics.count("duplicate"),
-            Outcome::Rejected(reason) => {
-                metrics.count("rejected");
-                metrics.count(&format!("rejected_{reason}"));
+            Outcome::Duplicate => {
+                metrics.count("duplicate", 1);
             }
-            Outcome::Spooled => metrics.count("spooled"),
-            Outcome::Unavailable => metrics.count("unavailable"),
+            Outcome::Rejected(reason) => {
+                metrics.count("rejected", 1);
+                metrics.count(&format!("rejected_{reason}"), 1);
+            }
+            Outcome::Spooled => {
+                metrics.count("spooled", 1);
+            }
+            Outcome::Unavailable => {
+                metrics.count("unavailable", 1);
+            }
         }
-        metrics.add(
+        metrics.record(
             "latency_ms",
-            started.elapsed().as_secs_f64() * 1000.0,
             Unit::Milliseconds,
+            started.elapsed().as_secs_f64() * 1000.0,
         );
         response
     }
