@@ -1,5 +1,6 @@
 //! Typed configuration: partners (who may send us webhooks and how they
-//! sign), loaded once at cold start from, in order:
+//! sign) and destinations (where the relay delivers outbound webhooks, and
+//! how it signs them), loaded once at cold start from, in order:
 //! 1. `HOOKBOX_CONFIG`: a file path (`.json` or `.toml`);
 //! 2. `HOOKBOX_PARTNERS`: inline JSON (starts with `{`) or TOML;
 //! 3. `HOOKBOX_PARTNERS_SECRET_ARN`: an AWS Secrets Manager secret holding
@@ -19,8 +20,25 @@
 //!     "ordering_key": "/order_id",
 //!     "allowed_cidrs": ["203.0.113.0/24"],
 //!     "max_body_bytes": 524288
+//! }},
+//!  "destinations": {"crm": {
+//!     "url": "https://crm.example.com/webhooks",
+//!     "secrets": ["whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA=="],
+//!     "timeout_secs": 10,
+//!     "max_attempts": 8,
+//!     "max_in_flight": 10,
+//!     "ordered": false,
+//!     "allowed_networks": [],
+//!     "backoff_secs": [5, 300, 1800, 7200, 18000, 36000, 36000]
 //! }}}
 //! ```
+//!
+//! Every destination field but `url` and `secrets` is optional; the values
+//! above are the defaults (`max_attempts` defaults to one more than the
+//! number of backoff steps). `allowed_networks` lists CIDRs the destination
+//! may resolve to even though the relay's SSRF guard refuses them otherwise
+//! (loopback, private, link-local, metadata): the local stack and tests
+//! allow `127.0.0.0/8`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -85,6 +103,16 @@ pub enum ConfigError {
         source_name: String,
         /// The parser's message (it names the field).
         detail: String,
+    },
+    /// A destination's field is wrong.
+    #[error("destination {destination:?}: {field}: {reason}")]
+    Destination {
+        /// The destination.
+        destination: String,
+        /// The field, e.g. `url` or `secrets[0]`.
+        field: String,
+        /// What is wrong, with the offending value when it is not secret.
+        reason: String,
     },
     /// A partner's field is wrong.
     #[error("partner {partner:?}: {field}: {reason}")]
@@ -178,9 +206,20 @@ impl Partner {
 #[derive(Debug, Clone, Default)]
 pub struct HookboxConfig {
     partners: BTreeMap<String, Partner>,
+    destinations: BTreeMap<String, Destination>,
 }
 
 impl HookboxConfig {
+    /// The destination called `name`.
+    pub fn destination(&self, name: &str) -> Option<&Destination> {
+        self.destinations.get(name)
+    }
+
+    /// All destinations by name.
+    pub fn destinations(&self) -> impl Iterator<Item = &Destination> {
+        self.destinations.values()
+    }
+
     /// The partner called `name`.
     pub fn partner(&self, name: &str) -> Option<&Partner> {
         self.partners.get(name)
@@ -209,7 +248,15 @@ impl HookboxConfig {
             let partner = raw.validate(&name)?;
             partners.insert(name, partner);
         }
-        Ok(Self { partners })
+        let mut destinations = BTreeMap::new();
+        for (name, raw) in raw.destinations {
+            let destination = raw.validate(&name)?;
+            destinations.insert(name, destination);
+        }
+        Ok(Self {
+            partners,
+            destinations,
+        })
     }
 }
 
@@ -218,6 +265,8 @@ impl HookboxConfig {
 struct RawConfig {
     #[serde(default)]
     partners: BTreeMap<String, RawPartner>,
+    #[serde(default)]
+    destinations: BTreeMap<String, RawDestination>,
 }
 
 #[derive(Deserialize)]
@@ -250,6 +299,13 @@ struct RawEventId {
     json_pointer: Option<String>,
 }
 
+fn is_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+}
+
 fn check_pointer(partner: &str, field: &str, pointer: &str) -> Result<(), ConfigError> {
     if pointer.starts_with('/') {
         Ok(())
@@ -264,11 +320,7 @@ fn check_pointer(partner: &str, field: &str, pointer: &str) -> Result<(), Config
 
 impl RawPartner {
     fn validate(self, name: &str) -> Result<Partner, ConfigError> {
-        if name.is_empty()
-            || !name
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-        {
+        if !is_name(name) {
             return Err(partner_error(
                 name,
                 "name",
@@ -376,6 +428,233 @@ impl RawPartner {
             max_body_bytes,
             keep_headers,
             public_url: self.public_url,
+        })
+    }
+}
+
+/// Backoff after failed delivery attempts 1, 2, 3, …: 5 s, 5 min, 30 min,
+/// 2 h, 5 h, 10 h, 10 h (the last step repeats if `max_attempts` is larger).
+pub const DEFAULT_BACKOFF_SECS: [u64; 7] = [5, 300, 1_800, 7_200, 18_000, 36_000, 36_000];
+
+/// Default per-request timeout of a delivery.
+pub const DEFAULT_DESTINATION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Longest per-request timeout accepted (a relay run lasts about a minute).
+pub const MAX_DESTINATION_TIMEOUT: Duration = Duration::from_secs(50);
+
+/// Default concurrent requests to one destination.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 10;
+
+/// One destination of outbound webhooks, validated and ready to use.
+#[derive(Clone)]
+pub struct Destination {
+    /// Name (what `outbox.destination` holds).
+    pub name: String,
+    /// Where to POST. Never logged whole (a query may carry a token).
+    pub url: reqwest::Url,
+    /// Standard Webhooks signing secrets (`whsec_…`, or `whsk_…` Ed25519
+    /// keys); several during a rotation: every request carries one
+    /// signature per secret.
+    pub secrets: Vec<Secret>,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Attempts before a row is dead.
+    pub max_attempts: u32,
+    /// Most concurrent requests to this destination.
+    pub max_in_flight: usize,
+    /// Deliver rows of one aggregate one at a time, oldest first.
+    pub ordered: bool,
+    /// Networks the SSRF guard lets this destination resolve to.
+    pub allowed_networks: Vec<IpNet>,
+    /// Delay after failed attempt n is `backoff[n - 1]` (the last repeats), ±20%.
+    pub backoff: Vec<Duration>,
+}
+
+impl fmt::Debug for Destination {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Destination")
+            .field("name", &self.name)
+            .field("url", &redacted_url(&self.url))
+            .field(
+                "secrets",
+                &format_args!("[{} redacted]", self.secrets.len()),
+            )
+            .field("timeout", &self.timeout)
+            .field("max_attempts", &self.max_attempts)
+            .field("max_in_flight", &self.max_in_flight)
+            .field("ordered", &self.ordered)
+            .field("allowed_networks", &self.allowed_networks)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `scheme://host:port/path`, without query or fragment (which may carry
+/// tokens): what logs and errors show of a destination URL.
+pub fn redacted_url(url: &reqwest::Url) -> String {
+    let mut shown = url.clone();
+    shown.set_query(None);
+    shown.set_fragment(None);
+    shown.to_string()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDestination {
+    url: String,
+    secrets: Vec<String>,
+    #[serde(default)]
+    timeout_secs: Option<f64>,
+    #[serde(default)]
+    max_attempts: Option<u32>,
+    #[serde(default)]
+    max_in_flight: Option<usize>,
+    #[serde(default)]
+    ordered: bool,
+    #[serde(default)]
+    allowed_networks: Vec<String>,
+    #[serde(default)]
+    backoff_secs: Option<Vec<f64>>,
+}
+
+fn destination_error(
+    destination: &str,
+    field: impl Into<String>,
+    reason: impl Into<String>,
+) -> ConfigError {
+    ConfigError::Destination {
+        destination: destination.to_string(),
+        field: field.into(),
+        reason: reason.into(),
+    }
+}
+
+fn seconds(value: f64) -> Option<Duration> {
+    (value.is_finite() && value > 0.0 && value <= 366.0 * 86_400.0)
+        .then(|| Duration::from_secs_f64(value))
+}
+
+impl RawDestination {
+    fn validate(self, name: &str) -> Result<Destination, ConfigError> {
+        let err = |field: &str, reason: String| destination_error(name, field, reason);
+        if !is_name(name) {
+            return Err(err(
+                "name",
+                "destination names are stored in outbox rows: lower-case letters, digits, '-' \
+                 and '_'"
+                    .into(),
+            ));
+        }
+        let url =
+            reqwest::Url::parse(&self.url).map_err(|e| err("url", format!("not a URL ({e})")))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(err(
+                "url",
+                format!("scheme {:?} is not http or https", url.scheme()),
+            ));
+        }
+        if url.host().is_none() {
+            return Err(err("url", "has no host".into()));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(err(
+                "url",
+                "must not carry credentials (user:password@); receivers authenticate by the \
+                 signature"
+                    .into(),
+            ));
+        }
+        if self.secrets.is_empty() {
+            return Err(err(
+                "secrets",
+                "at least one signing secret is required".into(),
+            ));
+        }
+        let secrets: Vec<Secret> = self.secrets.into_iter().map(Secret::new).collect();
+        for (i, secret) in secrets.iter().enumerate() {
+            let text = secret.expose_secret();
+            if !(text.starts_with("whsec_") || text.starts_with("whsk_")) {
+                return Err(err(
+                    &format!("secrets[{i}]"),
+                    "a Standard Webhooks signing secret starts with whsec_ (or whsk_ for an \
+                     Ed25519 signing key)"
+                        .into(),
+                ));
+            }
+            crate::signature::sign_standard_webhooks(
+                "msg_check",
+                DateTime::<Utc>::UNIX_EPOCH,
+                b"",
+                std::slice::from_ref(secret),
+            )
+            .map_err(|e| err(&format!("secrets[{i}]"), format!("cannot sign: {e}")))?;
+        }
+        let timeout = match self.timeout_secs {
+            None => DEFAULT_DESTINATION_TIMEOUT,
+            Some(v) => seconds(v)
+                .filter(|d| *d <= MAX_DESTINATION_TIMEOUT)
+                .ok_or_else(|| {
+                    err(
+                        "timeout_secs",
+                        format!("{v} is outside (0, {}]", MAX_DESTINATION_TIMEOUT.as_secs()),
+                    )
+                })?,
+        };
+        let backoff = match self.backoff_secs {
+            None => DEFAULT_BACKOFF_SECS
+                .iter()
+                .map(|s| Duration::from_secs(*s))
+                .collect(),
+            Some(steps) if steps.is_empty() => {
+                return Err(err("backoff_secs", "needs at least one delay".into()));
+            }
+            Some(steps) => steps
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    seconds(*v).ok_or_else(|| {
+                        err(
+                            &format!("backoff_secs[{i}]"),
+                            format!("{v} is not a positive number of seconds (at most a year)"),
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        };
+        let max_attempts = match self.max_attempts {
+            None => u32::try_from(backoff.len() + 1).unwrap_or(u32::MAX),
+            Some(n) if (1..=1_000).contains(&n) => n,
+            Some(n) => return Err(err("max_attempts", format!("{n} is outside 1..=1000"))),
+        };
+        let max_in_flight = match self.max_in_flight {
+            None => DEFAULT_MAX_IN_FLIGHT,
+            Some(n) if (1..=1_000).contains(&n) => n,
+            Some(n) => return Err(err("max_in_flight", format!("{n} is outside 1..=1000"))),
+        };
+        let allowed_networks = self
+            .allowed_networks
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                c.parse::<IpNet>()
+                    .or_else(|_| c.parse::<IpAddr>().map(IpNet::from))
+                    .map_err(|_| {
+                        err(
+                            &format!("allowed_networks[{i}]"),
+                            format!("{c:?} is not an address or CIDR"),
+                        )
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Destination {
+            name: name.to_string(),
+            url,
+            secrets,
+            timeout,
+            max_attempts,
+            max_in_flight,
+            ordered: self.ordered,
+            allowed_networks,
+            backoff,
         })
     }
 }

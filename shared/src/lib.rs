@@ -14,5 +14,6 @@ pub mod migrate;
 pub mod outbox;
 pub mod processing;
 pub mod queue;
+pub mod relay;
 pub mod signature;
 pub mod store;

@@ -60,6 +60,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "example_orders",
         sql: include_str!("../migrations/0002_example_orders.sql"),
     },
+    Migration {
+        version: 3,
+        name: "outbox_ordered_delivery",
+        sql: include_str!("../migrations/0003_outbox_ordered_delivery.sql"),
+    },
 ];
 
 /// Why migrating failed.

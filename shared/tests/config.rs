@@ -289,3 +289,93 @@ async fn secrets_manager_configuration_is_refreshed_after_the_ttl() {
         "last good kept"
     );
 }
+
+fn destination_error(destination: serde_json::Value) -> String {
+    let text = serde_json::json!({ "destinations": { "crm": destination } }).to_string();
+    HookboxConfig::parse(&text, "test")
+        .expect_err("invalid destination")
+        .to_string()
+}
+
+#[test]
+fn destinations_get_documented_defaults_and_toml_works_too() {
+    let toml = r#"
+        [destinations.crm]
+        url = "https://crm.example.com/hooks?token=t0p"
+        secrets = ["whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA=="]
+        ordered = true
+        allowed_networks = ["127.0.0.0/8"]
+    "#;
+    let config = HookboxConfig::parse(toml, "test.toml").expect("valid");
+    let crm = config.destination("crm").expect("crm");
+    assert_eq!(crm.timeout, std::time::Duration::from_secs(10));
+    assert_eq!(crm.max_attempts, 8, "one more than the 7 backoff steps");
+    assert_eq!(crm.max_in_flight, 10);
+    assert!(crm.ordered);
+    let steps: Vec<u64> = crm.backoff.iter().map(|d| d.as_secs()).collect();
+    assert_eq!(steps, [5, 300, 1_800, 7_200, 18_000, 36_000, 36_000]);
+    let shown = format!("{crm:?}");
+    assert!(
+        !shown.contains("whsec_") && !shown.contains("t0p"),
+        "{shown}"
+    );
+    assert_eq!(config.destinations().count(), 1);
+}
+
+#[test]
+fn invalid_destinations_are_refused_naming_the_destination_and_field() {
+    let secret = "whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA==";
+    for (destination, expected) in [
+        (
+            serde_json::json!({ "url": "ftp://x.example/", "secrets": [secret] }),
+            "destination \"crm\": url: scheme \"ftp\"",
+        ),
+        (
+            serde_json::json!({ "url": "https://u:p@x.example/", "secrets": [secret] }),
+            "destination \"crm\": url: must not carry credentials",
+        ),
+        (
+            serde_json::json!({ "url": "not a url", "secrets": [secret] }),
+            "destination \"crm\": url: not a URL",
+        ),
+        (
+            serde_json::json!({ "url": "https://x.example/", "secrets": [] }),
+            "destination \"crm\": secrets: at least one",
+        ),
+        (
+            serde_json::json!({ "url": "https://x.example/", "secrets": ["hunter2"] }),
+            "destination \"crm\": secrets[0]: a Standard Webhooks signing secret",
+        ),
+        (
+            serde_json::json!({ "url": "https://x.example/", "secrets": ["whsec_!!!"] }),
+            "destination \"crm\": secrets[0]: cannot sign",
+        ),
+        (
+            serde_json::json!({ "url": "https://x.example/", "secrets": [secret], "timeout_secs": 90 }),
+            "destination \"crm\": timeout_secs: 90 is outside",
+        ),
+        (
+            serde_json::json!({ "url": "https://x.example/", "secrets": [secret], "max_in_flight": 0 }),
+            "destination \"crm\": max_in_flight: 0 is outside",
+        ),
+        (
+            serde_json::json!({ "url": "https://x.example/", "secrets": [secret], "backoff_secs": [5, -1] }),
+            "destination \"crm\": backoff_secs[1]: -1 is not a positive",
+        ),
+        (
+            serde_json::json!({ "url": "https://x.example/", "secrets": [secret], "allowed_networks": ["lan"] }),
+            "destination \"crm\": allowed_networks[0]: \"lan\" is not an address or CIDR",
+        ),
+    ] {
+        let error = destination_error(destination);
+        assert!(
+            error.starts_with(expected),
+            "{error}\n  expected: {expected}"
+        );
+        assert!(!error.contains("whsec_!!!"), "no secret in errors: {error}");
+    }
+    let unknown = destination_error(serde_json::json!({
+        "url": "https://x.example/", "secrets": [secret], "retries": 3
+    }));
+    assert!(unknown.contains("unknown field `retries`"), "{unknown}");
+}

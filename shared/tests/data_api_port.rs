@@ -289,7 +289,10 @@ async fn each_repository_operation_costs_one_data_api_call() {
         calls(3, 1, 1, 0),
         "3 × outbox.enqueue in one transaction"
     );
-    let (claimed, c) = cost(d, || outbox::claim_due(d, "relay", at(1), at(31), 100)).await;
+    let (claimed, c) = cost(d, || {
+        outbox::claim_due(d, common::claim("relay", at(1), at(31), 100))
+    })
+    .await;
     assert_eq!(claimed.expect("claim").len(), 3);
     assert_eq!(c, calls(1, 0, 0, 0), "outbox.claim_due");
     let results: Vec<DeliveryResult> = ids

@@ -95,7 +95,7 @@ async fn claim_due_leases_due_rows_in_order_and_hides_them_until_the_lease_ends(
     let ids = enqueue_n(d, 3, 0).await;
     let later = enqueue_n(d, 1, 100).await; // not due before 100
 
-    let claimed = outbox::claim_due(d, "relay-a", at(10), at(40), 10)
+    let claimed = outbox::claim_due(d, common::claim("relay-a", at(10), at(40), 10))
         .await
         .expect("claim");
     assert_eq!(
@@ -113,13 +113,13 @@ async fn claim_due_leases_due_rows_in_order_and_hides_them_until_the_lease_ends(
     assert_eq!(stored.locked_by.as_deref(), Some("relay-a"));
     // leased rows are not due for anyone else
     assert!(
-        outbox::claim_due(d, "relay-b", at(20), at(50), 10)
+        outbox::claim_due(d, common::claim("relay-b", at(20), at(50), 10))
             .await
             .expect("claim")
             .is_empty()
     );
     // after the lease they are due again (the relay crashed)
-    let again = outbox::claim_due(d, "relay-b", at(41), at(141), 2)
+    let again = outbox::claim_due(d, common::claim("relay-b", at(41), at(141), 2))
         .await
         .expect("claim");
     assert_eq!(again.len(), 2, "limit respected");
@@ -132,7 +132,7 @@ async fn claim_due_leases_due_rows_in_order_and_hides_them_until_the_lease_ends(
         .iter()
         .find(|id| !again.iter().any(|r| r.id == **id))
         .expect("one old row not claimed again");
-    let rest = outbox::claim_due(d, "relay-b", at(100), at(130), 10)
+    let rest = outbox::claim_due(d, common::claim("relay-b", at(100), at(130), 10))
         .await
         .expect("claim");
     let rest_ids: HashSet<Uuid> = rest.iter().map(|r| r.id).collect();
@@ -152,9 +152,10 @@ async fn two_concurrent_claimers_never_receive_the_same_row(adapter: Adapter) {
                 barrier.wait().await;
                 let mut mine = Vec::new();
                 loop {
-                    let batch = outbox::claim_due(db.as_ref(), worker, at(1), at(600), 25)
-                        .await
-                        .expect("claim");
+                    let batch =
+                        outbox::claim_due(db.as_ref(), common::claim(worker, at(1), at(600), 25))
+                            .await
+                            .expect("claim");
                     if batch.is_empty() {
                         return mine;
                     }
@@ -175,9 +176,12 @@ async fn two_concurrent_claimers_never_receive_the_same_row(adapter: Adapter) {
     assert_eq!(seen, ids, "every row claimed exactly once");
     assert_eq!(per_worker.iter().sum::<usize>(), 1000);
     // a row whose lease expired is claimable again
-    let again = outbox::claim_due(db.as_ref(), "relay-c", at(601), at(700), 2000)
-        .await
-        .expect("claim after lease");
+    let again = outbox::claim_due(
+        db.as_ref(),
+        common::claim("relay-c", at(601), at(700), 2000),
+    )
+    .await
+    .expect("claim after lease");
     assert_eq!(again.len(), 1000);
 }
 
@@ -185,7 +189,7 @@ async fn record_results_updates_the_whole_batch_in_one_statement(adapter: Adapte
     let (_t, db) = migrated_db(adapter).await;
     let d = db.as_ref();
     let ids = enqueue_n(d, 4, 0).await;
-    outbox::claim_due(d, "relay-a", at(1), at(31), 10)
+    outbox::claim_due(d, common::claim("relay-a", at(1), at(31), 10))
         .await
         .expect("claim");
     let results = vec![
@@ -263,7 +267,7 @@ async fn record_results_updates_the_whole_batch_in_one_statement(adapter: Adapte
         0
     );
     // and the retried rows come back when due
-    let due = outbox::claim_due(d, "relay-b", at(7), at(37), 10)
+    let due = outbox::claim_due(d, common::claim("relay-b", at(7), at(37), 10))
         .await
         .expect("claim");
     assert_eq!(
@@ -288,7 +292,7 @@ async fn counts_oldest_pending_and_retention(adapter: Adapter) {
     let day = 86_400;
     let old = enqueue_n(d, 3, 0).await;
     let recent = enqueue_n(d, 1, 20 * day).await;
-    outbox::claim_due(d, "r", at(1), at(31), 2)
+    outbox::claim_due(d, common::claim("r", at(1), at(31), 2))
         .await
         .expect("claim");
     let results: Vec<DeliveryResult> = old[..2]

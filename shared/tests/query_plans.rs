@@ -89,10 +89,32 @@ async fn hot_queries_use_the_partial_indexes(adapter: Adapter) {
     let due = plan(
         d,
         &outbox::repo::CLAIM_DUE,
-        &params! { "now" => at(60), "lease_until" => at(90), "worker" => "r", "limit" => 100_i64 },
+        &params! {
+            "now" => at(60), "lease_until" => at(90), "worker" => "r", "limit" => 100_i64,
+            "ordered" => serde_json::json!([]),
+        },
     )
     .await;
     assert_uses(&due, "outbox_pending_due", "outbox");
+
+    // an ordered destination asks for older undelivered rows of each aggregate
+    let ordered = plan(
+        d,
+        &outbox::repo::CLAIM_DUE,
+        &params! {
+            "now" => at(60), "lease_until" => at(90), "worker" => "r", "limit" => 100_i64,
+            "ordered" => serde_json::json!(["erp"]),
+        },
+    )
+    .await;
+    assert_uses(&ordered, "outbox_pending_due", "outbox");
+    assert_uses(&ordered, "outbox_undelivered_aggregate", "outbox");
+
+    let summary = plan(d, &outbox::repo::PENDING_SUMMARY, &params! {}).await;
+    assert!(
+        !summary.contains("Seq Scan on outbox"),
+        "pending summary scans the table:\n{summary}"
+    );
 
     let lag = plan(d, &outbox::repo::OLDEST_PENDING, &params! {}).await;
     assert_uses(&lag, "outbox_pending_created", "outbox");

@@ -106,9 +106,16 @@ pub const CLAIM_DUE: Statement = Statement::new(
     "outbox.claim_due",
     concat!(
         "WITH due AS (
-            SELECT id FROM outbox
-             WHERE status = 'pending' AND next_attempt_at <= CAST(:now AS timestamptz)
-             ORDER BY next_attempt_at
+            SELECT o.id FROM outbox AS o
+             WHERE o.status = 'pending' AND o.next_attempt_at <= CAST(:now AS timestamptz)
+               AND NOT (o.destination IN (SELECT jsonb_array_elements_text(CAST(:ordered AS jsonb)))
+                        AND EXISTS (SELECT 1 FROM outbox AS older
+                                     WHERE older.destination = o.destination
+                                       AND older.aggregate_type = o.aggregate_type
+                                       AND older.aggregate_id = o.aggregate_id
+                                       AND older.status IN ('pending', 'dead')
+                                       AND older.seq < o.seq))
+             ORDER BY o.next_attempt_at
              LIMIT :limit
              FOR UPDATE SKIP LOCKED
         )
@@ -123,21 +130,41 @@ pub const CLAIM_DUE: Statement = Statement::new(
     ),
 );
 
-/// Leases up to `limit` due rows to `worker` until `lease_until`, in ONE
-/// statement (`FOR UPDATE SKIP LOCKED`: concurrent relays get disjoint rows).
-/// The lease must outlast the delivery's request timeout. Returned in
-/// insertion order.
+/// What [`claim_due`] claims.
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimRequest<'a> {
+    /// The relay taking the lease (recorded in `locked_by`).
+    pub worker: &'a str,
+    /// Rows due at or before this time are claimable.
+    pub now: DateTime<Utc>,
+    /// Lease expiry: must outlast every request of the batch.
+    pub lease_until: DateTime<Utc>,
+    /// Most rows.
+    pub limit: i64,
+    /// Destinations with ordered delivery: their rows are claimable only
+    /// when no older row of the same aggregate is pending or dead.
+    pub ordered_destinations: &'a [String],
+}
+
+/// Leases up to `limit` due rows until `lease_until`, in ONE statement
+/// (`FOR UPDATE SKIP LOCKED`: concurrent relays get disjoint rows). For
+/// ordered destinations only the oldest undelivered row of each aggregate is
+/// claimable. Returned in insertion order.
 pub async fn claim_due(
     db: &dyn Executor,
-    worker: &str,
-    now: DateTime<Utc>,
-    lease_until: DateTime<Utc>,
-    limit: i64,
+    request: ClaimRequest<'_>,
 ) -> Result<Vec<OutboxRow>, DbError> {
+    let ordered = serde_json::Value::from(request.ordered_destinations.to_vec());
     let rows = db
         .execute(
             &CLAIM_DUE,
-            &params! { "now" => now, "lease_until" => lease_until, "worker" => worker, "limit" => limit },
+            &params! {
+                "now" => request.now,
+                "lease_until" => request.lease_until,
+                "worker" => request.worker,
+                "limit" => request.limit,
+                "ordered" => ordered,
+            },
         )
         .await?
         .rows;
@@ -158,6 +185,12 @@ pub enum DeliveryOutcome {
     },
     /// Give up (max attempts reached, or 410 Gone).
     Dead,
+    /// Not attempted (the batch ran out of time before this row's turn):
+    /// the lease is released and the attempt is not counted.
+    NotAttempted {
+        /// When it is due again.
+        next_attempt_at: DateTime<Utc>,
+    },
 }
 
 /// The result of delivering one claimed row.
@@ -177,21 +210,24 @@ pub const RECORD_RESULTS: Statement = Statement::new(
     "outbox.record_results",
     "UPDATE outbox AS o
         SET status = r.status,
-            attempts = o.attempts + 1,
+            attempts = o.attempts + CASE WHEN r.attempted THEN 1 ELSE 0 END,
             next_attempt_at = CASE WHEN r.status = 'pending' THEN r.next_attempt_at
                                    ELSE o.next_attempt_at END,
             locked_until = NULL,
             locked_by = NULL,
-            last_error = r.error,
-            last_status_code = r.status_code,
+            last_error = CASE WHEN r.attempted THEN r.error ELSE o.last_error END,
+            last_status_code = CASE WHEN r.attempted THEN r.status_code
+                                    ELSE o.last_status_code END,
             processed_at = CASE WHEN r.status = 'pending' THEN NULL
                                 ELSE CAST(:now AS timestamptz) END
        FROM jsonb_to_recordset(CAST(:results AS jsonb))
-            AS r(id uuid, status text, next_attempt_at timestamptz, status_code integer, error text)
+            AS r(id uuid, status text, attempted boolean, next_attempt_at timestamptz,
+                 status_code integer, error text)
       WHERE o.id = r.id AND o.status = 'pending' AND o.locked_by = :worker",
 );
 
-/// Records the results of a whole batch in ONE statement. Only rows still
+/// Records the results of a whole batch in ONE statement (an attempt is
+/// counted for every outcome but [`DeliveryOutcome::NotAttempted`]). Only rows still
 /// leased to `worker` change (a relay whose lease ran out and whose rows were
 /// claimed again records nothing for them: the newer claim decides).
 /// Returns how many rows changed.
@@ -207,17 +243,21 @@ pub async fn record_results(
     let json: Vec<serde_json::Value> = results
         .iter()
         .map(|r| {
-            let (status, next) = match &r.outcome {
-                DeliveryOutcome::Delivered => (OutboxStatus::Delivered, None),
-                DeliveryOutcome::Retry { next_attempt_at } => (
-                    OutboxStatus::Pending,
-                    Some(next_attempt_at.to_rfc3339_opts(SecondsFormat::Micros, true)),
-                ),
-                DeliveryOutcome::Dead => (OutboxStatus::Dead, None),
+            let at = |t: &DateTime<Utc>| Some(t.to_rfc3339_opts(SecondsFormat::Micros, true));
+            let (status, next, attempted) = match &r.outcome {
+                DeliveryOutcome::Delivered => (OutboxStatus::Delivered, None, true),
+                DeliveryOutcome::Retry { next_attempt_at } => {
+                    (OutboxStatus::Pending, at(next_attempt_at), true)
+                }
+                DeliveryOutcome::Dead => (OutboxStatus::Dead, None, true),
+                DeliveryOutcome::NotAttempted { next_attempt_at } => {
+                    (OutboxStatus::Pending, at(next_attempt_at), false)
+                }
             };
             serde_json::json!({
                 "id": r.id,
                 "status": status.as_str(),
+                "attempted": attempted,
                 "next_attempt_at": next,
                 "status_code": r.status_code,
                 "error": r.error,
@@ -260,6 +300,30 @@ pub async fn oldest_pending_created_at(
     fetch_one(db, &OLDEST_PENDING, &params! {})
         .await?
         .opt_timestamp("oldest")
+}
+
+pub const PENDING_SUMMARY: Statement = Statement::new(
+    "outbox.pending_summary",
+    "SELECT count(*) AS pending, min(created_at) AS oldest FROM outbox WHERE status = 'pending'",
+);
+
+/// Pending rows right now: how many, and when the oldest was written (its
+/// age is the outbox lag). One statement over the pending index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PendingSummary {
+    /// Rows waiting for delivery (leased ones included).
+    pub pending: i64,
+    /// `created_at` of the oldest of them.
+    pub oldest_created_at: Option<DateTime<Utc>>,
+}
+
+/// How many rows are pending and how old the oldest is, in one statement.
+pub async fn pending_summary(db: &dyn Executor) -> Result<PendingSummary, DbError> {
+    let row = fetch_one(db, &PENDING_SUMMARY, &params! {}).await?;
+    Ok(PendingSummary {
+        pending: row.i64("pending")?,
+        oldest_created_at: row.opt_timestamp("oldest")?,
+    })
 }
 
 pub const PURGE_DELETE: Statement = Statement::new(

@@ -121,3 +121,19 @@ macro_rules! for_each_adapter {
         }
     };
 }
+
+/// A claim of due outbox rows with no ordered destination.
+pub fn claim(
+    worker: &str,
+    now: chrono::DateTime<chrono::Utc>,
+    lease_until: chrono::DateTime<chrono::Utc>,
+    limit: i64,
+) -> hookbox::outbox::ClaimRequest<'_> {
+    hookbox::outbox::ClaimRequest {
+        worker,
+        now,
+        lease_until,
+        limit,
+        ordered_destinations: &[],
+    }
+}

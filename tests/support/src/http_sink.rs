@@ -46,11 +46,22 @@ impl Recorded {
     }
 }
 
+/// A response chosen for requests carrying a header value.
+#[derive(Debug, Clone)]
+struct Rule {
+    header: String,
+    value: String,
+    status: u16,
+    headers: Vec<(String, String)>,
+}
+
 #[derive(Debug)]
 struct Shared {
     requests: Mutex<Vec<Recorded>>,
     arrived: Notify,
     status: AtomicU16,
+    headers: Mutex<Vec<(String, String)>>,
+    rules: Mutex<Vec<Rule>>,
 }
 
 /// The recording server. Runs on the runtime of the test that started it.
@@ -66,14 +77,37 @@ impl HttpSink {
     /// # Panics
     /// When no port can be bound.
     pub async fn start() -> HttpSink {
-        let listener = TcpListener::bind("127.0.0.1:0")
+        Self::start_on(0).await
+    }
+
+    /// A port of 127.0.0.1 that was free a moment ago and on which nothing
+    /// listens now: a receiver that is down (connections are refused), until
+    /// [`HttpSink::start_on`] that port.
+    ///
+    /// # Panics
+    /// When no port can be bound.
+    pub fn free_port() -> u16 {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("bind 127.0.0.1:0 to find a free port")
+            .port()
+    }
+
+    /// Like [`HttpSink::start`], on a given port of 127.0.0.1 (0: any).
+    ///
+    /// # Panics
+    /// When the port cannot be bound.
+    pub async fn start_on(port: u16) -> HttpSink {
+        let listener = TcpListener::bind(("127.0.0.1", port))
             .await
-            .expect("bind 127.0.0.1:0 for the HTTP sink");
+            .unwrap_or_else(|e| panic!("bind 127.0.0.1:{port} for the HTTP sink: {e}"));
         let addr = listener.local_addr().expect("local address");
         let shared = Arc::new(Shared {
             requests: Mutex::new(Vec::new()),
             arrived: Notify::new(),
             status: AtomicU16::new(200),
+            headers: Mutex::new(Vec::new()),
+            rules: Mutex::new(Vec::new()),
         });
         let serving = shared.clone();
         tokio::spawn(async move {
@@ -98,6 +132,47 @@ impl HttpSink {
     /// Status code for the following requests (default 200).
     pub fn respond_with(&self, status: u16) {
         self.shared.status.store(status, Ordering::SeqCst);
+    }
+
+    /// Status and extra response headers for the following requests (e.g.
+    /// `429` with `retry-after`).
+    pub fn respond_with_headers(&self, status: u16, headers: &[(&str, &str)]) {
+        *self
+            .shared
+            .headers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = headers
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect();
+        self.respond_with(status);
+    }
+
+    /// Requests whose `header` equals `value` get `status` (and `headers`),
+    /// whatever the default; the latest matching rule wins.
+    pub fn respond_to(&self, header: &str, value: &str, status: u16, headers: &[(&str, &str)]) {
+        self.shared
+            .rules
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Rule {
+                header: header.to_ascii_lowercase(),
+                value: value.to_string(),
+                status,
+                headers: headers
+                    .iter()
+                    .map(|(n, v)| (n.to_string(), v.to_string()))
+                    .collect(),
+            });
+    }
+
+    /// Removes every [`HttpSink::respond_to`] rule.
+    pub fn clear_rules(&self) {
+        self.shared
+            .rules
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     /// Everything received so far.
@@ -162,6 +237,14 @@ async fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
         let close = headers
             .iter()
             .any(|(n, v)| n == "connection" && v.eq_ignore_ascii_case("close"));
+        let rule = shared
+            .rules
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .rev()
+            .find(|r| headers.iter().any(|(n, v)| *n == r.header && *v == r.value))
+            .cloned();
         shared
             .requests
             .lock()
@@ -173,8 +256,19 @@ async fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
                 body,
             });
         shared.arrived.notify_waiters();
-        let status = shared.status.load(Ordering::SeqCst);
-        let response = format!("HTTP/1.1 {status} Sink\r\ncontent-length: 0\r\n\r\n");
+        let (status, extra) = match rule {
+            Some(rule) => (rule.status, rule.headers),
+            None => (
+                shared.status.load(Ordering::SeqCst),
+                shared
+                    .headers
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone(),
+            ),
+        };
+        let extra: String = extra.iter().map(|(n, v)| format!("{n}: {v}\r\n")).collect();
+        let response = format!("HTTP/1.1 {status} Sink\r\n{extra}content-length: 0\r\n\r\n");
         stream.write_all(response.as_bytes()).await?;
         if close {
             return Ok(());

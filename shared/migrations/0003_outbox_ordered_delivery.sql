@@ -1,0 +1,13 @@
+-- hookbox schema, version 3: ordered delivery per aggregate.
+--
+-- For a destination configured with `ordered: true` the relay delivers the
+-- rows of one aggregate one at a time, oldest first: a row is not claimed
+-- while an older row of the same destination and aggregate is undelivered,
+-- that is pending (waiting or being retried) or dead (an operator must
+-- retry it, with `hookbox outbox retry`, before the later rows go). The
+-- claim asks "is there an older undelivered row of this aggregate?" of this
+-- index; it replaces the pending-only index of version 1.
+DROP INDEX outbox_pending_aggregate;
+CREATE INDEX outbox_undelivered_aggregate
+    ON outbox (destination, aggregate_type, aggregate_id, seq)
+    WHERE status IN ('pending', 'dead');

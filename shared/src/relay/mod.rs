@@ -1,0 +1,643 @@
+//! The outbox relay: delivers outbox rows to their destinations as
+//! Standard-Webhooks-signed POSTs, at least once, under a stable
+//! `webhook-id` (the outbox id), with leases, backoff and dead rows. The
+//! same run sweeps stranded inbox rows back onto the queue and purges old
+//! finished rows.
+//!
+//! ```text
+//! loop until the deadline (minus a margin):
+//!   claim ≤ batch_size due rows, leased to this relay   (1 statement)
+//!   POST each, ≤ max_in_flight at once per destination
+//!   record every result of the batch                    (1 statement)
+//!   nothing was due → pause ~1 s
+//! every minute: sweep stranded inbox rows → queue
+//! once a run:   purge finished rows older than the retention
+//! ```
+//!
+//! Outcomes: 2xx → delivered. 410 → dead at once, and the destination is
+//! reported gone (log + `Gone` metric). Anything else (3xx, 4xx, 5xx, no
+//! answer, SSRF refusal) → another attempt after the destination's backoff
+//! (±20% jitter; a 429/503 `Retry-After` is honoured within 1×–2× the
+//! scheduled delay) until `max_attempts`, then dead with the last status and
+//! error. A request's timeout never outlasts its batch, and the lease
+//! outlasts the batch, so two relays never deliver the same row at once; a
+//! relay that dies after a POST but before recording it leaves the row to
+//! be delivered again, with the same `webhook-id`, when the lease ends.
+//! Details and the configuration are in `docs/relay.md`.
+
+pub mod backoff;
+pub mod guard;
+pub mod sender;
+pub mod settings;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use tokio::sync::Semaphore;
+
+use crate::clock::Clock;
+use crate::config::{ConfigStore, Destination, HookboxConfig};
+use crate::inbox::{self, InboxMessage};
+use crate::metrics::{Metrics, Unit};
+use crate::outbox::{self, ClaimRequest, DeliveryOutcome, DeliveryResult, OutboxRow};
+use crate::queue::Queue;
+use crate::signature::sign_standard_webhooks;
+use crate::store::{Database, DbError};
+
+pub use backoff::{FixedJitter, Jitter, RandomJitter};
+pub use guard::{NetworkGuard, Refused};
+pub use sender::{HttpSender, OutboundRequest, SendOutcome, WebhookSender};
+pub use settings::{RelaySettings, SettingsError};
+
+/// Waits between polls when nothing is due (tokio's sleep in production; a
+/// clock-advancing fake in tests).
+#[async_trait]
+pub trait Pause: Send + Sync + fmt::Debug {
+    /// Waits about `duration`.
+    async fn pause(&self, duration: Duration);
+}
+
+/// [`Pause`] with `tokio::time::sleep`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokioPause;
+
+#[async_trait]
+impl Pause for TokioPause {
+    async fn pause(&self, duration: Duration) {
+        tokio::time::sleep(duration).await;
+    }
+}
+
+/// What one batch did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BatchReport {
+    /// Rows claimed.
+    pub claimed: u64,
+    /// 2xx.
+    pub delivered: u64,
+    /// Failed, another attempt scheduled.
+    pub retried: u64,
+    /// Given up (max attempts or 410).
+    pub dead: u64,
+    /// Of `dead`: 410 Gone.
+    pub gone: u64,
+    /// Of the failures: refused by the SSRF guard.
+    pub refused: u64,
+    /// Released unattempted (the batch ran out of time).
+    pub not_attempted: u64,
+    /// Rows the result statement changed (less than the results when a
+    /// lease had run out and another relay took the row).
+    pub recorded: u64,
+}
+
+impl BatchReport {
+    fn add(&mut self, other: &BatchReport) {
+        self.claimed += other.claimed;
+        self.delivered += other.delivered;
+        self.retried += other.retried;
+        self.dead += other.dead;
+        self.gone += other.gone;
+        self.refused += other.refused;
+        self.not_attempted += other.not_attempted;
+        self.recorded += other.recorded;
+    }
+}
+
+/// What the sweeper did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Rows found stranded and sent to the queue.
+    pub swept: u64,
+    /// Rows found stranded whose message could not be sent (they are swept
+    /// again after another `sweep_after`).
+    pub send_failed: u64,
+}
+
+/// What retention did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PurgeReport {
+    /// Inbox rows deleted or archived.
+    pub inbox: u64,
+    /// Outbox rows deleted or archived.
+    pub outbox: u64,
+}
+
+/// What a whole run did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunReport {
+    /// Batches claimed (including empty ones).
+    pub batches: u64,
+    /// Totals over the batches.
+    pub deliveries: BatchReport,
+    /// Sweeps, summed.
+    pub sweep: SweepReport,
+    /// Retention.
+    pub purge: PurgeReport,
+    /// Pending outbox rows at the end.
+    pub pending: Option<i64>,
+    /// Age of the oldest pending outbox row at the end, seconds.
+    pub lag_seconds: Option<f64>,
+    /// Database errors that ended a step (the next run tries again).
+    pub errors: Vec<String>,
+}
+
+impl RunReport {
+    /// The run's EMF metrics.
+    pub fn metrics(&self) -> Metrics {
+        let mut m = Metrics::new();
+        m.dimension("Function", "relay");
+        let d = &self.deliveries;
+        m.count("Delivered", d.delivered)
+            .count("Failed", d.retried)
+            .count("Dead", d.dead)
+            .count("Gone", d.gone)
+            .count("Refused", d.refused)
+            .count("NotAttempted", d.not_attempted)
+            .count("Swept", self.sweep.swept)
+            .count("SweepSendFailed", self.sweep.send_failed)
+            .count("Purged", self.purge.inbox + self.purge.outbox)
+            .count("RelayErrors", self.errors.len() as u64);
+        if let Some(pending) = self.pending {
+            m.record("OutboxPending", Unit::Count, pending as f64);
+        }
+        if let Some(lag) = self.lag_seconds {
+            m.record("OutboxLagSeconds", Unit::Seconds, lag);
+        }
+        m
+    }
+}
+
+/// The relay use case, over its ports.
+#[derive(Debug, Clone)]
+pub struct Relay {
+    db: Arc<dyn Database>,
+    sender: Arc<dyn WebhookSender>,
+    queue: Option<Arc<dyn Queue>>,
+    clock: Arc<dyn Clock>,
+    jitter: Arc<dyn Jitter>,
+    settings: RelaySettings,
+}
+
+impl Relay {
+    /// A relay; `queue` is the inbox queue for the sweeper (`None`: no sweeping).
+    pub fn new(
+        db: Arc<dyn Database>,
+        sender: Arc<dyn WebhookSender>,
+        queue: Option<Arc<dyn Queue>>,
+        clock: Arc<dyn Clock>,
+        settings: RelaySettings,
+    ) -> Self {
+        Self {
+            db,
+            sender,
+            queue,
+            clock,
+            jitter: Arc::new(RandomJitter),
+            settings,
+        }
+    }
+
+    /// The same relay with another jitter source (tests).
+    pub fn with_jitter(mut self, jitter: Arc<dyn Jitter>) -> Self {
+        self.jitter = jitter;
+        self
+    }
+
+    /// Its settings.
+    pub fn settings(&self) -> &RelaySettings {
+        &self.settings
+    }
+
+    /// One batch: claim due rows (one statement), deliver them, record every
+    /// result (one statement). Requests still waiting for a slot at
+    /// `batch_deadline` are released unattempted; no request outlives it.
+    pub async fn deliver_batch(
+        &self,
+        config: &HookboxConfig,
+        batch_deadline: DateTime<Utc>,
+    ) -> Result<BatchReport, DbError> {
+        let now = self.clock.now();
+        let ordered: Vec<String> = config
+            .destinations()
+            .filter(|d| d.ordered)
+            .map(|d| d.name.clone())
+            .collect();
+        let lease_until = batch_deadline.max(now) + chrono_duration(self.settings.lease_slack);
+        let rows = outbox::claim_due(
+            self.db.as_ref(),
+            ClaimRequest {
+                worker: &self.settings.worker,
+                now,
+                lease_until,
+                limit: self.settings.batch_size,
+                ordered_destinations: &ordered,
+            },
+        )
+        .await?;
+        let mut report = BatchReport {
+            claimed: rows.len() as u64,
+            ..BatchReport::default()
+        };
+        if rows.is_empty() {
+            return Ok(report);
+        }
+        let slots: HashMap<&str, Arc<Semaphore>> = config
+            .destinations()
+            .map(|d| (d.name.as_str(), Arc::new(Semaphore::new(d.max_in_flight))))
+            .collect();
+        let attempts = rows.iter().map(|row| {
+            let destination = config.destination(&row.destination);
+            let slot = slots.get(row.destination.as_str()).cloned();
+            self.attempt(row, destination, slot, batch_deadline)
+        });
+        let outcomes = futures::future::join_all(attempts).await;
+        let mut results = Vec::with_capacity(outcomes.len());
+        for (result, kind) in outcomes {
+            match kind {
+                Kind::Delivered => report.delivered += 1,
+                Kind::Retried { refused } => {
+                    report.retried += 1;
+                    report.refused += u64::from(refused);
+                }
+                Kind::Dead { gone, refused } => {
+                    report.dead += 1;
+                    report.gone += u64::from(gone);
+                    report.refused += u64::from(refused);
+                }
+                Kind::NotAttempted => report.not_attempted += 1,
+            }
+            results.push(result);
+        }
+        report.recorded = outbox::record_results(
+            self.db.as_ref(),
+            &self.settings.worker,
+            self.clock.now(),
+            &results,
+        )
+        .await?;
+        if report.recorded < results.len() as u64 {
+            tracing::warn!(
+                results = results.len(),
+                recorded = report.recorded,
+                "some rows were no longer leased to this relay (lease ran out); their results were dropped"
+            );
+        }
+        Ok(report)
+    }
+
+    async fn attempt(
+        &self,
+        row: &OutboxRow,
+        destination: Option<&Destination>,
+        slot: Option<Arc<Semaphore>>,
+        batch_deadline: DateTime<Utc>,
+    ) -> (DeliveryResult, Kind) {
+        let attempt = u32::try_from(row.attempts.max(0))
+            .unwrap_or(u32::MAX)
+            .saturating_add(1);
+        let Some(destination) = destination else {
+            // a row for a destination no longer (or not yet) configured:
+            // keep it, retry on the default schedule, dead eventually
+            let error = format!(
+                "destination {:?} is not configured (add it to the configuration's \
+                 destinations)",
+                row.destination
+            );
+            tracing::error!(outbox_id = %row.id, destination = %row.destination, "{error}");
+            return self.failure(row, None, attempt, error, None, None, false);
+        };
+        let _permit = match slot {
+            Some(slot) => slot.acquire_owned().await.ok(),
+            None => None,
+        };
+        let start = self.clock.now();
+        let left = (batch_deadline - start).to_std().unwrap_or_default();
+        if left < self.settings.min_request_time {
+            return (
+                DeliveryResult {
+                    id: row.id,
+                    outcome: DeliveryOutcome::NotAttempted {
+                        next_attempt_at: start,
+                    },
+                    status_code: None,
+                    error: None,
+                },
+                Kind::NotAttempted,
+            );
+        }
+        let webhook_id = row.id.to_string();
+        let headers = match sign_standard_webhooks(
+            &webhook_id,
+            start,
+            row.payload.as_bytes(),
+            &destination.secrets,
+        ) {
+            Ok(headers) => headers,
+            Err(e) => {
+                let error = format!("cannot sign for destination {:?}: {e}", destination.name);
+                return self.failure(row, Some(destination), attempt, error, None, None, false);
+            }
+        };
+        let timeout = destination.timeout.min(left);
+        let sent = self
+            .sender
+            .send(OutboundRequest {
+                destination,
+                headers,
+                body: &row.payload,
+                timeout,
+            })
+            .await;
+        let span_fields = (row.id, destination.name.as_str(), attempt);
+        match sent {
+            SendOutcome::Response { status, .. } if (200..300).contains(&status) => {
+                tracing::info!(outbox_id = %span_fields.0, destination = span_fields.1, attempt, status, "delivered");
+                (
+                    DeliveryResult {
+                        id: row.id,
+                        outcome: DeliveryOutcome::Delivered,
+                        status_code: Some(status),
+                        error: None,
+                    },
+                    Kind::Delivered,
+                )
+            }
+            SendOutcome::Response { status: 410, .. } => {
+                tracing::warn!(
+                    outbox_id = %row.id,
+                    destination = %destination.name,
+                    attempt,
+                    "destination is gone (410): the row is dead; later rows will be refused too \
+                     until the destination is reconfigured"
+                );
+                (
+                    DeliveryResult {
+                        id: row.id,
+                        outcome: DeliveryOutcome::Dead,
+                        status_code: Some(410),
+                        error: Some(format!(
+                            "410 Gone: destination {:?} says this endpoint no longer exists",
+                            destination.name
+                        )),
+                    },
+                    Kind::Dead {
+                        gone: true,
+                        refused: false,
+                    },
+                )
+            }
+            SendOutcome::Response {
+                status,
+                retry_after,
+                body_excerpt,
+            } => {
+                let mut error = format!("HTTP {status}");
+                if !body_excerpt.is_empty() {
+                    error.push_str(": ");
+                    error.push_str(&body_excerpt);
+                }
+                let retry_after = match status {
+                    429 | 503 => retry_after
+                        .as_deref()
+                        .and_then(|v| backoff::parse_retry_after(v, self.clock.now())),
+                    _ => None,
+                };
+                self.failure(
+                    row,
+                    Some(destination),
+                    attempt,
+                    error,
+                    Some(status),
+                    retry_after,
+                    false,
+                )
+            }
+            SendOutcome::Failed { error } => {
+                self.failure(row, Some(destination), attempt, error, None, None, false)
+            }
+            SendOutcome::Refused(refused) => {
+                tracing::error!(outbox_id = %row.id, destination = %destination.name, "{refused}");
+                self.failure(
+                    row,
+                    Some(destination),
+                    attempt,
+                    refused.to_string(),
+                    None,
+                    None,
+                    true,
+                )
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn failure(
+        &self,
+        row: &OutboxRow,
+        destination: Option<&Destination>,
+        attempt: u32,
+        error: String,
+        status_code: Option<u16>,
+        retry_after: Option<Duration>,
+        refused: bool,
+    ) -> (DeliveryResult, Kind) {
+        let default_schedule: Vec<Duration>;
+        let (schedule, max_attempts): (&[Duration], u32) = match destination {
+            Some(d) => (&d.backoff, d.max_attempts),
+            None => {
+                default_schedule = crate::config::DEFAULT_BACKOFF_SECS
+                    .iter()
+                    .map(|s| Duration::from_secs(*s))
+                    .collect();
+                let max = default_schedule.len() as u32 + 1;
+                (&default_schedule, max)
+            }
+        };
+        let name = destination.map_or(row.destination.as_str(), |d| d.name.as_str());
+        if attempt >= max_attempts {
+            tracing::warn!(outbox_id = %row.id, destination = name, attempt, error = %error, "giving up: the row is dead");
+            return (
+                DeliveryResult {
+                    id: row.id,
+                    outcome: DeliveryOutcome::Dead,
+                    status_code,
+                    error: Some(format!("gave up after {attempt} attempts: {error}")),
+                },
+                Kind::Dead {
+                    gone: false,
+                    refused,
+                },
+            );
+        }
+        let scheduled = backoff::scheduled_delay(schedule, attempt);
+        let delay = match retry_after {
+            Some(asked) => backoff::clamp_retry_after(asked, scheduled),
+            None => backoff::jittered(scheduled, self.jitter.sample()),
+        };
+        let next_attempt_at = self.clock.now() + chrono_duration(delay);
+        tracing::info!(
+            outbox_id = %row.id,
+            destination = name,
+            attempt,
+            error = %error,
+            retry_in_secs = delay.as_secs_f64(),
+            "delivery failed; will retry"
+        );
+        (
+            DeliveryResult {
+                id: row.id,
+                outcome: DeliveryOutcome::Retry { next_attempt_at },
+                status_code,
+                error: Some(error),
+            },
+            Kind::Retried { refused },
+        )
+    }
+
+    /// Sends inbox rows overdue by more than `sweep_after` to the queue
+    /// again (processing is idempotent, so a duplicate message is
+    /// harmless), marking when. At most 10 sweep statements.
+    pub async fn sweep(&self) -> Result<SweepReport, DbError> {
+        let mut report = SweepReport::default();
+        let Some(queue) = &self.queue else {
+            return Ok(report);
+        };
+        let grace = chrono_duration(self.settings.sweep_after);
+        for _ in 0..10 {
+            let stranded = inbox::sweep_stranded(
+                self.db.as_ref(),
+                self.clock.now(),
+                grace,
+                self.settings.sweep_batch,
+            )
+            .await?;
+            for row in &stranded {
+                let body = InboxMessage::stored(row.id, &row.partner, &row.event_id).to_body();
+                let sent = match body {
+                    Ok(body) => queue.send(&body).await.map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                };
+                match sent {
+                    Ok(_) => {
+                        report.swept += 1;
+                        tracing::info!(inbox_id = %row.id, partner = %row.partner, "swept a stranded inbox row back onto the queue");
+                    }
+                    Err(error) => {
+                        report.send_failed += 1;
+                        tracing::warn!(inbox_id = %row.id, error = %error, "cannot enqueue a stranded inbox row; the next sweep tries again");
+                    }
+                }
+            }
+            if (stranded.len() as i64) < self.settings.sweep_batch {
+                break;
+            }
+        }
+        Ok(report)
+    }
+
+    /// Deletes (or archives) finished rows older than the retention, in
+    /// bounded batches. Dead outbox rows and quarantined/dead inbox rows are
+    /// kept (they wait for an operator).
+    pub async fn purge(&self) -> Result<PurgeReport, DbError> {
+        let mut report = PurgeReport::default();
+        let Some(retention) = self.settings.retention else {
+            return Ok(report);
+        };
+        let cutoff = self.clock.now() - chrono_duration(retention);
+        let (batch, mode) = (self.settings.purge_batch, self.settings.retention_mode);
+        for _ in 0..self.settings.purge_max_batches {
+            let n = inbox::purge_finished(self.db.as_ref(), cutoff, batch, mode).await?;
+            report.inbox += n;
+            if (n as i64) < batch {
+                break;
+            }
+        }
+        for _ in 0..self.settings.purge_max_batches {
+            let n = outbox::purge_finished(self.db.as_ref(), cutoff, batch, mode).await?;
+            report.outbox += n;
+            if (n as i64) < batch {
+                break;
+            }
+        }
+        Ok(report)
+    }
+
+    /// One invocation: retention once, then batches until `deadline` minus
+    /// the stop margin, sweeping every `sweep_every`, pausing `idle` when
+    /// nothing is due; finally the pending count and lag. A database error
+    /// ends the loop (the next invocation starts over); it is in the report.
+    pub async fn run(
+        &self,
+        config: &ConfigStore,
+        deadline: DateTime<Utc>,
+        pause: &dyn Pause,
+    ) -> RunReport {
+        let mut report = RunReport::default();
+        match self.purge().await {
+            Ok(p) => report.purge = p,
+            Err(e) => report.errors.push(format!("retention: {e}")),
+        }
+        let stop_at = deadline - chrono_duration(self.settings.stop_margin);
+        let mut next_sweep = self.clock.now();
+        loop {
+            let now = self.clock.now();
+            if now >= next_sweep {
+                match self.sweep().await {
+                    Ok(s) => {
+                        report.sweep.swept += s.swept;
+                        report.sweep.send_failed += s.send_failed;
+                    }
+                    Err(e) => report.errors.push(format!("sweeper: {e}")),
+                }
+                next_sweep = now + chrono_duration(self.settings.sweep_every);
+            }
+            let left = (stop_at - now).to_std().unwrap_or_default();
+            if left < self.settings.min_request_time {
+                break;
+            }
+            let config = config.current().await;
+            let batch_deadline = now + chrono_duration(self.settings.lease.min(left));
+            report.batches += 1;
+            match self.deliver_batch(&config, batch_deadline).await {
+                Ok(batch) => {
+                    report.deliveries.add(&batch);
+                    if batch.claimed == 0 {
+                        let left = (stop_at - self.clock.now()).to_std().unwrap_or_default();
+                        pause.pause(self.settings.idle.min(left)).await;
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "relay batch failed; stopping this run");
+                    report.errors.push(format!("delivery: {e}"));
+                    break;
+                }
+            }
+        }
+        match outbox::pending_summary(self.db.as_ref()).await {
+            Ok(summary) => {
+                report.pending = Some(summary.pending);
+                report.lag_seconds = Some(summary.oldest_created_at.map_or(0.0, |oldest| {
+                    (self.clock.now() - oldest).num_milliseconds().max(0) as f64 / 1000.0
+                }));
+            }
+            Err(e) => report.errors.push(format!("pending summary: {e}")),
+        }
+        report
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Delivered,
+    Retried { refused: bool },
+    Dead { gone: bool, refused: bool },
+    NotAttempted,
+}
+
+fn chrono_duration(d: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
+}

@@ -1,0 +1,237 @@
+//! The delivery port (one signed POST) and its HTTP adapter.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::guard::{GuardedResolver, Lookup, NetworkGuard, Refused, SystemLookup};
+use crate::config::Destination;
+use crate::signature::StandardWebhookHeaders;
+
+/// The `user-agent` of every delivery.
+pub const USER_AGENT: &str = concat!("hookbox-relay/", env!("CARGO_PKG_VERSION"));
+
+/// Most response-body bytes read (and kept, shortened, in `last_error` of a
+/// failure); the rest is dropped.
+pub const MAX_RESPONSE_BYTES: usize = 64 * 1024;
+
+/// One delivery attempt, signed.
+#[derive(Debug, Clone)]
+pub struct OutboundRequest<'a> {
+    /// Where to.
+    pub destination: &'a Destination,
+    /// `webhook-id`, `webhook-timestamp`, `webhook-signature`.
+    pub headers: StandardWebhookHeaders,
+    /// The JSON payload, exactly the bytes signed.
+    pub body: &'a str,
+    /// Give up waiting for the response after this long.
+    pub timeout: Duration,
+}
+
+/// What came of an attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendOutcome {
+    /// The receiver answered.
+    Response {
+        /// HTTP status.
+        status: u16,
+        /// Its `Retry-After` header, as sent.
+        retry_after: Option<String>,
+        /// The start of the response body (for the error of a failure).
+        body_excerpt: String,
+    },
+    /// No answer: connection refused, reset, timed out, TLS failure, …
+    Failed {
+        /// What failed (no URL query, no secret).
+        error: String,
+    },
+    /// The SSRF guard refused the destination's address; nothing was sent.
+    Refused(Refused),
+}
+
+/// Sends one signed webhook.
+///
+/// Error contract: never fails as a call; every problem (no connection,
+/// timeout, refusal) is a [`SendOutcome`], so the relay always has a result
+/// to record.
+#[async_trait]
+pub trait WebhookSender: Send + Sync + fmt::Debug {
+    /// POSTs `request` and reports what happened.
+    async fn send(&self, request: OutboundRequest<'_>) -> SendOutcome;
+}
+
+/// The HTTP adapter: reqwest with rustls, no proxies, no redirects (a 3xx is
+/// a failed attempt, not a hop to an unchecked address), and the SSRF guard
+/// as its resolver. One client (connection pool) per set of allowed
+/// networks, built on first use.
+#[derive(Debug)]
+pub struct HttpSender {
+    lookup: Arc<dyn Lookup>,
+    clients: Mutex<HashMap<NetworkGuard, reqwest::Client>>,
+}
+
+impl Default for HttpSender {
+    fn default() -> Self {
+        Self::new(Arc::new(SystemLookup))
+    }
+}
+
+impl HttpSender {
+    /// An adapter resolving names with `lookup` (the system resolver in
+    /// production).
+    pub fn new(lookup: Arc<dyn Lookup>) -> Self {
+        Self {
+            lookup,
+            clients: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn client(&self, guard: &NetworkGuard) -> Result<reqwest::Client, String> {
+        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(client) = clients.get(guard) {
+            return Ok(client.clone());
+        }
+        let client = reqwest::Client::builder()
+            .user_agent(USER_AGENT)
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .dns_resolver(GuardedResolver::new(guard.clone(), self.lookup.clone()))
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {}", chain(&e)))?;
+        clients.insert(guard.clone(), client.clone());
+        Ok(client)
+    }
+}
+
+#[async_trait]
+impl WebhookSender for HttpSender {
+    async fn send(&self, request: OutboundRequest<'_>) -> SendOutcome {
+        let destination = request.destination;
+        let guard = NetworkGuard::new(destination.allowed_networks.clone());
+        if let Err(refused) = guard.check_url(&destination.url) {
+            return SendOutcome::Refused(refused);
+        }
+        let client = match self.client(&guard) {
+            Ok(client) => client,
+            Err(error) => return SendOutcome::Failed { error },
+        };
+        let mut builder = client
+            .post(destination.url.clone())
+            .timeout(request.timeout)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(request.body.to_string());
+        for (name, value) in request.headers.pairs() {
+            builder = builder.header(name, value);
+        }
+        let mut response = match builder.send().await {
+            Ok(response) => response,
+            Err(e) => return failure(&e, request.timeout),
+        };
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let mut body = Vec::new();
+        // the body is read (bounded) so the connection can be reused; a
+        // failure while reading it does not change the answer we got
+        while body.len() < MAX_RESPONSE_BYTES {
+            match response.chunk().await {
+                Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        SendOutcome::Response {
+            status,
+            retry_after,
+            body_excerpt: excerpt(&body),
+        }
+    }
+}
+
+fn failure(error: &reqwest::Error, timeout: Duration) -> SendOutcome {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if let Some(refused) = e.downcast_ref::<Refused>() {
+            return SendOutcome::Refused(refused.clone());
+        }
+        if let Some(super::guard::ResolveError::Refused(refused)) =
+            e.downcast_ref::<super::guard::ResolveError>()
+        {
+            return SendOutcome::Refused(refused.clone());
+        }
+        source = e.source();
+    }
+    let error = if error.is_timeout() {
+        format!(
+            "no response within {:.1} s (timed out)",
+            timeout.as_secs_f64()
+        )
+    } else {
+        chain(error)
+    };
+    SendOutcome::Failed { error }
+}
+
+/// The error and its sources, `: `-separated, without the URL (a query may
+/// carry a token).
+fn chain(error: &reqwest::Error) -> String {
+    let mut text = String::new();
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
+    text.push_str(&kind(error));
+    while let Some(e) = source {
+        let line = e.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        source = e.source();
+    }
+    text
+}
+
+fn kind(error: &reqwest::Error) -> String {
+    if error.is_connect() {
+        "cannot connect".into()
+    } else if error.is_request() {
+        "request failed".into()
+    } else if error.is_body() {
+        "body failed".into()
+    } else {
+        "HTTP error".into()
+    }
+}
+
+/// The first 200 characters of a response body, one line, for an error text.
+pub fn excerpt(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(800)]);
+    let mut out: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(200)
+        .collect();
+    if text.chars().count() > 200 || body.len() > 800 {
+        out.push('…');
+    }
+    out.trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpts_are_short_single_lines() {
+        assert_eq!(excerpt(b"  nope\r\n"), "nope");
+        let long = "x".repeat(1_000);
+        let e = excerpt(long.as_bytes());
+        assert_eq!(e.chars().count(), 201);
+        assert!(e.ends_with('…'));
+        assert_eq!(excerpt(&[0xff, b'a']), "\u{fffd}a");
+    }
+}

@@ -1,0 +1,191 @@
+//! Relay settings, from the environment (`std::env::var` in the function, a
+//! map in tests). Destinations themselves are configuration
+//! ([`crate::config::Destination`]), next to the partners.
+//!
+//! | variable | default | meaning |
+//! | --- | --- | --- |
+//! | `HOOKBOX_RELAY_BATCH_SIZE` | `50` | rows claimed per batch (one claim statement, one result statement) |
+//! | `HOOKBOX_RELAY_LEASE_SECONDS` | `30` | longest a batch may take; its requests are cut off by then (each also by its destination's timeout) |
+//! | `HOOKBOX_RELAY_IDLE_MILLIS` | `1000` | pause when nothing is due, so delivery latency is about this |
+//! | `HOOKBOX_RELAY_STOP_MARGIN_SECONDS` | `5` | stop claiming this long before the invocation's deadline |
+//! | `HOOKBOX_SWEEP_AFTER_SECONDS` | `300` | an inbox row overdue by this long is sent to the queue again |
+//! | `HOOKBOX_RETENTION_DAYS` | `30` | finished rows older than this are purged (`0`: never) |
+//! | `HOOKBOX_RETENTION_MODE` | `delete` | `delete`, or `archive` (moved to `inbox_archive`/`outbox_archive`) |
+
+use std::time::Duration;
+
+use crate::store::Retention;
+
+/// How the relay loops, sweeps and purges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelaySettings {
+    /// Who holds the leases (`locked_by`): unique per relay instance.
+    pub worker: String,
+    /// Rows per claim.
+    pub batch_size: i64,
+    /// Longest a batch may take.
+    pub lease: Duration,
+    /// Extra lease after the batch deadline, so the results are recorded
+    /// before another relay may claim the rows.
+    pub lease_slack: Duration,
+    /// Pause when nothing is due.
+    pub idle: Duration,
+    /// Stop claiming this long before the deadline.
+    pub stop_margin: Duration,
+    /// A row not started this long before its batch's deadline is released
+    /// unattempted (a request needs some time to be worth starting).
+    pub min_request_time: Duration,
+    /// Sweeper: inbox rows overdue by this long are enqueued again.
+    pub sweep_after: Duration,
+    /// Sweeper: how often within one run.
+    pub sweep_every: Duration,
+    /// Sweeper: rows per sweep statement, and at most 10 statements a sweep.
+    pub sweep_batch: i64,
+    /// Retention: finished rows older than this are purged; `None`: never.
+    pub retention: Option<Duration>,
+    /// Retention: delete or archive.
+    pub retention_mode: Retention,
+    /// Retention: rows per purge statement.
+    pub purge_batch: i64,
+    /// Retention: purge statements per table per run (bounds the work).
+    pub purge_max_batches: u32,
+}
+
+impl RelaySettings {
+    /// Defaults for a relay called `worker`.
+    pub fn new(worker: impl Into<String>) -> Self {
+        Self {
+            worker: worker.into(),
+            batch_size: 50,
+            lease: Duration::from_secs(30),
+            lease_slack: Duration::from_secs(5),
+            idle: Duration::from_secs(1),
+            stop_margin: Duration::from_secs(5),
+            min_request_time: Duration::from_millis(500),
+            sweep_after: Duration::from_secs(300),
+            sweep_every: Duration::from_secs(60),
+            sweep_batch: 100,
+            retention: Some(Duration::from_secs(30 * 86_400)),
+            retention_mode: Retention::Delete,
+            purge_batch: 1_000,
+            purge_max_batches: 10,
+        }
+    }
+
+    /// Reads the `HOOKBOX_*` variables of the table above; unset or blank
+    /// variables keep their defaults.
+    pub fn from_env(
+        worker: impl Into<String>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, SettingsError> {
+        let mut s = Self::new(worker);
+        let var = |name: &'static str| {
+            env(name)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+                .map(|v| (name, v))
+        };
+        let number = |(variable, value): (&'static str, String), min: u64, max: u64| {
+            value
+                .parse::<u64>()
+                .ok()
+                .filter(|n| (min..=max).contains(n))
+                .ok_or(SettingsError {
+                    variable,
+                    value,
+                    reason: format!("expected a whole number in {min}..={max}"),
+                })
+        };
+        if let Some(v) = var("HOOKBOX_RELAY_BATCH_SIZE") {
+            s.batch_size = number(v, 1, 1_000)? as i64;
+        }
+        if let Some(v) = var("HOOKBOX_RELAY_LEASE_SECONDS") {
+            s.lease = Duration::from_secs(number(v, 2, 900)?);
+        }
+        if let Some(v) = var("HOOKBOX_RELAY_IDLE_MILLIS") {
+            s.idle = Duration::from_millis(number(v, 10, 60_000)?);
+        }
+        if let Some(v) = var("HOOKBOX_RELAY_STOP_MARGIN_SECONDS") {
+            s.stop_margin = Duration::from_secs(number(v, 1, 300)?);
+        }
+        if let Some(v) = var("HOOKBOX_SWEEP_AFTER_SECONDS") {
+            s.sweep_after = Duration::from_secs(number(v, 1, 7 * 86_400)?);
+        }
+        if let Some(v) = var("HOOKBOX_RETENTION_DAYS") {
+            let days = number(v, 0, 36_500)?;
+            s.retention = (days > 0).then(|| Duration::from_secs(days * 86_400));
+        }
+        if let Some((variable, value)) = var("HOOKBOX_RETENTION_MODE") {
+            s.retention_mode = match value.as_str() {
+                "delete" => Retention::Delete,
+                "archive" => Retention::Archive,
+                _ => {
+                    return Err(SettingsError {
+                        variable,
+                        value,
+                        reason: "expected delete or archive".into(),
+                    });
+                }
+            };
+        }
+        Ok(s)
+    }
+}
+
+/// A relay setting is invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{variable}={value:?} is invalid: {reason}")]
+pub struct SettingsError {
+    /// The environment variable.
+    pub variable: &'static str,
+    /// Its value.
+    pub value: String,
+    /// What is expected.
+    pub reason: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn defaults_apply_when_nothing_is_set() {
+        assert_eq!(
+            RelaySettings::from_env("r", env(&[])),
+            Ok(RelaySettings::new("r"))
+        );
+    }
+
+    #[test]
+    fn variables_override_and_bad_values_name_the_variable() {
+        let s = RelaySettings::from_env(
+            "r",
+            env(&[
+                ("HOOKBOX_RELAY_BATCH_SIZE", "20"),
+                ("HOOKBOX_SWEEP_AFTER_SECONDS", "60"),
+                ("HOOKBOX_RETENTION_DAYS", "0"),
+                ("HOOKBOX_RETENTION_MODE", "archive"),
+            ]),
+        )
+        .expect("valid");
+        assert_eq!(s.batch_size, 20);
+        assert_eq!(s.sweep_after, Duration::from_secs(60));
+        assert_eq!(s.retention, None);
+        assert_eq!(s.retention_mode, Retention::Archive);
+        let e = RelaySettings::from_env("r", env(&[("HOOKBOX_RELAY_BATCH_SIZE", "0")]))
+            .expect_err("zero");
+        assert_eq!(e.variable, "HOOKBOX_RELAY_BATCH_SIZE");
+        let e = RelaySettings::from_env("r", env(&[("HOOKBOX_RETENTION_MODE", "shred")]))
+            .expect_err("mode");
+        assert!(e.to_string().contains("delete or archive"), "{e}");
+    }
+}

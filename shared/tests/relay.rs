@@ -1,0 +1,786 @@
+//! The outbox relay against real PostgreSQL and a local HTTP sink on
+//! 127.0.0.1. Time is a manual clock; only loopback is ever contacted.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use common::{Adapter, at, migrated_db};
+use hookbox::clock::{Clock, ManualClock};
+use hookbox::config::{ConfigStore, HookboxConfig};
+use hookbox::outbox::{self, NewOutboxEvent, OutboxStatus};
+use hookbox::relay::{
+    FixedJitter, HttpSender, OutboundRequest, Pause, Relay, RelaySettings, SendOutcome,
+    WebhookSender,
+};
+use hookbox::signature::{Headers, SchemeConfig, Secret, SignedRequest, Verifier};
+use hookbox::store::{Database, DbError, Executor, Params, Rows, Statement, Transaction};
+use hookbox_testkit::http_sink::{HttpSink, Recorded};
+use uuid::Uuid;
+
+const SECRET: &str = "whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA==";
+const NEXT_SECRET: &str = "whsec_bmV4dC1zZWNyZXQtZm9yLXJvdGF0aW9uLXRlc3Q=";
+
+/// Destination `crm` at `url`, loopback allowed, plus `extra` fields.
+fn config(url: &str, extra: serde_json::Value) -> HookboxConfig {
+    let mut crm = serde_json::json!({
+        "url": url,
+        "secrets": [SECRET],
+        "allowed_networks": ["127.0.0.0/8", "::1/128"],
+    });
+    if let (Some(crm), Some(extra)) = (crm.as_object_mut(), extra.as_object()) {
+        crm.extend(extra.clone());
+    }
+    let text = serde_json::json!({ "destinations": { "crm": crm } }).to_string();
+    HookboxConfig::parse(&text, "test").expect("valid config")
+}
+
+async fn enqueue(db: &dyn Database, aggregate_id: &str, n: u32, now: DateTime<Utc>) -> Vec<Uuid> {
+    let tx = db.begin().await.expect("begin");
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let event = NewOutboxEvent {
+            aggregate_type: "order".into(),
+            aggregate_id: aggregate_id.into(),
+            event_type: "order.status_changed".into(),
+            destination: "crm".into(),
+            payload: serde_json::json!({ "order_id": aggregate_id, "n": i }),
+        };
+        ids.push(
+            outbox::enqueue(tx.as_ref(), &event, now)
+                .await
+                .expect("enqueue"),
+        );
+    }
+    tx.commit().await.expect("commit");
+    ids
+}
+
+fn relay(db: Arc<dyn Database>, clock: Arc<ManualClock>, worker: &str) -> Relay {
+    Relay::new(
+        db,
+        Arc::new(HttpSender::default()),
+        None,
+        clock,
+        RelaySettings::new(worker),
+    )
+    .with_jitter(Arc::new(FixedJitter(0.0)))
+}
+
+async fn batch(
+    relay: &Relay,
+    config: &HookboxConfig,
+    clock: &ManualClock,
+) -> hookbox::relay::BatchReport {
+    relay
+        .deliver_batch(config, clock.now() + chrono::Duration::seconds(30))
+        .await
+        .expect("batch")
+}
+
+async fn row(db: &dyn Executor, id: Uuid) -> outbox::OutboxRow {
+    outbox::get(db, id).await.expect("get").expect("row exists")
+}
+
+fn webhook_ids(requests: &[Recorded]) -> Vec<String> {
+    requests
+        .iter()
+        .map(|r| r.header("webhook-id").expect("webhook-id").to_string())
+        .collect()
+}
+
+async fn a_receiver_down_then_up_gets_every_row_under_one_webhook_id(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    let port = HttpSink::free_port();
+    let cfg = config(
+        &format!("http://127.0.0.1:{port}/hooks"),
+        serde_json::json!({}),
+    );
+    let ids = enqueue(db.as_ref(), "o-1", 3, at(0)).await;
+    let relay = relay(db.clone(), clock.clone(), "relay-a");
+
+    // down: connection refused, each row scheduled 5 s later (first step)
+    let report = batch(&relay, &cfg, &clock).await;
+    assert_eq!((report.claimed, report.retried, report.recorded), (3, 3, 3));
+    for id in &ids {
+        let r = row(db.as_ref(), *id).await;
+        assert_eq!((r.status, r.attempts), (OutboxStatus::Pending, 1));
+        assert_eq!(r.next_attempt_at, at(5), "5 s after attempt 1");
+        assert!(
+            r.last_error
+                .as_deref()
+                .unwrap_or("")
+                .contains("cannot connect"),
+            "{r:?}"
+        );
+        assert_eq!(r.locked_by, None);
+    }
+    // not due yet
+    assert_eq!(batch(&relay, &cfg, &clock).await.claimed, 0);
+
+    // up, but failing: same ids again
+    let sink = HttpSink::start_on(port).await;
+    sink.respond_with(500);
+    clock.advance(chrono::Duration::seconds(5));
+    let report = batch(&relay, &cfg, &clock).await;
+    assert_eq!(report.retried, 3);
+    for id in &ids {
+        let r = row(db.as_ref(), *id).await;
+        assert_eq!((r.attempts, r.last_status_code), (2, Some(500)));
+        assert_eq!(r.next_attempt_at, at(5 + 300), "300 s after attempt 2");
+    }
+
+    // healthy
+    sink.respond_with(200);
+    clock.advance(chrono::Duration::seconds(300));
+    let report = batch(&relay, &cfg, &clock).await;
+    assert_eq!(report.delivered, 3);
+    for id in &ids {
+        let r = row(db.as_ref(), *id).await;
+        assert_eq!(r.status, OutboxStatus::Delivered);
+        assert_eq!(
+            (r.attempts, r.last_status_code, r.last_error),
+            (3, Some(200), None)
+        );
+        assert_eq!(r.processed_at, Some(at(305)));
+    }
+    let requests = sink.requests();
+    assert_eq!(
+        requests.len(),
+        6,
+        "two attempts reached the receiver per row"
+    );
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for id in webhook_ids(&requests) {
+        *seen.entry(id).or_default() += 1;
+    }
+    let expected: HashMap<String, usize> = ids.iter().map(|id| (id.to_string(), 2)).collect();
+    assert_eq!(
+        seen, expected,
+        "webhook-id is the outbox id on every attempt"
+    );
+    assert_eq!(batch(&relay, &cfg, &clock).await.claimed, 0, "nothing left");
+}
+
+async fn deliveries_are_signed_posts_that_the_shared_verifier_accepts() {
+    let (_t, db) = migrated_db(Adapter::Postgres).await;
+    let clock = Arc::new(ManualClock::new(at(1_000)));
+    let sink = HttpSink::start().await;
+    // a rotation: both secrets sign
+    let mut cfg_json = serde_json::json!({});
+    cfg_json["secrets"] = serde_json::json!([SECRET, NEXT_SECRET]);
+    let cfg = config(&sink.url("/in?token=abc"), cfg_json);
+    let ids = enqueue(db.as_ref(), "o-9", 1, at(1_000)).await;
+    let relay = relay(db.clone(), clock.clone(), "relay-a");
+    assert_eq!(batch(&relay, &cfg, &clock).await.delivered, 1);
+
+    let request = sink.wait_for(1).await.remove(0);
+    assert_eq!(request.method, "POST");
+    assert_eq!(request.target, "/in?token=abc");
+    assert_eq!(request.header("content-type"), Some("application/json"));
+    assert!(
+        request
+            .header("user-agent")
+            .unwrap_or("")
+            .starts_with("hookbox-relay/"),
+        "{:?}",
+        request.header("user-agent")
+    );
+    assert_eq!(
+        request.header("webhook-id"),
+        Some(ids[0].to_string().as_str())
+    );
+    assert_eq!(
+        request.header("webhook-timestamp").map(str::to_string),
+        Some(at(1_000).timestamp().to_string())
+    );
+    assert_eq!(
+        request.json(),
+        serde_json::json!({ "order_id": "o-9", "n": 0 })
+    );
+    let stored = row(db.as_ref(), ids[0]).await;
+    assert_eq!(
+        request.body,
+        stored.payload.as_bytes(),
+        "the stored bytes are what was signed"
+    );
+
+    let verifier = Verifier::new(SchemeConfig::StandardWebhooks {
+        tolerance_secs: 300,
+    })
+    .expect("verifier");
+    let headers = Headers::from_pairs(
+        request
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str())),
+    );
+    for secret in [SECRET, NEXT_SECRET] {
+        verifier
+            .verify_at(
+                &SignedRequest::new(&request.body, headers.clone()),
+                &[Secret::new(secret)],
+                at(1_000),
+            )
+            .unwrap_or_else(|e| panic!("signature with {secret:.10}… does not verify: {e}"));
+    }
+    let mut tampered = request.body.clone();
+    tampered.push(b' ');
+    assert!(
+        verifier
+            .verify_at(
+                &SignedRequest::new(&tampered, headers),
+                &[Secret::new(SECRET)],
+                at(1_000)
+            )
+            .is_err()
+    );
+}
+
+async fn gone_is_dead_at_once_and_reported(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    let sink = HttpSink::start().await;
+    sink.respond_with(410);
+    let cfg = config(&sink.url("/gone"), serde_json::json!({}));
+    let ids = enqueue(db.as_ref(), "o-2", 1, at(0)).await;
+    let relay = relay(db.clone(), clock.clone(), "relay-a");
+    let report = batch(&relay, &cfg, &clock).await;
+    assert_eq!((report.dead, report.gone, report.retried), (1, 1, 0));
+    let r = row(db.as_ref(), ids[0]).await;
+    assert_eq!(
+        (r.status, r.attempts, r.last_status_code),
+        (OutboxStatus::Dead, 1, Some(410))
+    );
+    assert!(
+        r.last_error.as_deref().unwrap_or("").contains("410 Gone"),
+        "{r:?}"
+    );
+    clock.advance(chrono::Duration::days(2));
+    assert_eq!(
+        batch(&relay, &cfg, &clock).await.claimed,
+        0,
+        "dead rows are never retried"
+    );
+    let metrics = hookbox::relay::RunReport {
+        deliveries: report,
+        ..Default::default()
+    }
+    .metrics();
+    assert_eq!(metrics.values("Gone"), Some(&[1.0][..]));
+}
+
+async fn retry_after_is_honoured_within_one_to_two_times_the_schedule() {
+    let (_t, db) = migrated_db(Adapter::Postgres).await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    let sink = HttpSink::start().await;
+    let cfg = config(&sink.url("/busy"), serde_json::json!({}));
+    let ids = enqueue(db.as_ref(), "o-3", 4, at(0)).await;
+    // attempt 1 of each: schedule 5 s
+    let answers = [
+        (429, "1"),    // sooner than the schedule → 5 s
+        (503, "8"),    // within → 8 s
+        (429, "3600"), // far later → 2 × 5 s = 10 s
+        (500, "8"),    // Retry-After only counts on 429/503 → schedule
+    ];
+    for (id, (status, after)) in ids.iter().zip(answers) {
+        sink.respond_to(
+            "webhook-id",
+            &id.to_string(),
+            status,
+            &[("retry-after", after)],
+        );
+    }
+    let relay = relay(db.clone(), clock.clone(), "relay-a");
+    assert_eq!(batch(&relay, &cfg, &clock).await.retried, 4);
+    let mut due = Vec::new();
+    for id in &ids {
+        due.push(row(db.as_ref(), *id).await.next_attempt_at);
+    }
+    assert_eq!(due, vec![at(5), at(8), at(10), at(5)]);
+
+    // an HTTP date works too: attempt 2 (schedule 300 s), asked 450 s
+    sink.clear_rules();
+    let when = (at(5) + chrono::Duration::seconds(450))
+        .to_rfc2822()
+        .replace("+0000", "GMT");
+    sink.respond_to(
+        "webhook-id",
+        &ids[0].to_string(),
+        503,
+        &[("retry-after", &when)],
+    );
+    clock.set(at(5));
+    sink.respond_with(200);
+    let report = batch(&relay, &cfg, &clock).await;
+    assert_eq!((report.retried, report.delivered), (1, 1));
+    assert_eq!(row(db.as_ref(), ids[0]).await.next_attempt_at, at(455));
+}
+
+async fn backoff_follows_the_schedule_with_jitter_and_ends_dead_with_the_last_error() {
+    let (_t, db) = migrated_db(Adapter::Postgres).await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    let sink = HttpSink::start().await;
+    sink.respond_with(502);
+    let cfg = config(&sink.url("/down"), serde_json::json!({ "max_attempts": 8 }));
+    let ids = enqueue(db.as_ref(), "o-4", 1, at(0)).await;
+    let upper = relay(db.clone(), clock.clone(), "relay-a").with_jitter(Arc::new(FixedJitter(1.0)));
+    let lower =
+        relay(db.clone(), clock.clone(), "relay-a").with_jitter(Arc::new(FixedJitter(-1.0)));
+    let schedule = [5, 300, 1_800, 7_200, 18_000, 36_000, 36_000];
+    for (attempt, secs) in schedule.iter().enumerate() {
+        let relay = if attempt % 2 == 0 { &upper } else { &lower };
+        let factor = if attempt % 2 == 0 { 1.2 } else { 0.8 };
+        let start = clock.now();
+        assert_eq!(
+            batch(relay, &cfg, &clock).await.retried,
+            1,
+            "attempt {}",
+            attempt + 1
+        );
+        let r = row(db.as_ref(), ids[0]).await;
+        assert_eq!(r.attempts, attempt as i64 + 1);
+        let expected =
+            start + chrono::Duration::milliseconds((*secs as f64 * factor * 1000.0) as i64);
+        assert_eq!(r.next_attempt_at, expected, "attempt {}", attempt + 1);
+        clock.set(r.next_attempt_at);
+    }
+    let report = batch(&upper, &cfg, &clock).await;
+    assert_eq!((report.dead, report.gone), (1, 0));
+    let r = row(db.as_ref(), ids[0]).await;
+    assert_eq!(
+        (r.status, r.attempts, r.last_status_code),
+        (OutboxStatus::Dead, 8, Some(502))
+    );
+    assert_eq!(
+        r.last_error.as_deref(),
+        Some("gave up after 8 attempts: HTTP 502")
+    );
+    assert_eq!(sink.requests().len(), 8);
+}
+
+/// Fails the result statement: the relay "dies" after its POSTs.
+#[derive(Debug)]
+struct LosesResults(Arc<dyn Database>);
+
+#[async_trait]
+impl Executor for LosesResults {
+    async fn execute(&self, statement: &Statement, params: &Params) -> Result<Rows, DbError> {
+        if statement.name == outbox::repo::RECORD_RESULTS.name {
+            return Err(DbError::Unavailable {
+                statement: statement.name,
+                reason: "simulated crash before recording".into(),
+            });
+        }
+        self.0.execute(statement, params).await
+    }
+}
+
+#[async_trait]
+impl Database for LosesResults {
+    async fn begin(&self) -> Result<Box<dyn Transaction>, DbError> {
+        self.0.begin().await
+    }
+}
+
+async fn a_crash_after_the_post_delivers_again_with_the_same_webhook_id(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    let sink = HttpSink::start().await;
+    let cfg = config(&sink.url("/in"), serde_json::json!({}));
+    let ids = enqueue(db.as_ref(), "o-5", 2, at(0)).await;
+    let dying = relay(
+        Arc::new(LosesResults(db.clone())),
+        clock.clone(),
+        "relay-dies",
+    );
+    let err = dying
+        .deliver_batch(&cfg, clock.now() + chrono::Duration::seconds(30))
+        .await
+        .expect_err("the result is lost");
+    assert!(matches!(err, DbError::Unavailable { .. }), "{err:?}");
+    assert_eq!(sink.requests().len(), 2, "the POSTs happened");
+    let r = row(db.as_ref(), ids[0]).await;
+    assert_eq!(
+        (r.status, r.locked_by.as_deref()),
+        (OutboxStatus::Pending, Some("relay-dies"))
+    );
+
+    // leased: invisible to another relay until the lease (batch + slack) ends
+    let other = relay(db.clone(), clock.clone(), "relay-b");
+    clock.advance(chrono::Duration::seconds(34));
+    assert_eq!(batch(&other, &cfg, &clock).await.claimed, 0);
+    clock.advance(chrono::Duration::seconds(1));
+    assert_eq!(batch(&other, &cfg, &clock).await.delivered, 2);
+    let mut got = webhook_ids(&sink.requests());
+    got.sort();
+    let mut expected: Vec<String> = ids.iter().chain(&ids).map(Uuid::to_string).collect();
+    expected.sort();
+    assert_eq!(got, expected, "each row twice, under its own id both times");
+    for id in &ids {
+        assert_eq!(row(db.as_ref(), *id).await.status, OutboxStatus::Delivered);
+    }
+}
+
+async fn two_relays_at_once_never_deliver_the_same_row_twice() {
+    let (_t, db) = migrated_db(Adapter::Postgres).await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    let sink = HttpSink::start().await;
+    let cfg = Arc::new(config(
+        &sink.url("/in"),
+        serde_json::json!({ "max_in_flight": 8 }),
+    ));
+    let mut ids = HashSet::new();
+    for a in 0..20 {
+        ids.extend(enqueue(db.as_ref(), &format!("o-{a}"), 10, at(0)).await);
+    }
+    let mut tasks = Vec::new();
+    for worker in ["relay-a", "relay-b"] {
+        let relay = relay(db.clone(), clock.clone(), worker);
+        let (cfg, clock) = (cfg.clone(), clock.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut delivered = 0;
+            loop {
+                let b = batch(&relay, &cfg, &clock).await;
+                if b.claimed == 0 {
+                    return delivered;
+                }
+                delivered += b.delivered;
+            }
+        }));
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.expect("relay task");
+    }
+    assert_eq!(total, 200);
+    let got = webhook_ids(&sink.requests());
+    assert_eq!(got.len(), 200, "one POST per row, none twice");
+    let got: HashSet<Uuid> = got.iter().map(|s| s.parse().expect("uuid")).collect();
+    assert_eq!(got, ids);
+}
+
+async fn an_ordered_destination_keeps_each_aggregate_in_order_while_others_proceed() {
+    let (_t, db) = migrated_db(Adapter::Postgres).await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    let sink = HttpSink::start().await;
+    let cfg = config(&sink.url("/in"), serde_json::json!({ "ordered": true }));
+    let a = enqueue(db.as_ref(), "order-a", 3, at(0)).await;
+    let b = enqueue(db.as_ref(), "order-b", 2, at(0)).await;
+    sink.respond_to("webhook-id", &a[0].to_string(), 500, &[]);
+    let relay = relay(db.clone(), clock.clone(), "relay-a");
+
+    // a's head fails; b proceeds one row per batch; a's later rows wait
+    let first = batch(&relay, &cfg, &clock).await;
+    assert_eq!((first.claimed, first.retried, first.delivered), (2, 1, 1));
+    assert_eq!(
+        batch(&relay, &cfg, &clock).await.delivered,
+        1,
+        "b's second row"
+    );
+    assert_eq!(
+        batch(&relay, &cfg, &clock).await.claimed,
+        0,
+        "a[1..] wait for a[0]"
+    );
+    for id in &a[1..] {
+        assert_eq!(row(db.as_ref(), *id).await.attempts, 0, "never attempted");
+    }
+
+    sink.clear_rules();
+    clock.advance(chrono::Duration::seconds(5));
+    for _ in 0..3 {
+        assert_eq!(batch(&relay, &cfg, &clock).await.delivered, 1);
+    }
+    let order: Vec<String> = webhook_ids(&sink.requests());
+    let a_order: Vec<&String> = order
+        .iter()
+        .filter(|id| a.iter().any(|x| x.to_string() == **id))
+        .collect();
+    let expected: Vec<String> = [a[0], a[0], a[1], a[2]]
+        .iter()
+        .map(Uuid::to_string)
+        .collect();
+    assert_eq!(a_order, expected.iter().collect::<Vec<_>>());
+    let b_order: Vec<&String> = order
+        .iter()
+        .filter(|id| b.iter().any(|x| x.to_string() == **id))
+        .collect();
+    assert_eq!(
+        b_order,
+        b.iter()
+            .map(Uuid::to_string)
+            .collect::<Vec<_>>()
+            .iter()
+            .collect::<Vec<_>>()
+    );
+
+    // a dead head blocks its aggregate until an operator acts
+    let c = enqueue(db.as_ref(), "order-c", 2, clock.now()).await;
+    sink.respond_to("webhook-id", &c[0].to_string(), 410, &[]);
+    assert_eq!(batch(&relay, &cfg, &clock).await.dead, 1);
+    assert_eq!(
+        batch(&relay, &cfg, &clock).await.claimed,
+        0,
+        "c[1] waits behind dead c[0]"
+    );
+}
+
+async fn the_ssrf_guard_refuses_a_loopback_name_unless_allowed() {
+    let (_t, db) = migrated_db(Adapter::Postgres).await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    let sink = HttpSink::start().await;
+    // `localhost` resolves to loopback, which this destination does not allow
+    let port = sink.url("").rsplit(':').next().expect("port").to_string();
+    let text = serde_json::json!({ "destinations": { "crm": {
+        "url": format!("http://localhost:{port}/in"),
+        "secrets": [SECRET],
+    }}})
+    .to_string();
+    let strict = HookboxConfig::parse(&text, "test").expect("config");
+    let ids = enqueue(db.as_ref(), "o-6", 1, at(0)).await;
+    let relay = relay(db.clone(), clock.clone(), "relay-a");
+    let report = batch(&relay, &strict, &clock).await;
+    assert_eq!((report.retried, report.refused), (1, 1));
+    let r = row(db.as_ref(), ids[0]).await;
+    let error = r.last_error.unwrap_or_default();
+    assert!(
+        error.contains("refused by the SSRF guard") && error.contains("loopback"),
+        "{error}"
+    );
+    assert!(sink.requests().is_empty(), "nothing was sent");
+
+    // the same destination with loopback allowed is delivered
+    let allowed = config(
+        &format!("http://localhost:{port}/in"),
+        serde_json::json!({}),
+    );
+    clock.advance(chrono::Duration::seconds(5));
+    assert_eq!(batch(&relay, &allowed, &clock).await.delivered, 1);
+    assert_eq!(sink.requests().len(), 1);
+}
+
+/// Records each request's timeout and answers 200, advancing the clock by
+/// `cost` per request (a slow receiver, in manual time).
+#[derive(Debug)]
+struct SlowFake {
+    clock: Arc<ManualClock>,
+    cost: chrono::Duration,
+    timeouts: std::sync::Mutex<Vec<Duration>>,
+}
+
+#[async_trait]
+impl WebhookSender for SlowFake {
+    async fn send(&self, request: OutboundRequest<'_>) -> SendOutcome {
+        self.timeouts.lock().expect("lock").push(request.timeout);
+        self.clock.advance(self.cost);
+        SendOutcome::Response {
+            status: 204,
+            retry_after: None,
+            body_excerpt: String::new(),
+        }
+    }
+}
+
+async fn no_request_outlives_its_batch_and_late_rows_are_released_unattempted() {
+    let (_t, db) = migrated_db(Adapter::Postgres).await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    let fake = Arc::new(SlowFake {
+        clock: clock.clone(),
+        cost: chrono::Duration::seconds(4),
+        timeouts: Default::default(),
+    });
+    let cfg = config(
+        "http://127.0.0.1:9/unused",
+        serde_json::json!({ "max_in_flight": 1, "timeout_secs": 10 }),
+    );
+    let ids = enqueue(db.as_ref(), "o-7", 5, at(0)).await;
+    let relay = Relay::new(
+        db.clone(),
+        fake.clone(),
+        None,
+        clock.clone(),
+        RelaySettings::new("relay-a"),
+    )
+    .with_jitter(Arc::new(FixedJitter(0.0)));
+    // a 10 s batch, one request at a time, 4 s each: 3 requests fit (the
+    // third with 2 s left), the other 2 are released untouched
+    let report = relay.deliver_batch(&cfg, at(10)).await.expect("batch");
+    assert_eq!((report.delivered, report.not_attempted), (3, 2));
+    assert_eq!(
+        *fake.timeouts.lock().expect("lock"),
+        vec![
+            Duration::from_secs(10),
+            Duration::from_secs(6),
+            Duration::from_secs(2)
+        ],
+        "each timeout is the destination's, cut to what is left of the batch"
+    );
+    let mut released = 0;
+    for id in &ids {
+        let r = row(db.as_ref(), *id).await;
+        if r.status == OutboxStatus::Pending {
+            released += 1;
+            assert_eq!(
+                (r.attempts, r.locked_by.as_deref()),
+                (0, None),
+                "not counted as an attempt"
+            );
+            assert_eq!(r.next_attempt_at, at(12), "due again at once");
+        }
+    }
+    assert_eq!(released, 2);
+}
+
+async fn rows_for_an_unknown_destination_are_kept_and_retried() {
+    let (_t, db) = migrated_db(Adapter::Postgres).await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    let ids = enqueue(db.as_ref(), "o-8", 1, at(0)).await;
+    let empty = HookboxConfig::parse("{}", "test").expect("config");
+    let relay = relay(db.clone(), clock.clone(), "relay-a");
+    assert_eq!(batch(&relay, &empty, &clock).await.retried, 1);
+    let r = row(db.as_ref(), ids[0]).await;
+    assert_eq!(
+        (r.status, r.attempts, r.next_attempt_at),
+        (OutboxStatus::Pending, 1, at(5))
+    );
+    assert!(
+        r.last_error
+            .unwrap_or_default()
+            .contains("\"crm\" is not configured")
+    );
+}
+
+/// Advances the manual clock instead of sleeping; adds a row on its first call.
+#[derive(Debug)]
+struct ClockPause {
+    clock: Arc<ManualClock>,
+    db: Arc<dyn Database>,
+    calls: std::sync::Mutex<u32>,
+}
+
+#[async_trait]
+impl Pause for ClockPause {
+    async fn pause(&self, duration: Duration) {
+        let first = {
+            let mut calls = self.calls.lock().expect("lock");
+            *calls += 1;
+            *calls == 1
+        };
+        if first {
+            enqueue(self.db.as_ref(), "late", 1, self.clock.now()).await;
+        }
+        self.clock
+            .advance(chrono::Duration::from_std(duration).expect("duration"));
+    }
+}
+
+async fn a_run_loops_until_its_deadline_and_delivers_rows_written_meanwhile() {
+    let (_t, db) = migrated_db(Adapter::Postgres).await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    let sink = HttpSink::start().await;
+    let cfg = config(&sink.url("/in"), serde_json::json!({}));
+    enqueue(db.as_ref(), "early", 2, at(0)).await;
+    let relay = relay(db.clone(), clock.clone(), "relay-a");
+    let pause = ClockPause {
+        clock: clock.clone(),
+        db: db.clone(),
+        calls: Default::default(),
+    };
+    let store = ConfigStore::fixed(cfg, clock.clone());
+    let report = relay.run(&store, at(60), &pause).await;
+    assert_eq!(report.errors, Vec::<String>::new());
+    assert_eq!(
+        report.deliveries.delivered, 3,
+        "the row written during the run too"
+    );
+    // 1 s pauses from t=0 until the stop margin (5 s before the deadline)
+    assert_eq!(*pause.calls.lock().expect("lock"), 55);
+    assert_eq!(clock.now(), at(55));
+    assert_eq!((report.pending, report.lag_seconds), (Some(0), Some(0.0)));
+    let late = sink
+        .requests()
+        .iter()
+        .filter(|r| r.json()["order_id"] == "late")
+        .count();
+    assert_eq!(late, 1);
+    let m = report.metrics();
+    assert_eq!(m.values("Delivered"), Some(&[3.0][..]));
+    assert_eq!(m.values("OutboxPending"), Some(&[0.0][..]));
+}
+
+async fn retention_purges_old_finished_rows_in_bounded_batches(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    let sink = HttpSink::start().await;
+    let cfg = config(&sink.url("/in"), serde_json::json!({}));
+    let old = enqueue(db.as_ref(), "old", 5, at(0)).await;
+    let relay_ = relay(db.clone(), clock.clone(), "relay-a");
+    assert_eq!(batch(&relay_, &cfg, &clock).await.delivered, 5);
+    clock.set(at(0) + chrono::Duration::days(31));
+    let fresh = enqueue(db.as_ref(), "new", 1, clock.now()).await;
+    let mut settings = RelaySettings::new("relay-a");
+    settings.purge_batch = 2;
+    settings.purge_max_batches = 2;
+    let purging = Relay::new(
+        db.clone(),
+        Arc::new(HttpSender::default()),
+        None,
+        clock.clone(),
+        settings,
+    );
+    assert_eq!(
+        purging.purge().await.expect("purge").outbox,
+        4,
+        "two batches of two"
+    );
+    assert_eq!(purging.purge().await.expect("purge").outbox, 1);
+    assert_eq!(purging.purge().await.expect("purge").outbox, 0);
+    for id in &old {
+        assert!(outbox::get(db.as_ref(), *id).await.expect("get").is_none());
+    }
+    assert!(
+        outbox::get(db.as_ref(), fresh[0])
+            .await
+            .expect("get")
+            .is_some(),
+        "pending rows stay"
+    );
+}
+
+for_each_adapter!(
+    a_receiver_down_then_up_gets_every_row_under_one_webhook_id,
+    gone_is_dead_at_once_and_reported,
+    a_crash_after_the_post_delivers_again_with_the_same_webhook_id,
+    retention_purges_old_finished_rows_in_bounded_batches,
+);
+
+macro_rules! postgres_only {
+    ($($name:ident),* $(,)?) => {
+        mod postgres_only {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name().await
+                }
+            )*
+        }
+    };
+}
+
+postgres_only!(
+    deliveries_are_signed_posts_that_the_shared_verifier_accepts,
+    retry_after_is_honoured_within_one_to_two_times_the_schedule,
+    backoff_follows_the_schedule_with_jitter_and_ends_dead_with_the_last_error,
+    two_relays_at_once_never_deliver_the_same_row_twice,
+    an_ordered_destination_keeps_each_aggregate_in_order_while_others_proceed,
+    the_ssrf_guard_refuses_a_loopback_name_unless_allowed,
+    no_request_outlives_its_batch_and_late_rows_are_released_unattempted,
+    rows_for_an_unknown_destination_are_kept_and_retried,
+    a_run_loops_until_its_deadline_and_delivers_rows_written_meanwhile,
+);
