@@ -1,0 +1,107 @@
+//! The relay Lambda, run every minute by an EventBridge schedule.
+//!
+//! One invocation loops until its remaining time (the Lambda context's
+//! deadline) is below the stop margin: outbox deliveries about a second
+//! after they are written, not a minute. The use case is
+//! [`hookbox::relay::Relay`]; this crate only adapts the schedule event and
+//! prints the run's EMF line (namespace `hookbox`, dimension
+//! `Function=relay`: `Delivered`, `Failed`, `Dead`, `Gone`, `Refused`,
+//! `NotAttempted`, `Swept`, `SweepSendFailed`, `Purged`, `RelayErrors`,
+//! `OutboxPending`, `OutboxLagSeconds`).
+//!
+//! Overlapping invocations are safe: rows are leased (`FOR UPDATE SKIP
+//! LOCKED`), so two relays never deliver the same row at once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_lambda_events::cloudwatch_events::CloudWatchEvent;
+use chrono::{DateTime, Utc};
+use hookbox::clock::Clock;
+use hookbox::config::ConfigStore;
+use hookbox::relay::{Pause, Relay, RunReport};
+use lambda_runtime::LambdaEvent;
+
+/// How long a run lasts when the context carries no deadline (local calls).
+pub const DEFAULT_RUN: Duration = Duration::from_secs(60);
+
+/// Dependencies, built once per sandbox.
+#[derive(Debug, Clone)]
+pub struct RelayFunction {
+    relay: Relay,
+    config: Arc<ConfigStore>,
+    clock: Arc<dyn Clock>,
+    pause: Arc<dyn Pause>,
+}
+
+impl RelayFunction {
+    /// The function over its ports.
+    pub fn new(
+        relay: Relay,
+        config: Arc<ConfigStore>,
+        clock: Arc<dyn Clock>,
+        pause: Arc<dyn Pause>,
+    ) -> Self {
+        Self {
+            relay,
+            config,
+            clock,
+            pause,
+        }
+    }
+
+    /// The Lambda handler: one run until the deadline, its metrics printed,
+    /// a summary returned (visible in the console and in tests).
+    pub async fn handle(&self, event: LambdaEvent<CloudWatchEvent>) -> serde_json::Value {
+        let report = self.run(event.context.deadline).await;
+        report.metrics().flush(self.clock.now().timestamp_millis());
+        summary(&report)
+    }
+
+    /// One run until `deadline_ms` (milliseconds since the epoch; 0: none,
+    /// then [`DEFAULT_RUN`] from now).
+    pub async fn run(&self, deadline_ms: u64) -> RunReport {
+        let deadline = deadline(deadline_ms).unwrap_or_else(|| {
+            self.clock.now() + chrono::Duration::from_std(DEFAULT_RUN).unwrap_or_default()
+        });
+        let report = self
+            .relay
+            .run(&self.config, deadline, self.pause.as_ref())
+            .await;
+        for error in &report.errors {
+            tracing::error!(error = %error, "relay run step failed");
+        }
+        report
+    }
+}
+
+/// The Lambda context's deadline (milliseconds since the epoch; 0 = none).
+pub fn deadline(deadline_ms: u64) -> Option<DateTime<Utc>> {
+    if deadline_ms == 0 {
+        return None;
+    }
+    i64::try_from(deadline_ms)
+        .ok()
+        .and_then(DateTime::<Utc>::from_timestamp_millis)
+}
+
+/// The run as JSON: what was delivered, failed, swept and purged.
+pub fn summary(report: &RunReport) -> serde_json::Value {
+    let d = &report.deliveries;
+    serde_json::json!({
+        "batches": report.batches,
+        "claimed": d.claimed,
+        "delivered": d.delivered,
+        "failed": d.retried,
+        "dead": d.dead,
+        "gone": d.gone,
+        "refused": d.refused,
+        "not_attempted": d.not_attempted,
+        "swept": report.sweep.swept,
+        "sweep_send_failed": report.sweep.send_failed,
+        "purged": { "inbox": report.purge.inbox, "outbox": report.purge.outbox },
+        "pending": report.pending,
+        "lag_seconds": report.lag_seconds,
+        "errors": report.errors,
+    })
+}
