@@ -4,7 +4,6 @@
 //! clock: the run's pauses advance it instead of sleeping.
 
 #[path = "../../../shared/tests/processing_support/mod.rs"]
-#[allow(dead_code)]
 mod processing_support;
 
 use std::sync::Arc;
