@@ -163,7 +163,59 @@ async fn claim_by_id_uses_the_primary_key_with_a_large_backlog(adapter: Adapter)
     assert!(!claim.contains("Seq Scan on inbox"), "{claim}");
 }
 
+/// With a large due backlog, the relay's claim and result statements reach
+/// the rows by primary key (not a hash join over the whole table, which the
+/// planner picks for a few hundred rows when the UPDATE joins its CTE).
+async fn relay_statements_use_the_primary_key_with_a_large_due_backlog(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let d = db.as_ref();
+    load_history(d).await;
+    d.execute(
+        &sql(
+            "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination,
+                                 payload, status, next_attempt_at, created_at)
+             SELECT gen_random_uuid(), 'order', 'b-' || g, 'order.paid', 'erp', '{}', 'pending',
+                    timestamptz '2026-06-01', timestamptz '2026-06-01'
+               FROM generate_series(1, 5000) AS g",
+        ),
+        &params! {},
+    )
+    .await
+    .expect("backlog");
+    d.execute(&sql("ANALYZE outbox"), &params! {})
+        .await
+        .expect("analyze");
+    let claim = plan(
+        d,
+        &outbox::repo::CLAIM_DUE,
+        &params! {
+            "now" => at(1_000_000_000), "lease_until" => at(1_000_000_030), "worker" => "r",
+            "limit" => 500_i64, "ordered" => serde_json::json!([]),
+        },
+    )
+    .await;
+    assert_uses(&claim, "outbox_pkey", "outbox");
+    let results: Vec<serde_json::Value> = (0..500)
+        .map(|_| {
+            serde_json::json!({
+                "id": Uuid::now_v7(), "status": "delivered", "attempted": true,
+                "next_attempt_at": null, "status_code": 200, "error": null,
+            })
+        })
+        .collect();
+    let record = plan(
+        d,
+        &outbox::repo::RECORD_RESULTS,
+        &params! {
+            "results" => serde_json::Value::from(results), "worker" => "r", "now" => at(0),
+        },
+    )
+    .await;
+    assert_uses(&record, "outbox_pkey", "outbox");
+}
+
 for_each_adapter!(
+    relay_statements_use_the_primary_key_with_a_large_due_backlog,
     claim_by_id_uses_the_primary_key_with_a_large_backlog,
     hot_queries_use_the_partial_indexes,
 );

@@ -686,7 +686,15 @@ async fn a_run_loops_until_its_deadline_and_delivers_rows_written_meanwhile() {
     let sink = HttpSink::start().await;
     let cfg = config(&sink.url("/in"), serde_json::json!({}));
     enqueue(db.as_ref(), "early", 2, at(0)).await;
-    let relay = relay(db.clone(), clock.clone(), "relay-a");
+    let mut settings = RelaySettings::new("relay-a");
+    settings.lanes = 1; // one lane: one pause per idle second
+    let relay = Relay::new(
+        db.clone(),
+        Arc::new(HttpSender::default()),
+        None,
+        clock.clone(),
+        settings,
+    );
     let pause = ClockPause {
         clock: clock.clone(),
         db: db.clone(),
@@ -753,6 +761,80 @@ async fn retention_purges_old_finished_rows_in_bounded_batches(adapter: Adapter)
     );
 }
 
+/// Answers 200 after yielding a few times, tracking how many requests are
+/// in flight at once.
+#[derive(Debug, Default)]
+struct ConcurrencyProbe {
+    now: std::sync::atomic::AtomicUsize,
+    max: std::sync::atomic::AtomicUsize,
+    total: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait]
+impl WebhookSender for ConcurrencyProbe {
+    async fn send(&self, _request: OutboundRequest<'_>) -> SendOutcome {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.now.fetch_add(1, SeqCst) + 1;
+        self.max.fetch_max(now, SeqCst);
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+        self.now.fetch_sub(1, SeqCst);
+        self.total.fetch_add(1, SeqCst);
+        SendOutcome::Response {
+            status: 200,
+            retry_after: None,
+            body_excerpt: String::new(),
+        }
+    }
+}
+
+async fn lanes_deliver_concurrently_but_share_each_destinations_in_flight_limit() {
+    let (_t, db) = migrated_db(Adapter::Postgres).await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    for a in 0..12 {
+        enqueue(db.as_ref(), &format!("o-{a}"), 1, at(0)).await;
+    }
+    let deliver = |max_in_flight: usize| {
+        let (db, clock) = (db.clone(), clock.clone());
+        async move {
+            let probe = Arc::new(ConcurrencyProbe::default());
+            let mut settings = RelaySettings::new("relay-a");
+            settings.lanes = 3;
+            settings.batch_size = 2;
+            let relay = Relay::new(db, probe.clone(), None, clock.clone(), settings);
+            let cfg = config(
+                "http://127.0.0.1:9/unused",
+                serde_json::json!({ "max_in_flight": max_in_flight }),
+            );
+            let report = relay.drain(&ConfigStore::fixed(cfg, clock)).await;
+            (report, probe)
+        }
+    };
+    let (report, probe) = deliver(1).await;
+    assert_eq!(report.deliveries.delivered, 12);
+    assert!(
+        report.batches >= 6 + 3,
+        "batches of 2 plus one empty claim per lane"
+    );
+    assert_eq!(
+        probe.max.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "one request at a time across lanes"
+    );
+
+    for a in 0..12 {
+        enqueue(db.as_ref(), &format!("p-{a}"), 1, at(0)).await;
+    }
+    let (report, probe) = deliver(10).await;
+    assert_eq!(report.deliveries.delivered, 12);
+    assert!(
+        probe.max.load(std::sync::atomic::Ordering::SeqCst) > 2,
+        "lanes overlap: {} at once",
+        probe.max.load(std::sync::atomic::Ordering::SeqCst)
+    );
+}
+
 for_each_adapter!(
     a_receiver_down_then_up_gets_every_row_under_one_webhook_id,
     gone_is_dead_at_once_and_reported,
@@ -783,4 +865,5 @@ postgres_only!(
     no_request_outlives_its_batch_and_late_rows_are_released_unattempted,
     rows_for_an_unknown_destination_are_kept_and_retried,
     a_run_loops_until_its_deadline_and_delivers_rows_written_meanwhile,
+    lanes_deliver_concurrently_but_share_each_destinations_in_flight_limit,
 );

@@ -8,8 +8,9 @@
 //!    └────── failure, backoff ──────┤
 //!                                   └── max attempts / 410 ──▶ dead
 //! ```
-//! A claim moves `next_attempt_at` to the lease expiry, so a leased row is
-//! simply not due, and a crashed relay's rows become due again by themselves.
+//! A claim sets `locked_until` (the lease); a row is claimable when it is due
+//! and not leased, so a crashed relay's rows become claimable again by
+//! themselves when the lease ends.
 
 pub mod repo;
 

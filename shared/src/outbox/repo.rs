@@ -108,6 +108,7 @@ pub const CLAIM_DUE: Statement = Statement::new(
         "WITH due AS (
             SELECT o.id FROM outbox AS o
              WHERE o.status = 'pending' AND o.next_attempt_at <= CAST(:now AS timestamptz)
+               AND (o.locked_until IS NULL OR o.locked_until <= CAST(:now AS timestamptz))
                AND NOT (o.destination IN (SELECT jsonb_array_elements_text(CAST(:ordered AS jsonb)))
                         AND EXISTS (SELECT 1 FROM outbox AS older
                                      WHERE older.destination = o.destination
@@ -121,10 +122,8 @@ pub const CLAIM_DUE: Statement = Statement::new(
         )
         UPDATE outbox AS o
            SET locked_until = CAST(:lease_until AS timestamptz),
-               next_attempt_at = CAST(:lease_until AS timestamptz),
                locked_by = :worker
-          FROM due
-         WHERE o.id = due.id
+         WHERE o.id = ANY(ARRAY(SELECT id FROM due))
         RETURNING ",
         outbox_columns!("o.")
     ),
@@ -147,7 +146,9 @@ pub struct ClaimRequest<'a> {
 }
 
 /// Leases up to `limit` due rows until `lease_until`, in ONE statement
-/// (`FOR UPDATE SKIP LOCKED`: concurrent relays get disjoint rows). For
+/// (`FOR UPDATE SKIP LOCKED`: concurrent relays get disjoint rows). The
+/// lease only sets `locked_until`/`locked_by`, columns no index covers, so
+/// PostgreSQL updates the row in place (HOT) without touching any index. For
 /// ordered destinations only the oldest undelivered row of each aggregate is
 /// claimable. Returned in insertion order.
 pub async fn claim_due(
@@ -223,7 +224,9 @@ pub const RECORD_RESULTS: Statement = Statement::new(
        FROM jsonb_to_recordset(CAST(:results AS jsonb))
             AS r(id uuid, status text, attempted boolean, next_attempt_at timestamptz,
                  status_code integer, error text)
-      WHERE o.id = r.id AND o.status = 'pending' AND o.locked_by = :worker",
+      WHERE o.id = ANY(ARRAY(SELECT CAST(e ->> 'id' AS uuid)
+                               FROM jsonb_array_elements(CAST(:results AS jsonb)) AS e))
+        AND o.id = r.id AND o.status = 'pending' AND o.locked_by = :worker",
 );
 
 /// Records the results of a whole batch in ONE statement (an attempt is

@@ -32,7 +32,7 @@ pub mod settings;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -171,6 +171,28 @@ impl RunReport {
     }
 }
 
+/// Request slots per destination (`max_in_flight`), shared by every batch
+/// of one relay, whichever lane runs it.
+#[derive(Debug, Default)]
+struct Slots(Mutex<HashMap<String, (usize, Arc<Semaphore>)>>);
+
+impl Slots {
+    fn of(&self, destination: &Destination) -> Arc<Semaphore> {
+        let mut slots = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match slots.get(&destination.name) {
+            Some((limit, slot)) if *limit == destination.max_in_flight => slot.clone(),
+            _ => {
+                let slot = Arc::new(Semaphore::new(destination.max_in_flight));
+                slots.insert(
+                    destination.name.clone(),
+                    (destination.max_in_flight, slot.clone()),
+                );
+                slot
+            }
+        }
+    }
+}
+
 /// The relay use case, over its ports.
 #[derive(Debug, Clone)]
 pub struct Relay {
@@ -180,6 +202,7 @@ pub struct Relay {
     clock: Arc<dyn Clock>,
     jitter: Arc<dyn Jitter>,
     settings: RelaySettings,
+    slots: Arc<Slots>,
 }
 
 impl Relay {
@@ -198,6 +221,7 @@ impl Relay {
             clock,
             jitter: Arc::new(RandomJitter),
             settings,
+            slots: Arc::default(),
         }
     }
 
@@ -245,13 +269,9 @@ impl Relay {
         if rows.is_empty() {
             return Ok(report);
         }
-        let slots: HashMap<&str, Arc<Semaphore>> = config
-            .destinations()
-            .map(|d| (d.name.as_str(), Arc::new(Semaphore::new(d.max_in_flight))))
-            .collect();
         let attempts = rows.iter().map(|row| {
             let destination = config.destination(&row.destination);
-            let slot = slots.get(row.destination.as_str()).cloned();
+            let slot = destination.map(|d| self.slots.of(d));
             self.attempt(row, destination, slot, batch_deadline)
         });
         let outcomes = futures::future::join_all(attempts).await;
@@ -566,68 +586,109 @@ impl Relay {
         Ok(report)
     }
 
-    /// One invocation: retention once, then batches until `deadline` minus
-    /// the stop margin, sweeping every `sweep_every`, pausing `idle` when
-    /// nothing is due; finally the pending count and lag. A database error
-    /// ends the loop (the next invocation starts over); it is in the report.
+    /// One invocation: retention once, then `lanes` concurrent batch loops
+    /// until `deadline` minus the stop margin (the first lane also sweeps
+    /// every `sweep_every`), each pausing `idle` when nothing is due;
+    /// finally the pending count and lag. A database error ends its lane
+    /// (the next invocation starts over); it is in the report.
     pub async fn run(
         &self,
         config: &ConfigStore,
         deadline: DateTime<Utc>,
         pause: &dyn Pause,
     ) -> RunReport {
-        let mut report = RunReport::default();
-        match self.purge().await {
-            Ok(p) => report.purge = p,
-            Err(e) => report.errors.push(format!("retention: {e}")),
-        }
+        let report = Mutex::new(RunReport::default());
+        let purged = self.purge().await;
+        record(&report, |r| match purged {
+            Ok(p) => r.purge = p,
+            Err(e) => r.errors.push(format!("retention: {e}")),
+        });
         let stop_at = deadline - chrono_duration(self.settings.stop_margin);
+        let lanes = (0..self.settings.lanes.max(1))
+            .map(|lane| self.lane(lane == 0, config, stop_at, Some(pause), &report));
+        futures::future::join_all(lanes).await;
+        let summary = outbox::pending_summary(self.db.as_ref()).await;
+        let now = self.clock.now();
+        record(&report, |r| match summary {
+            Ok(summary) => {
+                r.pending = Some(summary.pending);
+                r.lag_seconds = Some(summary.oldest_created_at.map_or(0.0, |oldest| {
+                    (now - oldest).num_milliseconds().max(0) as f64 / 1000.0
+                }));
+            }
+            Err(e) => r.errors.push(format!("pending summary: {e}")),
+        });
+        report.into_inner().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Delivers until nothing is due, `lanes` batches at a time, without
+    /// sweeping, purging or pausing (the bench; an operator's "flush").
+    pub async fn drain(&self, config: &ConfigStore) -> RunReport {
+        let report = Mutex::new(RunReport::default());
+        let far = self.clock.now() + chrono::Duration::days(1);
+        let lanes =
+            (0..self.settings.lanes.max(1)).map(|_| self.lane(false, config, far, None, &report));
+        futures::future::join_all(lanes).await;
+        report.into_inner().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// One lane: batches until `stop_at`; when nothing is due, pauses (or,
+    /// without `pause`, ends).
+    async fn lane(
+        &self,
+        sweeps: bool,
+        config: &ConfigStore,
+        stop_at: DateTime<Utc>,
+        pause: Option<&dyn Pause>,
+        report: &Mutex<RunReport>,
+    ) {
         let mut next_sweep = self.clock.now();
         loop {
             let now = self.clock.now();
-            if now >= next_sweep {
-                match self.sweep().await {
+            if sweeps && now >= next_sweep {
+                let swept = self.sweep().await;
+                record(report, |r| match swept {
                     Ok(s) => {
-                        report.sweep.swept += s.swept;
-                        report.sweep.send_failed += s.send_failed;
+                        r.sweep.swept += s.swept;
+                        r.sweep.send_failed += s.send_failed;
                     }
-                    Err(e) => report.errors.push(format!("sweeper: {e}")),
-                }
+                    Err(e) => r.errors.push(format!("sweeper: {e}")),
+                });
                 next_sweep = now + chrono_duration(self.settings.sweep_every);
             }
             let left = (stop_at - now).to_std().unwrap_or_default();
             if left < self.settings.min_request_time {
-                break;
+                return;
             }
             let config = config.current().await;
             let batch_deadline = now + chrono_duration(self.settings.lease.min(left));
-            report.batches += 1;
-            match self.deliver_batch(&config, batch_deadline).await {
-                Ok(batch) => {
-                    report.deliveries.add(&batch);
-                    if batch.claimed == 0 {
-                        let left = (stop_at - self.clock.now()).to_std().unwrap_or_default();
-                        pause.pause(self.settings.idle.min(left)).await;
+            let batch = self.deliver_batch(&config, batch_deadline).await;
+            let claimed = batch.as_ref().map_or(0, |b| b.claimed);
+            let failed = batch.is_err();
+            record(report, |r| {
+                r.batches += 1;
+                match &batch {
+                    Ok(b) => r.deliveries.add(b),
+                    Err(e) => {
+                        tracing::error!(error = %e, "relay batch failed; stopping this lane");
+                        r.errors.push(format!("delivery: {e}"));
                     }
                 }
-                Err(e) => {
-                    tracing::error!(error = %e, "relay batch failed; stopping this run");
-                    report.errors.push(format!("delivery: {e}"));
-                    break;
-                }
+            });
+            if failed {
+                return;
+            }
+            if claimed == 0 {
+                let Some(pause) = pause else { return };
+                let left = (stop_at - self.clock.now()).to_std().unwrap_or_default();
+                pause.pause(self.settings.idle.min(left)).await;
             }
         }
-        match outbox::pending_summary(self.db.as_ref()).await {
-            Ok(summary) => {
-                report.pending = Some(summary.pending);
-                report.lag_seconds = Some(summary.oldest_created_at.map_or(0.0, |oldest| {
-                    (self.clock.now() - oldest).num_milliseconds().max(0) as f64 / 1000.0
-                }));
-            }
-            Err(e) => report.errors.push(format!("pending summary: {e}")),
-        }
-        report
     }
+}
+
+fn record(report: &Mutex<RunReport>, f: impl FnOnce(&mut RunReport)) {
+    f(&mut report.lock().unwrap_or_else(|p| p.into_inner()));
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -5,6 +5,7 @@
 //! | variable | default | meaning |
 //! | --- | --- | --- |
 //! | `HOOKBOX_RELAY_BATCH_SIZE` | `50` | rows claimed per batch (one claim statement, one result statement) |
+//! | `HOOKBOX_RELAY_LANES` | `4` | batches in flight at once (while one lane waits for its slowest receiver or the database, the others deliver); `max_in_flight` per destination holds across lanes |
 //! | `HOOKBOX_RELAY_LEASE_SECONDS` | `30` | longest a batch may take; its requests are cut off by then (each also by its destination's timeout) |
 //! | `HOOKBOX_RELAY_IDLE_MILLIS` | `1000` | pause when nothing is due, so delivery latency is about this |
 //! | `HOOKBOX_RELAY_STOP_MARGIN_SECONDS` | `5` | stop claiming this long before the invocation's deadline |
@@ -23,6 +24,8 @@ pub struct RelaySettings {
     pub worker: String,
     /// Rows per claim.
     pub batch_size: i64,
+    /// Batch loops running at once.
+    pub lanes: usize,
     /// Longest a batch may take.
     pub lease: Duration,
     /// Extra lease after the batch deadline, so the results are recorded
@@ -57,6 +60,7 @@ impl RelaySettings {
         Self {
             worker: worker.into(),
             batch_size: 50,
+            lanes: 4,
             lease: Duration::from_secs(30),
             lease_slack: Duration::from_secs(5),
             idle: Duration::from_secs(1),
@@ -98,6 +102,9 @@ impl RelaySettings {
         };
         if let Some(v) = var("HOOKBOX_RELAY_BATCH_SIZE") {
             s.batch_size = number(v, 1, 1_000)? as i64;
+        }
+        if let Some(v) = var("HOOKBOX_RELAY_LANES") {
+            s.lanes = number(v, 1, 64)? as usize;
         }
         if let Some(v) = var("HOOKBOX_RELAY_LEASE_SECONDS") {
             s.lease = Duration::from_secs(number(v, 2, 900)?);

@@ -1,0 +1,240 @@
+//! Relay throughput: deliveries/s from the outbox to a local sink
+//! (127.0.0.1) against a bare reqwest client posting the same payloads at
+//! the same concurrency, in the same run; and database statements per batch.
+//!
+//! ```sh
+//! cargo run --release -p hookbox-relay --example relay-bench [-- --rows 5000 --in-flight 32 --batch 100 --lanes 4 --rounds 3 --check]
+//! ```
+//! One durable throwaway cluster (fsync on). Each round: the bare client
+//! posts N payloads with `in-flight` requests at once; then N outbox rows
+//! are delivered by the relay (`Relay::drain`: `lanes` batch loops, each
+//! claim → signed POSTs → one result statement, ≤ in-flight requests at once
+//! across lanes) until none is due. Best round of each is compared
+//! (the machine is shared; the best round is the least disturbed). `--check`
+//! exits 1 when the relay is below half the bare rate or a batch costs more
+//! than 2 statements.
+
+#[path = "../../../shared/tests/processing_support/mod.rs"]
+mod processing_support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt as _;
+use hookbox::clock::{Clock, SystemClock};
+use hookbox::config::{ConfigStore, HookboxConfig};
+use hookbox::outbox::{self, NewOutboxEvent};
+use hookbox::relay::{HttpSender, Relay, RelaySettings};
+use hookbox::store::Database;
+use hookbox::store::postgres::{PgDatabase, PgOptions};
+use hookbox_testkit::PrivateCluster;
+use processing_support::CountingDb;
+
+struct Args {
+    rows: usize,
+    in_flight: usize,
+    batch: i64,
+    lanes: usize,
+    rounds: usize,
+    check: bool,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        rows: 5_000,
+        in_flight: 32,
+        batch: 100,
+        lanes: 4,
+        rounds: 3,
+        check: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || {
+            it.next()
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or_else(|| panic!("{flag} needs a number"))
+        };
+        match flag.as_str() {
+            "--rows" => a.rows = value(),
+            "--in-flight" => a.in_flight = value(),
+            "--batch" => a.batch = value() as i64,
+            "--rounds" => a.rounds = value(),
+            "--lanes" => a.lanes = value(),
+            "--check" => a.check = true,
+            other => panic!("unknown flag {other}"),
+        }
+    }
+    a
+}
+
+/// A minimal receiver: 200 for every POST, counting them.
+async fn sink() -> (String, Arc<AtomicU64>) {
+    let hits = Arc::new(AtomicU64::new(0));
+    let counter = hits.clone();
+    let app = axum::Router::new().route(
+        "/in",
+        axum::routing::post(move |_body: axum::body::Bytes| {
+            let counter = counter.clone();
+            async move {
+                counter.fetch_add(1, Ordering::Relaxed);
+                axum::http::StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind sink");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}/in"), hits)
+}
+
+fn payload(i: usize) -> serde_json::Value {
+    serde_json::json!({
+        "type": "order.status_changed",
+        "order_id": format!("o-{i}"),
+        "status": "paid",
+        "note": "x".repeat(800),
+    })
+}
+
+async fn fill(db: &dyn Database, rows: usize) {
+    let now = SystemClock.now();
+    for chunk in (0..rows).collect::<Vec<_>>().chunks(500) {
+        let tx = db.begin().await.expect("begin");
+        for i in chunk {
+            let event = NewOutboxEvent {
+                aggregate_type: "order".into(),
+                aggregate_id: format!("o-{i}"),
+                event_type: "order.status_changed".into(),
+                destination: "sink".into(),
+                payload: payload(*i),
+            };
+            outbox::enqueue(tx.as_ref(), &event, now)
+                .await
+                .expect("enqueue");
+        }
+        tx.commit().await.expect("commit");
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let a = args();
+    let cluster = PrivateCluster::start_durable();
+    let pg: Arc<dyn Database> =
+        Arc::new(PgDatabase::connect(cluster.url(), &PgOptions::default()).expect("pool"));
+    hookbox::migrate::migrate(pg.as_ref())
+        .await
+        .expect("migrate");
+    let (url, hits) = sink().await;
+    let config = HookboxConfig::parse(
+        &serde_json::json!({ "destinations": { "sink": {
+            "url": url,
+            "secrets": ["whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA=="],
+            "max_in_flight": a.in_flight,
+            "allowed_networks": ["127.0.0.0/8"],
+        }}})
+        .to_string(),
+        "bench",
+    )
+    .expect("config");
+    let store = ConfigStore::fixed(config, Arc::new(SystemClock));
+    let bodies: Vec<String> = (0..a.rows).map(|i| payload(i).to_string()).collect();
+    let bare = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+
+    let (mut best_bare, mut best_relay) = (0.0_f64, 0.0_f64);
+    let mut per_batch = Vec::new();
+    for round in 1..=a.rounds {
+        // bare client
+        let before = hits.load(Ordering::Relaxed);
+        let start = Instant::now();
+        futures::stream::iter(bodies.iter())
+            .map(|body| {
+                let (bare, url) = (bare.clone(), url.clone());
+                async move {
+                    let r = bare
+                        .post(url)
+                        .header("content-type", "application/json")
+                        .body(body.clone())
+                        .send()
+                        .await
+                        .expect("bare post");
+                    assert!(r.status().is_success());
+                }
+            })
+            .buffer_unordered(a.in_flight)
+            .for_each(|_| async {})
+            .await;
+        let bare_rate = a.rows as f64 / start.elapsed().as_secs_f64();
+        assert_eq!(hits.load(Ordering::Relaxed) - before, a.rows as u64);
+
+        // relay
+        fill(pg.as_ref(), a.rows).await;
+        let counting = Arc::new(CountingDb::new(pg.clone()));
+        let mut settings = RelaySettings::new(format!("bench-{round}"));
+        settings.batch_size = a.batch;
+        settings.lanes = a.lanes;
+        let relay = Relay::new(
+            counting.clone(),
+            Arc::new(HttpSender::default()),
+            None,
+            Arc::new(SystemClock),
+            settings,
+        );
+        let before = hits.load(Ordering::Relaxed);
+        let start = Instant::now();
+        let run = relay.drain(&store).await;
+        let (batches, delivered) = (run.batches - a.lanes as u64, run.deliveries.delivered);
+        assert_eq!(run.errors, Vec::<String>::new());
+        let elapsed = start.elapsed();
+        assert_eq!(delivered, a.rows as u64, "every row delivered");
+        assert_eq!(hits.load(Ordering::Relaxed) - before, a.rows as u64);
+        let relay_rate = a.rows as f64 / elapsed.as_secs_f64();
+        // each lane ends with one empty claim, outside any batch
+        let statements = counting.counts.total() - a.lanes as u64;
+        let statements_per_batch = statements as f64 / batches as f64;
+        per_batch.push(statements_per_batch);
+        println!(
+            "round {round}: bare {bare_rate:>8.0}/s   relay {relay_rate:>8.0}/s   ratio {:.2}   \
+             {batches} batches of ≤{} in {} lanes, {statements_per_batch:.2} statements/batch",
+            relay_rate / bare_rate,
+            a.batch,
+            a.lanes
+        );
+        let db_time: Duration = counting.counts.breakdown().iter().map(|(_, _, t)| *t).sum();
+        println!(
+            "         time in the database {:.0} ms of {:.0} ms: {}",
+            db_time.as_secs_f64() * 1e3,
+            elapsed.as_secs_f64() * 1e3,
+            counting
+                .counts
+                .breakdown()
+                .iter()
+                .map(|(name, n, t)| format!("{name} ×{n} {:.0} ms", t.as_secs_f64() * 1e3))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        best_bare = best_bare.max(bare_rate);
+        best_relay = best_relay.max(relay_rate);
+        tokio::time::sleep(Duration::from_millis(200)).await; // let the sink's connections settle
+    }
+    let ratio = best_relay / best_bare;
+    let worst_statements = per_batch.iter().cloned().fold(0.0, f64::max);
+    println!(
+        "best: bare {best_bare:.0} deliveries/s, relay {best_relay:.0} deliveries/s, ratio {ratio:.2} \
+         (goal ≥ 0.5); statements per batch ≤ {worst_statements:.2} (goal ≤ 2)"
+    );
+    println!(
+        "({} rows of ~1 KiB per round, {} in flight, batch {}, {} lanes, durable PostgreSQL, sink on 127.0.0.1)",
+        a.rows, a.in_flight, a.batch, a.lanes
+    );
+    if a.check && (ratio < 0.5 || worst_statements > 2.0) {
+        std::process::exit(1);
+    }
+}
