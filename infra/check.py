@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+"""Offline checks of infra/template.yaml (no AWS account, no network).
+
+1. The SAM transform succeeds: aws-sam-translator's Translator turns the
+   template into plain CloudFormation, with a fake account (123456789012) and
+   region (eu-west-1), local CodeUri replaced by a fake S3 location as
+   `sam package` would (this is what `sam deploy` sends to CloudFormation).
+   The translated template is then linted with cfn-lint (cfn-lint's entry
+   point, `cfnlint.runner.main`), which does not depend on cfn-lint's own SAM support.
+2. Every AWS::Serverless::Function is built by cargo-lambda
+   (Metadata.BuildMethod rust-cargolambda) and its BuildProperties.Binary
+   names a `[[bin]]` of a crate under functions/ that is a workspace member,
+   with CodeUri at the workspace root. A binary whose crate does not exist
+   yet is accepted ONLY when functions/README.md lists that crate as
+   "planned" and functions/<binary>/ does not exist; once the crate exists it
+   must satisfy the full check.
+3. Every environment variable the template sets is read by the Rust code:
+   its quoted name ("NAME") appears in non-test code under shared/src or
+   functions/*/src (text after a file's first `#[cfg(test)]` is ignored).
+   Variables of a planned function are reported but not required while its
+   crate does not exist.
+4. Least privilege in the translated template: every IAM role's only
+   managed policy is AWSLambdaBasicExecutionRole and no inline statement has
+   Resource "*".
+5. Consistency: the inbox queue's maxReceiveCount is the processor's
+   HOOKBOX_MAX_RECEIVE_COUNT, its VisibilityTimeout is at least 6x the
+   processor timeout, and the SQS event uses ReportBatchItemFailures.
+
+Usage: python3 infra/check.py [TEMPLATE] (default infra/template.yaml).
+Prints OK and exits 0, or prints every problem and exits 1 (2 when
+aws-sam-translator is not installed).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import tempfile
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE = ROOT / "infra" / "template.yaml"
+FAKE_ACCOUNT = "123456789012"
+FAKE_REGION = "eu-west-1"
+# The `cfn-lint` command, run by this interpreter (no PATH lookup).
+CFN_LINT = "import sys; from cfnlint.runner import main; sys.exit(main())"
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11
+    tomllib = None
+
+try:
+    import boto3
+    from samtranslator.model.exceptions import InvalidDocumentException
+    from samtranslator.parser.parser import Parser
+    from samtranslator.translator.translator import Translator
+    from samtranslator.yaml_helper import yaml_parse
+except ImportError as e:
+    print(
+        f"aws-sam-translator is missing ({e}): python3 -m pip install aws-sam-translator cfn-lint",
+        file=sys.stderr,
+    )
+    sys.exit(2)
+
+
+problems: list[str] = []
+notes: list[str] = []
+
+
+def problem(msg: str) -> None:
+    problems.append(msg)
+
+
+# ------------------------------------------------------------------ template
+def load_template() -> dict:
+    return yaml_parse(TEMPLATE.read_text())
+
+
+def fake_parameter_values(template: dict) -> dict:
+    """Values for parameters without a default (the translator resolves a few)."""
+    values = {}
+    for name, spec in (template.get("Parameters") or {}).items():
+        if "Default" in spec:
+            continue
+        if name == "PartnersSecretArn":
+            values[name] = f"arn:aws:secretsmanager:{FAKE_REGION}:{FAKE_ACCOUNT}:secret:hookbox/partners-AbCdEf"
+        else:
+            values[name] = "x"
+    values["AWS::AccountId"] = FAKE_ACCOUNT
+    values["AWS::Region"] = FAKE_REGION
+    values["AWS::Partition"] = "aws"
+    return values
+
+
+def translate(template: dict) -> dict | None:
+    sam = copy.deepcopy(template)
+    for name, res in (sam.get("Resources") or {}).items():
+        if res.get("Type") == "AWS::Serverless::Function":
+            props = res.setdefault("Properties", {})
+            # What `sam package` does with a local path: upload, point at S3.
+            props["CodeUri"] = f"s3://hookbox-check-artifacts/{name}.zip"
+    os.environ.setdefault("AWS_DEFAULT_REGION", FAKE_REGION)
+    session = boto3.session.Session(
+        region_name=FAKE_REGION,
+        aws_access_key_id="AKIDEXAMPLE",
+        aws_secret_access_key="not-a-secret",
+    )
+    translator = Translator(managed_policy_map={}, sam_parser=Parser(), boto_session=session)
+    try:
+        return translator.translate(
+            sam_template=sam,
+            parameter_values=fake_parameter_values(template),
+            get_managed_policy_map=lambda: {},
+        )
+    except InvalidDocumentException as e:
+        for cause in e.causes:
+            problem(f"SAM transform: {cause.message}")
+    except Exception as e:  # noqa: BLE001 - report whatever the translator raised
+        problem(f"SAM transform failed: {type(e).__name__}: {e}")
+    return None
+
+
+# ----------------------------------------------------------------- workspace
+def read_toml(path: Path) -> dict:
+    if tomllib is None:
+        problem("Python 3.11+ is needed (tomllib) to read Cargo.toml files")
+        return {}
+    return tomllib.loads(path.read_text())
+
+
+def workspace_members() -> set[Path]:
+    manifest = read_toml(ROOT / "Cargo.toml")
+    members = set()
+    for pattern in manifest.get("workspace", {}).get("members", []):
+        for p in ROOT.glob(pattern):
+            members.add(p.resolve())
+    return members
+
+
+def function_binaries() -> dict[str, Path]:
+    """Binary name -> crate directory, for every crate under functions/."""
+    bins: dict[str, Path] = {}
+    for manifest in sorted((ROOT / "functions").glob("*/Cargo.toml")):
+        data = read_toml(manifest)
+        crate = manifest.parent
+        declared = data.get("bin", [])
+        for b in declared:
+            bins[b["name"]] = crate
+        if not declared and (crate / "src" / "main.rs").exists():
+            bins[data["package"]["name"]] = crate  # cargo's implicit binary
+    return bins
+
+
+def planned_crates() -> set[str]:
+    """Crates functions/README.md's table marks as planned."""
+    readme = (ROOT / "functions" / "README.md").read_text()
+    planned = set()
+    for line in readme.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and "planned" in cells[-1].lower():
+            m = re.fullmatch(r"`([A-Za-z0-9_-]+)`", cells[0])
+            if m:
+                planned.add(m.group(1))
+    return planned
+
+
+def rust_sources_text() -> str:
+    """Non-test Rust code of shared/src and functions/*/src."""
+    parts = []
+    for base in [ROOT / "shared" / "src", *sorted((ROOT / "functions").glob("*/src"))]:
+        for path in sorted(base.rglob("*.rs")):
+            text = path.read_text()
+            cut = text.find("#[cfg(test)]")
+            parts.append(text if cut < 0 else text[:cut])
+    return "\n".join(parts)
+
+
+# -------------------------------------------------------------------- checks
+def check_functions(template: dict) -> None:
+    resources = template.get("Resources") or {}
+    globals_env = (
+        ((template.get("Globals") or {}).get("Function") or {}).get("Environment") or {}
+    ).get("Variables") or {}
+    bins = function_binaries()
+    members = workspace_members()
+    planned = planned_crates()
+    code = rust_sources_text()
+    functions = {n: r for n, r in resources.items() if r.get("Type") == "AWS::Serverless::Function"}
+    if not functions:
+        problem("no AWS::Serverless::Function in the template")
+    seen_bins = {}
+    for name, res in functions.items():
+        meta = res.get("Metadata") or {}
+        props = res.get("Properties") or {}
+        if meta.get("BuildMethod") != "rust-cargolambda":
+            problem(f"{name}: Metadata.BuildMethod must be rust-cargolambda")
+        binary = (meta.get("BuildProperties") or {}).get("Binary")
+        code_uri = (TEMPLATE.parent / str(props.get("CodeUri", "."))).resolve()
+        if code_uri != ROOT:
+            problem(f"{name}: CodeUri must be the workspace root ({ROOT}), is {code_uri}")
+        is_planned = False
+        if not isinstance(binary, str) or not binary:
+            problem(f"{name}: Metadata.BuildProperties.Binary is missing")
+        elif binary in seen_bins:
+            problem(f"{name}: binary {binary} is already deployed by {seen_bins[binary]}")
+        elif binary in bins:
+            crate = bins[binary]
+            if crate.resolve() not in members:
+                problem(f"{name}: crate {crate.relative_to(ROOT)} (binary {binary}) is not a workspace member")
+            else:
+                notes.append(f"{name}: binary {binary} in {crate.relative_to(ROOT)}")
+        elif binary in planned and not (ROOT / "functions" / binary).exists():
+            is_planned = True
+            notes.append(
+                f"{name}: binary {binary} is planned in functions/README.md, "
+                f"functions/{binary}/ does not exist yet (accepted until it does)"
+            )
+        else:
+            problem(
+                f"{name}: binary {binary!r} is neither a [[bin]] of a crate under functions/ "
+                f"nor a crate functions/README.md lists as planned"
+            )
+        if isinstance(binary, str):
+            seen_bins[binary] = name
+
+        env = dict(globals_env)
+        env.update(((props.get("Environment") or {}).get("Variables")) or {})
+        for var in sorted(env):
+            if f'"{var}"' in code:
+                continue
+            if is_planned:
+                notes.append(f"{name}: {var} is not read yet (planned crate; checked once it exists)")
+            else:
+                problem(f"{name}: sets {var}, which no Rust code under shared/src or functions/*/src reads")
+
+
+def check_queue_consistency(template: dict) -> None:
+    resources = template.get("Resources") or {}
+    processor = resources.get("ProcessorFunction", {}).get("Properties", {})
+    queue = resources.get("InboxQueue", {}).get("Properties", {})
+    if not processor or not queue:
+        problem("ProcessorFunction and InboxQueue must both exist")
+        return
+    global_timeout = ((template.get("Globals") or {}).get("Function") or {}).get("Timeout", 3)
+    timeout = int(processor.get("Timeout", global_timeout))
+    visibility = int(queue.get("VisibilityTimeout", 30))
+    if visibility < 6 * timeout:
+        problem(f"InboxQueue VisibilityTimeout {visibility} s < 6 x processor Timeout {timeout} s")
+    receive = (queue.get("RedrivePolicy") or {}).get("maxReceiveCount")
+    env = ((processor.get("Environment") or {}).get("Variables")) or {}
+    if receive is None or receive != env.get("HOOKBOX_MAX_RECEIVE_COUNT"):
+        problem(
+            f"InboxQueue maxReceiveCount ({receive!r}) must be the processor's "
+            f"HOOKBOX_MAX_RECEIVE_COUNT ({env.get('HOOKBOX_MAX_RECEIVE_COUNT')!r})"
+        )
+    sqs_events = [e for e in (processor.get("Events") or {}).values() if e.get("Type") == "SQS"]
+    if len(sqs_events) != 1:
+        problem("ProcessorFunction needs exactly one SQS event")
+    for e in sqs_events:
+        if "ReportBatchItemFailures" not in (e.get("Properties") or {}).get("FunctionResponseTypes", []):
+            problem("ProcessorFunction's SQS event must set FunctionResponseTypes [ReportBatchItemFailures]")
+
+
+def check_translated(cfn: dict) -> None:
+    resources = cfn.get("Resources") or {}
+    types = [r.get("Type") for r in resources.values()]
+    if any(t and t.startswith("AWS::Serverless::") for t in types):
+        problem("the translated template still has AWS::Serverless:: resources")
+    lambdas = [r for r in resources.values() if r.get("Type") == "AWS::Lambda::Function"]
+    for fn in lambdas:
+        p = fn.get("Properties", {})
+        if p.get("Runtime") != "provided.al2023" or p.get("Architectures") != ["arm64"] or p.get("Handler") != "bootstrap":
+            problem(f"a Lambda function is not provided.al2023/arm64/bootstrap: {p.get('Runtime')} {p.get('Architectures')} {p.get('Handler')}")
+    # Least privilege: the only managed policy is the basic execution role
+    # (logs), and no inline statement grants on every resource.
+    for name, res in resources.items():
+        if res.get("Type") != "AWS::IAM::Role":
+            continue
+        props = res.get("Properties", {})
+        for arn in props.get("ManagedPolicyArns", []):
+            text = arn if isinstance(arn, str) else str(arn.get("Fn::Sub", arn))
+            if not text.endswith("policy/service-role/AWSLambdaBasicExecutionRole"):
+                problem(f"{name}: managed policy {text} is broader than needed")
+        for policy in props.get("Policies", []):
+            for st in policy.get("PolicyDocument", {}).get("Statement", []):
+                if not isinstance(st, dict) or "Fn::If" in st:
+                    continue
+                resource = st.get("Resource")
+                if resource == "*" or (isinstance(resource, list) and "*" in resource):
+                    problem(f"{name}: statement {st.get('Sid', st.get('Action'))} grants on every resource")
+    notes.append(
+        f"SAM transform: {len(resources)} CloudFormation resources, {len(lambdas)} Lambda functions"
+    )
+
+
+def lint_translated(cfn: dict) -> None:
+    """cfn-lint on the translated (plain CloudFormation) template: newer
+    cfn-lint releases no longer run the SAM transform themselves."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "translated.json"
+        path.write_text(json.dumps(cfn, indent=1))
+        result = subprocess.run(
+            [sys.executable, "-c", CFN_LINT, "--regions", FAKE_REGION, "--", str(path)],
+            capture_output=True,
+            text=True,
+        )
+    if result.returncode != 0:
+        output = (result.stdout + result.stderr).strip()
+        problem(f"cfn-lint on the translated template (exit {result.returncode}):\n{output}")
+    else:
+        notes.append("cfn-lint on the translated template: clean")
+
+
+def main() -> int:
+    global TEMPLATE
+    if len(sys.argv) > 1:  # another template (tests of this script)
+        TEMPLATE = Path(sys.argv[1]).resolve()
+    template = load_template()
+    cfn = translate(template)
+    if cfn is not None:
+        check_translated(cfn)
+        lint_translated(cfn)
+    check_functions(template)
+    check_queue_consistency(template)
+    for n in notes:
+        print(f"  {n}")
+    if problems:
+        for p in problems:
+            print(f"FAIL {p}", file=sys.stderr)
+        return 1
+    print("OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

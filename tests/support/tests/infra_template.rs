@@ -1,0 +1,77 @@
+//! The SAM template (`infra/template.yaml`) is checked offline on every test
+//! run: `python3 infra/check.py` (SAM transform with aws-sam-translator, the
+//! binaries and environment variables against the Rust code, least privilege,
+//! queue/processor consistency) and `cfn-lint infra/template.yaml`.
+//!
+//! Missing tools FAIL these tests (never skip): install them with
+//! `python3 -m pip install cfn-lint aws-sam-translator` (`.ci/run` does).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// What the `cfn-lint` script runs, for when pip put it outside PATH.
+const CFN_LINT: &str = "import sys; from cfnlint.runner import main; sys.exit(main())";
+
+const INSTALL: &str = "install them with: python3 -m pip install cfn-lint aws-sam-translator";
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repository root")
+}
+
+fn describe(what: &str, output: &Output) -> String {
+    format!(
+        "{what} exited with {}\n--- stdout\n{}\n--- stderr\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn run(program: &str, args: &[&str]) -> std::io::Result<Output> {
+    Command::new(program)
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+}
+
+#[test]
+fn sam_template_translates_and_matches_the_code() {
+    let output = run("python3", &["infra/check.py"]).unwrap_or_else(|e| {
+        panic!("cannot run python3 ({e}): it is needed to check infra/template.yaml; {INSTALL}")
+    });
+    assert!(
+        output.status.success(),
+        "{}\n(exit 2 = aws-sam-translator missing: {INSTALL})",
+        describe("python3 infra/check.py", &output)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.lines().any(|l| l.trim() == "OK"),
+        "{}",
+        describe("python3 infra/check.py (no OK line)", &output)
+    );
+}
+
+#[test]
+fn cfn_lint_is_clean() {
+    // The `cfn-lint` script, else its entry point through python3.
+    let output = match run("cfn-lint", &["infra/template.yaml"]) {
+        Ok(output) => output,
+        Err(_) => run("python3", &["-c", CFN_LINT, "infra/template.yaml"]).unwrap_or_else(|e| {
+            panic!("cannot run cfn-lint nor its Python entry point ({e}); {INSTALL}")
+        }),
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("No module named 'cfnlint'"),
+        "cfn-lint is not installed; {INSTALL}"
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        describe("cfn-lint infra/template.yaml", &output)
+    );
+}
