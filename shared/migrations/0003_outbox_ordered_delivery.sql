@@ -14,7 +14,5 @@ CREATE INDEX outbox_undelivered_aggregate
 
 -- The relay updates each row twice (lease, result). The lease touches no
 -- indexed column, so with free space on the page PostgreSQL updates the row
--- in place (HOT): leave that space. `seq` is an identity column (unique by
--- construction): its UNIQUE index only cost an entry per row version.
+-- in place (HOT): leave that space.
 ALTER TABLE outbox SET (fillfactor = 80);
-ALTER TABLE outbox DROP CONSTRAINT outbox_seq_key;

@@ -17,11 +17,20 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value, json};
 
 /// The CloudWatch namespace of every hookbox metric.
 pub const NAMESPACE: &str = "hookbox";
+
+static TO_STDOUT: AtomicBool = AtomicBool::new(true);
+
+/// Whether [`Metrics::flush`] prints (the default) or logs the line at
+/// debug level instead: the local stack keeps its terminal for people.
+pub fn print_to_stdout(enabled: bool) {
+    TO_STDOUT.store(enabled, Ordering::Relaxed);
+}
 
 /// Most values one metric may carry in one EMF line.
 pub const MAX_VALUES: usize = 100;
@@ -147,7 +156,12 @@ impl Metrics {
         if self.is_empty() {
             return;
         }
-        println!("{}", self.to_emf_line(timestamp_ms));
+        let line = self.to_emf_line(timestamp_ms);
+        if TO_STDOUT.load(Ordering::Relaxed) {
+            println!("{line}");
+        } else {
+            tracing::debug!(emf = %line, "metrics");
+        }
         self.values.clear();
     }
 }

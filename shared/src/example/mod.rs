@@ -10,6 +10,7 @@
 //! ```json
 //! {"type": "payment.received", "order_id": "o-1", "amount_cents": 1250, "currency": "EUR"}
 //! ```
+//! (`"amount": 12.5` is accepted instead of `amount_cents`.)
 //! Event types: `order.created`, `payment.received`, `order.shipped`,
 //! `order.delivered`, `order.cancelled`. Every transition writes one row to
 //! `example_order_transitions` and enqueues one outbox event
@@ -47,9 +48,13 @@ pub struct OrderPayload {
     pub event_type: Option<String>,
     /// The order.
     pub order_id: String,
-    /// Amount, for payments.
+    /// Amount in cents, for payments.
     #[serde(default)]
     pub amount_cents: Option<i64>,
+    /// Amount in currency units (`12.5`), for payments: the local demo
+    /// partner's spelling; used when `amount_cents` is absent.
+    #[serde(default)]
+    pub amount: Option<serde_json::Number>,
     /// Currency, for payments.
     #[serde(default)]
     pub currency: Option<String>,
@@ -121,7 +126,13 @@ impl BusinessHandler for OrdersHandler {
                     to,
                     inbox_id: row.id,
                     event_type,
-                    amount_cents: payload.amount_cents,
+                    amount_cents: payload.amount_cents.or_else(|| {
+                        payload
+                            .amount
+                            .as_ref()
+                            .and_then(serde_json::Number::as_f64)
+                            .map(|a| (a * 100.0).round() as i64)
+                    }),
                     currency: payload.currency.as_deref(),
                     now: event.now,
                 };
@@ -140,6 +151,7 @@ impl BusinessHandler for OrdersHandler {
                     event_type: STATUS_CHANGED.into(),
                     destination: self.destination.clone(),
                     payload: serde_json::json!({
+                        "type": STATUS_CHANGED,
                         "order_id": payload.order_id,
                         "from": from.map(OrderStatus::as_str),
                         "to": to.as_str(),

@@ -1,0 +1,134 @@
+//! The local stack's business: the `demo` partner drives the example orders
+//! domain, and `demo-downstream` (the stack's own outbound webhooks coming
+//! back in) is recorded once per `webhook-id`.
+
+use std::collections::HashSet;
+
+use async_trait::async_trait;
+use hookbox::example::OrdersHandler;
+use hookbox::params;
+use hookbox::processing::{BusinessHandler, HandlerError, InboxEvent, Outcome};
+use hookbox::store::{Executor, Statement, Transaction};
+
+/// The demo partner (a stable contract: see the README).
+pub const DEMO_PARTNER: &str = "demo";
+
+/// The partner (and destination) the stack's outbound webhooks go to: the
+/// stack's own `/webhooks/demo-downstream`.
+pub const DOWNSTREAM: &str = "demo-downstream";
+
+/// The demo partner's Standard Webhooks secret (a stable contract).
+pub const DEMO_SECRET: &str = "whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA==";
+
+/// The secret the relay signs `demo-downstream` deliveries with (and the
+/// `demo-downstream` partner verifies).
+pub const DOWNSTREAM_SECRET: &str = "whsec_aG9va2JveC1sb2NhbC1kb3duc3RyZWFtLXNlY3JldA==";
+
+/// Event types the demo partner routes to the orders domain; any other type
+/// is a poison pill (quarantined).
+pub const DEMO_TYPES: [&str; 3] = ["payment.received", "order.shipped", "order.delivered"];
+
+/// Where `demo-downstream` deliveries are recorded (created at start).
+pub const CREATE_RECEIVED: Statement = Statement::new(
+    "local.create_received",
+    "CREATE TABLE IF NOT EXISTS local_downstream_received (
+        webhook_id  text        PRIMARY KEY,
+        inbox_id    uuid        NOT NULL,
+        event_type  text,
+        payload     jsonb       NOT NULL,
+        received_at timestamptz NOT NULL
+    )",
+);
+
+const RECORD_RECEIVED: Statement = Statement::new(
+    "local.record_received",
+    "INSERT INTO local_downstream_received (webhook_id, inbox_id, event_type, payload, received_at)
+     VALUES (:webhook_id, :inbox_id, :event_type, CAST(:payload AS jsonb),
+             CAST(:now AS timestamptz))
+     ON CONFLICT (webhook_id) DO NOTHING",
+);
+
+/// Routes each inbox event by partner.
+#[derive(Debug, Clone)]
+pub struct LocalHandler {
+    orders: OrdersHandler,
+    demo_types: HashSet<String>,
+}
+
+impl LocalHandler {
+    /// Orders for `demo` (only `demo_types`), records for `demo-downstream`,
+    /// orders for any other configured partner.
+    pub fn new(demo_types: impl IntoIterator<Item = String>) -> Self {
+        Self {
+            orders: OrdersHandler::new(DOWNSTREAM),
+            demo_types: demo_types.into_iter().collect(),
+        }
+    }
+}
+
+#[async_trait]
+impl BusinessHandler for LocalHandler {
+    async fn handle(
+        &self,
+        event: &InboxEvent<'_>,
+        tx: &dyn Transaction,
+    ) -> Result<Outcome, HandlerError> {
+        let row = event.row;
+        match row.partner.as_str() {
+            DOWNSTREAM => {
+                let payload: serde_json::Value = event.json()?;
+                let event_type = payload
+                    .get("type")
+                    .and_then(|t| t.as_str())
+                    .map(str::to_string);
+                tx.execute(
+                    &RECORD_RECEIVED,
+                    &params! {
+                        "webhook_id" => row.event_id.as_str(),
+                        "inbox_id" => row.id,
+                        "event_type" => event_type,
+                        "payload" => payload,
+                        "now" => event.now,
+                    },
+                )
+                .await
+                .map_err(|e| HandlerError::Retryable(e.to_string()))?;
+                Ok(Outcome::Processed)
+            }
+            DEMO_PARTNER => {
+                let event_type = match event.event_type() {
+                    Some(t) => Some(t.to_string()),
+                    None => event
+                        .json::<serde_json::Value>()
+                        .ok()
+                        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string)),
+                };
+                match event_type {
+                    Some(t) if self.demo_types.contains(&t) => self.orders.handle(event, tx).await,
+                    other => Ok(Outcome::Quarantine(format!(
+                        "unknown event type {:?} for partner \"demo\" (known: {})",
+                        other.unwrap_or_default(),
+                        {
+                            let mut known: Vec<&str> =
+                                self.demo_types.iter().map(String::as_str).collect();
+                            known.sort_unstable();
+                            known.join(", ")
+                        }
+                    ))),
+                }
+            }
+            _ => self.orders.handle(event, tx).await,
+        }
+    }
+}
+
+/// How many `demo-downstream` webhooks were recorded (one per webhook-id).
+pub async fn received_count(db: &dyn Executor) -> Result<i64, hookbox::store::DbError> {
+    const COUNT: Statement = Statement::new(
+        "local.received_count",
+        "SELECT count(*) AS n FROM local_downstream_received",
+    );
+    hookbox::store::fetch_one(db, &COUNT, &params! {})
+        .await?
+        .i64("n")
+}
