@@ -34,7 +34,8 @@ pub struct ListArgs {
     #[arg(long, value_name = "NAME")]
     destination: Option<String>,
     /// At most this many rows.
-    #[arg(long, value_name = "N", default_value_t = 50)]
+    #[arg(long, value_name = "N", default_value_t = 50,
+          value_parser = clap::value_parser!(u32).range(1..))]
     limit: u32,
     #[command(flatten)]
     db: DbArgs,
