@@ -5,6 +5,7 @@
 //! `example` is the example business domain (orders), the part users replace.
 //! See `../shared/DESIGN.md` (the team handbook) for the map.
 
+pub mod admin;
 pub mod clock;
 pub mod config;
 pub mod example;

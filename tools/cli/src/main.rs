@@ -1,9 +1,20 @@
-//! `hookbox`: verify and sign webhook signatures from the command line, with
-//! the same code the ingest Lambda and the outbound relay use.
+//! `hookbox`: the operator CLI. Verify and sign webhook signatures with the
+//! same code the ingest Lambda and the outbound relay use; inspect and repair
+//! the inbox, the outbox and the dead-letter queue; send a signed test
+//! webhook.
 //!
-//! Exit codes: 0 valid (or signed), 1 the signature does not verify (the
-//! reason is printed on stderr), 2 usage error (unknown scheme, no body,
-//! unreadable file, unusable secret or configuration, missing URL).
+//! Exit codes: 0 success (`valid`, signed, done), 1 the signature does not
+//! verify (the reason is printed on stderr) or an operation failed or left
+//! ids undone (missing, not replayable), 2 usage or configuration error
+//! (unknown scheme, no body, unreadable file, unusable secret or
+//! configuration, missing URL, no database configured).
+
+mod common;
+mod dlq;
+mod inbox;
+mod outbox;
+mod send;
+mod stats;
 
 use std::fs;
 use std::io::Write as _;
@@ -18,8 +29,7 @@ use hookbox::signature::{
     Headers, SchemeConfig, SchemeKind, Secret, SignedRequest, Verifier, sign_standard_webhooks,
 };
 
-/// Exit code of a usage error (the same one clap uses).
-const USAGE: u8 = 2;
+use common::USAGE;
 /// Exit code of a signature that does not verify.
 const INVALID: u8 = 1;
 
@@ -27,7 +37,7 @@ const INVALID: u8 = 1;
 #[command(
     name = "hookbox",
     version,
-    about = "Verify and sign webhook signatures"
+    about = "hookbox operator CLI: signatures, inbox, outbox, dead-letter queue"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -42,6 +52,20 @@ enum Command {
     /// Sign a webhook body: prints the header lines (`Name: value`), ready for
     /// `curl -H @file`.
     Sign(SignArgs),
+    /// Rows per status in the inbox and the outbox, and the age of the
+    /// oldest pending row of each.
+    Stats(stats::StatsArgs),
+    /// Inbound webhooks: list, show, replay.
+    #[command(subcommand)]
+    Inbox(inbox::InboxCommand),
+    /// Outbound webhooks: list, retry dead rows.
+    #[command(subcommand)]
+    Outbox(outbox::OutboxCommand),
+    /// The inbox queue's dead-letter queue.
+    #[command(subcommand)]
+    Dlq(dlq::DlqCommand),
+    /// Sign a JSON body with Standard Webhooks as a partner and POST it.
+    Send(send::SendArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -74,7 +98,7 @@ enum SignScheme {
 
 #[derive(Debug, Args)]
 #[group(required = true, multiple = false)]
-struct Body {
+pub(crate) struct Body {
     /// The request body, as text.
     #[arg(long, value_name = "TEXT")]
     body: Option<String>,
@@ -84,7 +108,7 @@ struct Body {
 }
 
 impl Body {
-    fn bytes(&self) -> Result<Vec<u8>> {
+    pub(crate) fn bytes(&self) -> Result<Vec<u8>> {
         match (&self.body, &self.body_file) {
             (Some(text), _) => Ok(text.clone().into_bytes()),
             (None, Some(path)) => fs::read(path)
@@ -214,11 +238,13 @@ fn sign(args: &SignArgs) -> Result<ExitCode> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
-        Command::Verify(args) => verify(args),
-        Command::Sign(args) => sign(args),
+        Command::Verify(args) => verify(args).map_err(common::Failure::Usage),
+        Command::Sign(args) => sign(args).map_err(common::Failure::Usage),
+        Command::Stats(args) => common::block_on(stats::run(args)),
+        Command::Inbox(command) => common::block_on(inbox::run(command)),
+        Command::Outbox(command) => common::block_on(outbox::run(command)),
+        Command::Dlq(command) => common::block_on(dlq::run(command)),
+        Command::Send(args) => common::block_on(send::run(args)),
     };
-    result.unwrap_or_else(|error| {
-        eprintln!("error: {error:#}");
-        ExitCode::from(USAGE)
-    })
+    result.unwrap_or_else(common::Failure::report)
 }

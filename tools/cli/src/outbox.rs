@@ -1,0 +1,241 @@
+//! `hookbox outbox list|retry`: the outbound side for operators.
+
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand, ValueEnum};
+use hookbox::admin::{self, OutboxCursor, OutboxFilter, OutboxRetry};
+use hookbox::clock::{Clock as _, SystemClock};
+use hookbox::outbox::OutboxStatus;
+use hookbox::store::Executor;
+use uuid::Uuid;
+
+use crate::common::{
+    DbArgs, FAILED, Failure, OrFail as _, Outcome, connect, print_table, shorten, time,
+};
+
+/// `last_error` in listings is cut to this many characters.
+const LIST_ERROR_CHARS: usize = 60;
+
+#[derive(Debug, Subcommand)]
+pub enum OutboxCommand {
+    /// List rows, oldest first.
+    List(ListArgs),
+    /// Put dead rows back to pending, due now, attempts reset to 0 (by id,
+    /// or every dead row). Exit 1 when an id is missing or not dead.
+    Retry(RetryArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// pending, delivered or dead (default: every status).
+    #[arg(long, value_name = "STATUS")]
+    status: Option<OutboxStatus>,
+    /// Only rows for this destination.
+    #[arg(long, value_name = "NAME")]
+    destination: Option<String>,
+    /// At most this many rows.
+    #[arg(long, value_name = "N", default_value_t = 50,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    limit: u32,
+    #[command(flatten)]
+    db: DbArgs,
+}
+
+/// The statuses a retry takes rows from.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum RetryStatus {
+    Dead,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["ids", "status"])))]
+pub struct RetryArgs {
+    /// Outbox row ids.
+    #[arg(value_name = "ID", conflicts_with = "status")]
+    ids: Vec<Uuid>,
+    /// Retry every row with this status (only `dead`), in batches.
+    #[arg(long, value_enum, value_name = "STATUS")]
+    status: Option<RetryStatus>,
+    /// With --status: only rows for this destination.
+    #[arg(long, value_name = "NAME", requires = "status")]
+    destination: Option<String>,
+    /// Rows handled per statement.
+    #[arg(long, value_name = "N", default_value_t = 100,
+          value_parser = clap::value_parser!(i64).range(1..=1000))]
+    batch_size: i64,
+    #[command(flatten)]
+    db: DbArgs,
+}
+
+pub async fn run(command: &OutboxCommand) -> Outcome {
+    match command {
+        OutboxCommand::List(args) => list(args).await,
+        OutboxCommand::Retry(args) => retry(args).await,
+    }
+}
+
+async fn list(args: &ListArgs) -> Outcome {
+    let db = connect(&args.db).await?;
+    let filter = OutboxFilter {
+        status: args.status,
+        destination: args.destination.clone(),
+    };
+    let wanted = usize::try_from(args.limit).unwrap_or(usize::MAX);
+    let mut rows = Vec::new();
+    let mut after = OutboxCursor::start();
+    // one more than asked, to say whether more rows match
+    while rows.len() <= wanted {
+        let missing = i64::try_from(wanted + 1 - rows.len()).unwrap_or(admin::MAX_PAGE);
+        let page = admin::list_outbox(db.as_ref(), &filter, after, missing)
+            .await
+            .or_failed("cannot list outbox rows")?;
+        let Some(last) = page.last() else { break };
+        after = last.cursor();
+        rows.extend(page);
+    }
+    let more = rows.len() > wanted;
+    rows.truncate(wanted);
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.id.to_string(),
+                r.destination.clone(),
+                r.event_type.clone(),
+                format!("{}/{}", r.aggregate_type, r.aggregate_id),
+                r.status.to_string(),
+                r.attempts.to_string(),
+                time(r.created_at),
+                if r.status == OutboxStatus::Pending {
+                    time(r.next_attempt_at)
+                } else {
+                    "-".into()
+                },
+                r.last_status_code
+                    .map_or_else(|| "-".into(), |c| c.to_string()),
+                r.last_error
+                    .as_deref()
+                    .map_or_else(|| "-".into(), |e| shorten(e, LIST_ERROR_CHARS)),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "ID",
+            "DESTINATION",
+            "EVENT_TYPE",
+            "AGGREGATE",
+            "STATUS",
+            "ATTEMPTS",
+            "CREATED_AT",
+            "NEXT_ATTEMPT_AT",
+            "LAST_STATUS",
+            "LAST_ERROR",
+        ],
+        &table,
+    );
+    if more {
+        println!("(first {wanted} rows; more match: raise --limit)");
+    } else {
+        println!("({} rows)", rows.len());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a retry run did, id by id.
+#[derive(Debug, Default)]
+struct Summary {
+    retried: Vec<Uuid>,
+    not_retryable: Vec<(Uuid, OutboxStatus)>,
+    missing: Vec<Uuid>,
+}
+
+impl Summary {
+    fn record(&mut self, outcomes: Vec<OutboxRetry>) {
+        for outcome in outcomes {
+            match outcome {
+                OutboxRetry::Retried { id } => self.retried.push(id),
+                OutboxRetry::NotRetryable { id, status } => self.not_retryable.push((id, status)),
+                OutboxRetry::Missing { id } => self.missing.push(id),
+            }
+        }
+    }
+
+    fn print(&self) {
+        println!("retried: {}", self.retried.len());
+        println!("not retryable: {}", self.not_retryable.len());
+        for (id, status) in &self.not_retryable {
+            println!("  {id}  ({status}: only dead rows are retried)");
+        }
+        println!("missing: {}", self.missing.len());
+        for id in &self.missing {
+            println!("  {id}");
+        }
+    }
+}
+
+async fn retry(args: &RetryArgs) -> Outcome {
+    let db = connect(&args.db).await?;
+    let mut summary = Summary::default();
+    let result = match args.status {
+        None => retry_ids(db.as_ref(), &args.ids, args.batch_size, &mut summary).await,
+        Some(RetryStatus::Dead) => {
+            retry_all_dead(
+                db.as_ref(),
+                args.destination.as_deref(),
+                args.batch_size,
+                &mut summary,
+            )
+            .await
+        }
+    };
+    summary.print();
+    result?;
+    Ok(
+        if summary.missing.is_empty() && summary.not_retryable.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(FAILED)
+        },
+    )
+}
+
+async fn retry_ids(
+    db: &dyn Executor,
+    ids: &[Uuid],
+    batch: i64,
+    summary: &mut Summary,
+) -> Result<(), Failure> {
+    let batch = usize::try_from(batch).unwrap_or(1).max(1);
+    for chunk in ids.chunks(batch) {
+        let outcomes = admin::retry_dead_outbox(db, chunk, SystemClock.now())
+            .await
+            .or_failed("cannot retry outbox rows")?;
+        summary.record(outcomes);
+    }
+    Ok(())
+}
+
+/// Every dead row (for `destination`), one bounded page of ids at a time.
+async fn retry_all_dead(
+    db: &dyn Executor,
+    destination: Option<&str>,
+    batch: i64,
+    summary: &mut Summary,
+) -> Result<(), Failure> {
+    let mut after = OutboxCursor::start();
+    loop {
+        let page = admin::outbox_dead_ids(db, destination, after, batch)
+            .await
+            .or_failed("cannot list dead outbox rows")?;
+        let Some((_, last)) = page.last() else {
+            return Ok(());
+        };
+        after = *last;
+        let ids: Vec<Uuid> = page.iter().map(|(id, _)| *id).collect();
+        let outcomes = admin::retry_dead_outbox(db, &ids, SystemClock.now())
+            .await
+            .or_failed("cannot retry outbox rows")?;
+        summary.record(outcomes);
+    }
+}
