@@ -99,7 +99,7 @@ async fn outbox_row(
     )
     .await
     .expect("park others");
-    let claimed = outbox::claim_due(db, "w", at(t + 1), at(t + 31), 10)
+    let claimed = outbox::claim_due(db, common::claim("w", at(t + 1), at(t + 31), 10))
         .await
         .expect("claim");
     assert_eq!(claimed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![id]);
@@ -456,7 +456,7 @@ async fn retry_puts_only_dead_outbox_rows_back_to_pending(adapter: Adapter) {
     );
 
     // the relay picks it up at once; a second retry finds nothing to do
-    let due = outbox::claim_due(d, "w2", at(100), at(130), 10)
+    let due = outbox::claim_due(d, common::claim("w2", at(100), at(130), 10))
         .await
         .expect("claim");
     assert!(due.iter().any(|r| r.id == dead));

@@ -7,8 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use aws_lambda_events::apigw::{
-    ApiGatewayCustomAuthorizerRequestTypeRequest, ApiGatewayProxyRequest,
-    ApiGatewayProxyResponse,
+    ApiGatewayCustomAuthorizerRequestTypeRequest, ApiGatewayProxyRequest, ApiGatewayProxyResponse,
 };
 use aws_lambda_events::encodings::Body as ApiBody;
 use aws_lambda_events::iam::IamPolicyEffect;
@@ -42,17 +41,16 @@ fn header_maps(headers: &HeaderMap, source_ip: &str) -> (Value, Value) {
     for (name, value) in headers {
         let Ok(value) = value.to_str() else { continue };
         single.insert(name.as_str().to_string(), json!(value));
-        multi
+        if let Some(values) = multi
             .entry(name.as_str().to_string())
             .or_insert_with(|| json!([]))
             .as_array_mut()
-            .map(|values| values.push(json!(value)));
+        {
+            values.push(json!(value));
+        }
     }
     // API Gateway appends the caller's address to X-Forwarded-For
-    let forwarded = match headers
-        .get("x-forwarded-for")
-        .and_then(|v| v.to_str().ok())
-    {
+    let forwarded = match headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()) {
         Some(existing) => format!("{existing}, {source_ip}"),
         None => source_ip.to_string(),
     };
@@ -67,39 +65,17 @@ fn query_maps(uri: &Uri) -> (Value, Value) {
     };
     let mut single = Map::new();
     let mut multi: Map<String, Value> = Map::new();
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let decode = |s: &str| {
-            let s = s.replace('+', " ");
-            percent_decode(&s)
-        };
-        let (k, v) = (decode(k), decode(v));
-        single.insert(k.clone(), json!(v));
-        multi
-            .entry(k)
+    for (k, v) in form_urlencoded::parse(query.as_bytes()) {
+        single.insert(k.to_string(), json!(v));
+        if let Some(values) = multi
+            .entry(k.to_string())
             .or_insert_with(|| json!([]))
             .as_array_mut()
-            .map(|values| values.push(json!(v)));
+        {
+            values.push(json!(v));
+        }
     }
     (Value::Object(single), Value::Object(multi))
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() + 0 && i + 2 <= bytes.len() - 1 {
-            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// `POST /webhooks/{partner}`.
@@ -239,7 +215,9 @@ mod tests {
 
     #[test]
     fn query_strings_are_decoded_like_api_gateway() {
-        let uri: Uri = "/webhooks/demo?a=1&b=x%20y&b=z+w&flag".parse().expect("uri");
+        let uri: Uri = "/webhooks/demo?a=1&b=x%20y&b=z+w&flag"
+            .parse()
+            .expect("uri");
         let (single, multi) = query_maps(&uri);
         assert_eq!(single, json!({ "a": "1", "b": "z w", "flag": "" }));
         assert_eq!(multi["b"], json!(["x y", "z w"]));

@@ -1,0 +1,590 @@
+//! The one-command local stack: everything hookbox runs on AWS, on this
+//! machine, with no AWS account and no Docker.
+//!
+//! - PostgreSQL: a throwaway cluster (removed on stop), or `--database-url`;
+//!   migrations applied at start; optionally reached through the local RDS
+//!   Data API (`--data-api`), as the functions do on Aurora;
+//! - an HTTP server on 127.0.0.1 playing API Gateway: each
+//!   `POST /webhooks/{partner}` becomes the REQUEST-authorizer event and the
+//!   REST proxy event AWS would send, handled by the real authorizer and
+//!   ingest handlers;
+//! - a queue with SQS semantics (in memory: visibility timeout, receive
+//!   count, maxReceiveCount → DLQ; or a real SQS endpoint such as moto)
+//!   feeding the real processor handler as the event source mapping would;
+//! - the relay + sweeper loop, and `/admin`.
+//!
+//! The default configuration has the `demo` partner (a documented contract)
+//! and the `demo-downstream` destination, which is the stack's own
+//! `/webhooks/demo-downstream`: every outbound `order.status_changed` comes
+//! back in through the inbox and is recorded once per `webhook-id`.
+
+pub mod admin;
+pub mod demo;
+pub mod gateway;
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
+use hookbox::clock::{Clock, SystemClock};
+use hookbox::config::{ConfigStore, HookboxConfig};
+use hookbox::processing::ProcessorConfig;
+use hookbox::queue::memory::{MemoryQueue, MemoryQueueConfig};
+use hookbox::queue::sqs::SqsQueue;
+use hookbox::queue::{Queue, QueueConsumer, Received};
+use hookbox::relay::{HttpSender, Relay, RelaySettings, TokioPause};
+use hookbox::store::Database;
+use hookbox::store::data_api::{DataApiDatabase, DataApiTarget};
+use hookbox::store::postgres::{PgDatabase, PgOptions};
+use hookbox_processor::ProcessorFunction;
+use hookbox_relay::RelayFunction;
+use lambda_runtime::{Context, LambdaEvent};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use demo::{DEMO_PARTNER, DEMO_SECRET, DEMO_TYPES, DOWNSTREAM, DOWNSTREAM_SECRET};
+
+/// Which queue feeds the processor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueueChoice {
+    /// In memory, with SQS semantics.
+    Memory,
+    /// A real SQS queue (e.g. moto): the SQS adapter against `endpoint`.
+    Sqs {
+        /// Endpoint URL (`http://127.0.0.1:5000`).
+        endpoint: String,
+        /// The queue URL.
+        queue_url: String,
+    },
+}
+
+/// How to start the stack.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Port on 127.0.0.1 (0: any free port).
+    pub port: u16,
+    /// An existing database; `None`: a throwaway cluster.
+    pub database_url: Option<String>,
+    /// Go through the local RDS Data API (tools/local-data-api).
+    pub data_api: bool,
+    /// A configuration file instead of the built-in demo configuration.
+    pub config: Option<PathBuf>,
+    /// The queue.
+    pub queue: QueueChoice,
+    /// Event types the demo partner routes to the orders domain.
+    pub demo_types: Vec<String>,
+    /// The in-memory queue's visibility timeout.
+    pub visibility_timeout: Duration,
+    /// The queue's maxReceiveCount (and the processor's).
+    pub max_receive_count: u32,
+    /// The sweeper's threshold.
+    pub sweep_after: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            port: 3000,
+            database_url: None,
+            data_api: false,
+            config: None,
+            queue: QueueChoice::Memory,
+            demo_types: DEMO_TYPES.iter().map(|t| t.to_string()).collect(),
+            visibility_timeout: Duration::from_secs(30),
+            max_receive_count: 4,
+            sweep_after: Duration::from_secs(300),
+        }
+    }
+}
+
+/// The built-in configuration for a stack listening on `port`.
+pub fn demo_config(port: u16) -> String {
+    serde_json::json!({
+        "partners": {
+            DEMO_PARTNER: {
+                "signature": { "scheme": "standard-webhooks" },
+                "secrets": [DEMO_SECRET],
+                "event_id": { "header": "webhook-id" },
+                "event_type": "/type",
+                "ordering_key": "/order_id"
+            },
+            DOWNSTREAM: {
+                "signature": { "scheme": "standard-webhooks" },
+                "secrets": [DOWNSTREAM_SECRET],
+                "event_id": { "header": "webhook-id" },
+                "event_type": "/type",
+                "ordering_key": "/order_id"
+            }
+        },
+        "destinations": {
+            DOWNSTREAM: {
+                "url": format!("http://127.0.0.1:{port}/webhooks/{DOWNSTREAM}"),
+                "secrets": [DOWNSTREAM_SECRET],
+                "allowed_networks": ["127.0.0.0/8", "::1/128"],
+                "ordered": true
+            }
+        }
+    })
+    .to_string()
+}
+
+/// A running stack. Dropping it stops everything (and removes the
+/// throwaway database).
+pub struct LocalStack {
+    url: String,
+    database_url: String,
+    db: Arc<dyn Database>,
+    memory_queue: Option<Arc<MemoryQueue>>,
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+    // dropped last: the data API and the cluster outlive the tasks
+    _data_api: Option<local_data_api::BackgroundServer>,
+    _cluster: Option<hookbox_testkit::PrivateCluster>,
+}
+
+impl std::fmt::Debug for LocalStack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalStack")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalStack {
+    /// Starts everything; returns once the HTTP server accepts requests.
+    pub async fn start(options: Options) -> anyhow::Result<LocalStack> {
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let (cluster, database_url) = match &options.database_url {
+            Some(url) => (None, url.clone()),
+            None => {
+                let cluster = tokio::task::spawn_blocking(|| {
+                    std::panic::catch_unwind(hookbox_testkit::PrivateCluster::start)
+                })
+                .await
+                .context("starting PostgreSQL")?
+                .map_err(|p| {
+                    let why = p
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    anyhow::anyhow!(
+                        "cannot start a throwaway PostgreSQL (install the server binaries, \
+                         e.g. `apt-get install postgresql`, or pass --database-url): {why}"
+                    )
+                })?;
+                let url = cluster.url().to_string();
+                (Some(cluster), url)
+            }
+        };
+        let (db, data_api): (Arc<dyn Database>, _) = if options.data_api {
+            let server =
+                local_data_api::spawn_background(local_data_api::Config::new(database_url.clone()))
+                    .map_err(|e| anyhow::anyhow!("cannot start the local Data API: {e}"))?;
+            let database = database_name(&database_url);
+            let db = DataApiDatabase::local(
+                &server.endpoint_url(),
+                DataApiTarget {
+                    resource_arn: "arn:aws:rds:local:000000000000:cluster:hookbox-local".into(),
+                    secret_arn: "arn:aws:secretsmanager:local:000000000000:secret:hookbox-local"
+                        .into(),
+                    database,
+                },
+            );
+            (Arc::new(db), Some(server))
+        } else {
+            let db = PgDatabase::connect(&database_url, &PgOptions::default())
+                .map_err(|e| anyhow::anyhow!("cannot use {}: {e}", redact(&database_url)))?;
+            (Arc::new(db), None)
+        };
+        hookbox::migrate::migrate(db.as_ref())
+            .await
+            .with_context(|| format!("migrating {}", redact(&database_url)))?;
+        db.execute(&demo::CREATE_RECEIVED, &hookbox::params! {})
+            .await
+            .context("creating local_downstream_received")?;
+
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", options.port))
+            .await
+            .with_context(|| format!("cannot listen on 127.0.0.1:{}", options.port))?;
+        let addr = listener.local_addr().context("local address")?;
+        let text = match &options.config {
+            Some(path) => std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?,
+            None => demo_config(addr.port()),
+        };
+        let source = options
+            .config
+            .as_ref()
+            .map_or("built-in demo configuration".to_string(), |p| {
+                p.display().to_string()
+            });
+        let config = Arc::new(ConfigStore::fixed(
+            HookboxConfig::parse(&text, &source)?,
+            clock.clone(),
+        ));
+
+        let (queue, consumer, memory_queue): (Arc<dyn Queue>, Arc<dyn QueueConsumer>, _) =
+            match &options.queue {
+                QueueChoice::Memory => {
+                    let q = Arc::new(MemoryQueue::new(
+                        MemoryQueueConfig {
+                            visibility_timeout: options.visibility_timeout,
+                            max_receive_count: options.max_receive_count,
+                        },
+                        clock.clone(),
+                    ));
+                    (q.clone(), q.clone(), Some(q))
+                }
+                QueueChoice::Sqs {
+                    endpoint,
+                    queue_url,
+                } => {
+                    let q = Arc::new(SqsQueue::new(
+                        SqsQueue::local_client(endpoint),
+                        queue_url.clone(),
+                    ));
+                    (q.clone(), q, None)
+                }
+            };
+
+        let gateway = Arc::new(gateway::Gateway {
+            authorizer: hookbox_authorizer::Authorizer::new(config.clone(), clock.clone()),
+            ingest: hookbox_ingest::IngestFunction::new(
+                hookbox::inbox::ingest::Ingest::new(
+                    config.clone(),
+                    db.clone(),
+                    queue.clone(),
+                    clock.clone(),
+                ),
+                clock.clone(),
+            ),
+            clock: clock.clone(),
+        });
+        let admin = admin::Admin {
+            db: db.clone(),
+            queue: queue.clone(),
+            clock: clock.clone(),
+            history: Arc::new(Mutex::new(VecDeque::new())),
+            redrive: memory_queue.clone().map(|q| {
+                let redrive: admin::Redrive = Arc::new(move || q.redrive_dead_letters());
+                redrive
+            }),
+        };
+        let app = axum::Router::new()
+            .route(
+                "/webhooks/{partner}",
+                axum::routing::post(gateway::webhook).with_state(gateway),
+            )
+            .route("/", axum::routing::get(index))
+            .merge(admin::routes(admin.clone()));
+
+        let (stop, stopped) = watch::channel(false);
+        let mut tasks = Vec::new();
+        {
+            let mut stopped = stopped.clone();
+            tasks.push(tokio::spawn(async move {
+                let serve = axum::serve(
+                    listener,
+                    app.into_make_service_with_connect_info::<SocketAddr>(),
+                )
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.wait_for(|s| *s).await;
+                });
+                if let Err(e) = serve.await {
+                    tracing::error!(error = %e, "HTTP server stopped");
+                }
+            }));
+        }
+
+        // the processor, fed as the event source mapping would
+        let processor = ProcessorFunction::new(
+            db.clone(),
+            queue.clone(),
+            clock.clone(),
+            Arc::new(demo::LocalHandler::new(options.demo_types.clone())),
+            ProcessorConfig {
+                max_receive_count: options.max_receive_count,
+                ..ProcessorConfig::default()
+            },
+        );
+        tasks.push(tokio::spawn(processor_loop(
+            consumer,
+            processor,
+            stopped.clone(),
+        )));
+
+        // the relay and sweeper; at start, rows left pending by a previous
+        // run are swept back into the (new, empty) queue at once
+        let mut settings = RelaySettings::new(format!("local-{}", uuid::Uuid::new_v4().simple()));
+        settings.lanes = 2;
+        settings.idle = Duration::from_millis(250);
+        settings.sweep_after = options.sweep_after;
+        let mut startup = settings.clone();
+        startup.sweep_after = Duration::ZERO;
+        let startup_sweep = Relay::new(
+            db.clone(),
+            Arc::new(HttpSender::default()),
+            Some(queue.clone()),
+            clock.clone(),
+            startup,
+        );
+        match startup_sweep.sweep().await {
+            Ok(s) if s.swept > 0 => {
+                tracing::info!(swept = s.swept, "picked up rows left by a previous run")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "startup sweep failed"),
+        }
+        let relay = RelayFunction::new(
+            Relay::new(
+                db.clone(),
+                Arc::new(HttpSender::default()),
+                Some(queue.clone()),
+                clock.clone(),
+                settings,
+            ),
+            config.clone(),
+            clock.clone(),
+            Arc::new(TokioPause),
+        );
+        tasks.push(tokio::spawn(relay_loop(
+            relay,
+            clock.clone(),
+            stopped.clone(),
+        )));
+        tasks.push(tokio::spawn(sample_loop(admin, stopped.clone())));
+
+        Ok(LocalStack {
+            url: format!("http://{addr}"),
+            database_url,
+            db,
+            memory_queue,
+            stop,
+            tasks,
+            _data_api: data_api,
+            _cluster: cluster,
+        })
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The database (give it to `hookbox` and psql).
+    pub fn database_url(&self) -> &str {
+        &self.database_url
+    }
+
+    /// The database the stack uses.
+    pub fn db(&self) -> Arc<dyn Database> {
+        self.db.clone()
+    }
+
+    /// The in-memory queue, when that is the queue.
+    pub fn memory_queue(&self) -> Option<&Arc<MemoryQueue>> {
+        self.memory_queue.as_ref()
+    }
+
+    /// Stops the server and the loops, then the database (if throwaway).
+    pub async fn stop(mut self) {
+        let _ = self.stop.send(true);
+        for task in self.tasks.drain(..) {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for LocalStack {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+async fn index() -> axum::response::Html<&'static str> {
+    axum::response::Html(
+        "<!doctype html><title>hookbox local</title><p>hookbox local stack: \
+         <code>POST /webhooks/{partner}</code>, operator page at <a href=\"/admin\">/admin</a>.</p>",
+    )
+}
+
+/// The database name in a PostgreSQL URL (`postgres` when none).
+fn database_name(url: &str) -> String {
+    url.rsplit('/')
+        .next()
+        .map(|tail| tail.split('?').next().unwrap_or(tail))
+        .filter(|name| !name.is_empty() && !name.contains('@') && !name.contains(':'))
+        .unwrap_or("postgres")
+        .to_string()
+}
+
+/// The URL with its password replaced by `***`.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+fn sqs_event(messages: &[Received]) -> SqsEvent {
+    let mut event = SqsEvent::default();
+    event.records = messages
+        .iter()
+        .map(|m| {
+            let mut record = SqsMessage::default();
+            record.message_id = Some(m.message_id.clone());
+            record.receipt_handle = Some(m.receipt_handle.clone());
+            record.body = Some(m.body.clone());
+            record.attributes.insert(
+                "ApproximateReceiveCount".into(),
+                m.receive_count.to_string(),
+            );
+            record.attributes.insert(
+                "SentTimestamp".into(),
+                m.sent_at.timestamp_millis().to_string(),
+            );
+            record.event_source = Some("aws:sqs".into());
+            record
+        })
+        .collect();
+    event
+}
+
+async fn processor_loop(
+    queue: Arc<dyn QueueConsumer>,
+    processor: ProcessorFunction,
+    mut stopped: watch::Receiver<bool>,
+) {
+    loop {
+        if *stopped.borrow() {
+            return;
+        }
+        let got = match queue.receive(10).await {
+            Ok(got) => got,
+            Err(e) => {
+                tracing::warn!(error = %e, "receive failed");
+                Vec::new()
+            }
+        };
+        if got.is_empty() {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                _ = stopped.changed() => {}
+            }
+            continue;
+        }
+        let mut context = Context::default();
+        context.deadline =
+            u64::try_from((chrono::Utc::now() + chrono::Duration::seconds(30)).timestamp_millis())
+                .unwrap_or(0);
+        let response = processor
+            .handle(LambdaEvent::new(sqs_event(&got), context))
+            .await;
+        for m in &got {
+            let failed = response
+                .batch_item_failures
+                .iter()
+                .any(|f| f.item_identifier == m.message_id);
+            if !failed {
+                if let Err(e) = queue.delete(&m.receipt_handle).await {
+                    tracing::warn!(error = %e, "delete failed");
+                }
+            }
+        }
+    }
+}
+
+async fn relay_loop(
+    relay: RelayFunction,
+    clock: Arc<dyn Clock>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    loop {
+        if *stopped.borrow() {
+            return;
+        }
+        let deadline = clock.now() + chrono::Duration::seconds(60);
+        let deadline_ms = u64::try_from(deadline.timestamp_millis()).unwrap_or(0);
+        tokio::select! {
+            report = relay.run(deadline_ms) => {
+                let d = &report.deliveries;
+                if d.claimed > 0 || report.sweep.swept > 0 {
+                    tracing::info!(delivered = d.delivered, failed = d.retried, dead = d.dead,
+                        swept = report.sweep.swept, "relay run");
+                }
+            }
+            _ = stopped.changed() => return,
+        }
+    }
+}
+
+async fn sample_loop(admin: admin::Admin, mut stopped: watch::Receiver<bool>) {
+    loop {
+        if let Err(e) = admin::sample(&admin).await {
+            tracing::debug!(error = %e, "sampling counts failed");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(admin::SAMPLE_EVERY) => {}
+            _ = stopped.changed() => return,
+        }
+    }
+}
+
+/// Checks the options that can be checked before starting.
+pub fn check(options: &Options) -> anyhow::Result<()> {
+    if options.demo_types.is_empty() {
+        bail!("--demo-types needs at least one event type");
+    }
+    if options.max_receive_count == 0 {
+        bail!("--max-receive-count must be at least 1");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_names_and_redaction() {
+        assert_eq!(
+            database_name("postgres://u:p@127.0.0.1:5432/shop?sslmode=disable"),
+            "shop"
+        );
+        assert_eq!(database_name("postgres://u:p@127.0.0.1:5432"), "postgres");
+        assert_eq!(
+            redact("postgres://u:secret@127.0.0.1:5/db"),
+            "postgres://u:***@127.0.0.1:5/db"
+        );
+        assert_eq!(
+            redact("postgres://127.0.0.1:5/db"),
+            "postgres://127.0.0.1:5/db"
+        );
+    }
+
+    #[test]
+    fn the_demo_configuration_is_valid() {
+        let config = HookboxConfig::parse(&demo_config(3000), "demo").expect("valid");
+        assert!(config.partner(DEMO_PARTNER).is_some());
+        let downstream = config.destination(DOWNSTREAM).expect("destination");
+        assert_eq!(
+            downstream.url.as_str(),
+            "http://127.0.0.1:3000/webhooks/demo-downstream"
+        );
+    }
+}

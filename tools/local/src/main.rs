@@ -1,0 +1,111 @@
+//! `cargo run -p hookbox-local`: the whole of hookbox on this machine.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Parser;
+use hookbox::signature::{Secret, sign_standard_webhooks};
+use hookbox_local::{DEMO_PARTNER, DEMO_SECRET, LocalStack, Options, QueueChoice};
+
+/// hookbox's local stack: PostgreSQL, API Gateway + authorizer + ingest, a
+/// queue with SQS semantics, the processor, the relay and sweeper, /admin.
+#[derive(Debug, Parser)]
+#[command(name = "hookbox-local", version)]
+struct Args {
+    /// Port on 127.0.0.1.
+    #[arg(long, default_value_t = 3000)]
+    port: u16,
+    /// Use this PostgreSQL database instead of a throwaway cluster (kept on
+    /// exit; restarting with it picks up where the last run left off).
+    #[arg(long, env = "DATABASE_URL")]
+    database_url: Option<String>,
+    /// Reach the database through the local RDS Data API, as on Aurora.
+    #[arg(long)]
+    data_api: bool,
+    /// A hookbox configuration file (JSON or TOML) instead of the demo one.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Use a real SQS endpoint (e.g. moto) instead of the in-memory queue.
+    #[arg(long, requires = "sqs_queue_url")]
+    sqs_endpoint: Option<String>,
+    /// The queue URL at --sqs-endpoint.
+    #[arg(long, requires = "sqs_endpoint")]
+    sqs_queue_url: Option<String>,
+    /// Event types the demo partner routes to the orders domain (others are
+    /// quarantined as poison pills).
+    #[arg(long, value_delimiter = ',', default_values_t = hookbox_local::DEMO_TYPES.map(String::from))]
+    demo_types: Vec<String>,
+    /// The in-memory queue's visibility timeout, seconds.
+    #[arg(long, default_value_t = 30)]
+    visibility_timeout: u64,
+    /// Receives before a message goes to the dead-letter queue.
+    #[arg(long, default_value_t = 4)]
+    max_receive_count: u32,
+    /// The sweeper re-enqueues inbox rows overdue by this many seconds.
+    #[arg(long, default_value_t = 300)]
+    sweep_after: u64,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    // EMF lines are for CloudWatch; locally they go to the debug log
+    hookbox::metrics::print_to_stdout(false);
+    let args = Args::parse();
+    let options = Options {
+        port: args.port,
+        database_url: args.database_url,
+        data_api: args.data_api,
+        config: args.config,
+        queue: match (args.sqs_endpoint, args.sqs_queue_url) {
+            (Some(endpoint), Some(queue_url)) => QueueChoice::Sqs {
+                endpoint,
+                queue_url,
+            },
+            _ => QueueChoice::Memory,
+        },
+        demo_types: args.demo_types,
+        visibility_timeout: Duration::from_secs(args.visibility_timeout),
+        max_receive_count: args.max_receive_count,
+        sweep_after: Duration::from_secs(args.sweep_after),
+    };
+    hookbox_local::check(&options)?;
+    let stack = LocalStack::start(options).await?;
+    println!("hookbox local stack listening on {}", stack.url());
+    println!("DATABASE_URL={}", stack.database_url());
+    println!("{}", try_it(stack.url())?);
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for Ctrl-C")?;
+    eprintln!("stopping…");
+    stack.stop().await;
+    Ok(())
+}
+
+/// The ready-to-paste commands: a signed curl (valid for 5 minutes) and the
+/// `hookbox send` equivalent.
+fn try_it(url: &str) -> anyhow::Result<String> {
+    let body = r#"{"type":"payment.received","order_id":"o-1","amount":12.5}"#;
+    let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
+    let signed = sign_standard_webhooks(
+        &id,
+        chrono::Utc::now(),
+        body.as_bytes(),
+        &[Secret::new(DEMO_SECRET)],
+    )?;
+    Ok(format!(
+        "send a webhook (signed now, valid for 5 minutes):\n  curl -i {url}/webhooks/{DEMO_PARTNER} \
+         -H 'content-type: application/json' -H 'webhook-id: {}' -H 'webhook-timestamp: {}' \
+         -H 'webhook-signature: {}' -d '{body}'\nor: cargo run -q -p hookbox-cli -- send --partner \
+         {DEMO_PARTNER} --url {url}/webhooks/{DEMO_PARTNER} --body '{body}'\nwatch it: {url}/admin \
+         (and `DATABASE_URL=… cargo run -q -p hookbox-cli -- stats`)",
+        signed.id, signed.timestamp, signed.signature
+    ))
+}
