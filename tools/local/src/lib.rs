@@ -83,6 +83,8 @@ pub struct Options {
     pub max_receive_count: u32,
     /// The sweeper's threshold.
     pub sweep_after: Duration,
+    /// The processor's backoff by receive count (Retry and Defer).
+    pub retry_schedule: Vec<Duration>,
 }
 
 impl Default for Options {
@@ -97,6 +99,7 @@ impl Default for Options {
             visibility_timeout: Duration::from_secs(30),
             max_receive_count: 4,
             sweep_after: Duration::from_secs(300),
+            retry_schedule: ProcessorConfig::default().retry_schedule,
         }
     }
 }
@@ -309,6 +312,7 @@ impl LocalStack {
             Arc::new(demo::LocalHandler::new(options.demo_types.clone())),
             ProcessorConfig {
                 max_receive_count: options.max_receive_count,
+                retry_schedule: options.retry_schedule.clone(),
                 ..ProcessorConfig::default()
             },
         );
@@ -549,6 +553,9 @@ async fn sample_loop(admin: admin::Admin, mut stopped: watch::Receiver<bool>) {
 pub fn check(options: &Options) -> anyhow::Result<()> {
     if options.demo_types.is_empty() {
         bail!("--demo-types needs at least one event type");
+    }
+    if options.retry_schedule.is_empty() {
+        bail!("--retry-schedule needs at least one delay");
     }
     if options.max_receive_count == 0 {
         bail!("--max-receive-count must be at least 1");

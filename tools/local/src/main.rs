@@ -45,6 +45,10 @@ struct Args {
     /// The sweeper re-enqueues inbox rows overdue by this many seconds.
     #[arg(long, default_value_t = 300)]
     sweep_after: u64,
+    /// The processor's backoff after receive 1, 2, 3, … (seconds; the last
+    /// repeats).
+    #[arg(long, value_delimiter = ',', default_values_t = [60, 300, 900])]
+    retry_schedule: Vec<u64>,
 }
 
 #[tokio::main]
@@ -75,6 +79,11 @@ async fn main() -> anyhow::Result<()> {
         visibility_timeout: Duration::from_secs(args.visibility_timeout),
         max_receive_count: args.max_receive_count,
         sweep_after: Duration::from_secs(args.sweep_after),
+        retry_schedule: args
+            .retry_schedule
+            .iter()
+            .map(|s| Duration::from_secs(*s))
+            .collect(),
     };
     hookbox_local::check(&options)?;
     let stack = LocalStack::start(options).await?;
