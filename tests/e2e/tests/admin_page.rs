@@ -1,0 +1,118 @@
+//! The admin page in headless Chromium (Playwright, tests/e2e/browser):
+//! load /admin, see a quarantined row, click Replay, see it processed.
+//! Screenshots go to target/e2e/admin*.png.
+
+use std::path::PathBuf;
+
+use hookbox_e2e::{Webhook, eventually, stack, text};
+use hookbox_local::DEMO_TYPES;
+use hookbox_testkit::TestDb;
+use serde_json::json;
+
+fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replaying_a_quarantined_row_from_the_admin_page_processes_it() {
+    let test_db = TestDb::create().await;
+    // a cancellation the demo handler does not know yet: a poison pill
+    let first = stack(&test_db, |_| {}).await;
+    let db = first.db();
+    let paid = Webhook::demo(json!({"type": "payment.received", "order_id": "o-7", "amount": 9}));
+    let cancel = Webhook::demo(json!({"type": "order.cancelled", "order_id": "o-7"}));
+    assert_eq!(paid.send(&first).await.0, 200);
+    eventually("o-7 paid", || async {
+        (text(
+            db.as_ref(),
+            "SELECT status AS t FROM example_orders WHERE order_id = :p",
+            "o-7",
+        )
+        .await
+        .as_deref()
+            == Some("paid"))
+        .then_some(())
+    })
+    .await;
+    assert_eq!(cancel.send(&first).await.0, 200);
+    let id = eventually("the cancellation quarantined", || async {
+        text(
+            db.as_ref(),
+            "SELECT id::text AS t FROM inbox WHERE event_id = :p AND status = 'quarantined'",
+            &cancel.id,
+        )
+        .await
+    })
+    .await;
+    first.stop().await;
+
+    // the fixed handler knows order.cancelled; the operator replays from /admin
+    let fixed = stack(&test_db, |o| {
+        o.demo_types = DEMO_TYPES
+            .iter()
+            .map(|t| t.to_string())
+            .chain(["order.cancelled".to_string()])
+            .collect();
+    })
+    .await;
+    let root = workspace_root();
+    let shots = root.join("target/e2e");
+    std::fs::create_dir_all(&shots).expect("target/e2e");
+    let shot = shots.join("admin.png");
+    let (url, script) = (
+        fixed.url().to_string(),
+        root.join("tests/e2e/browser/admin.mjs"),
+    );
+    let shot_arg = shot.to_string_lossy().into_owned();
+    let id_arg = id.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("node")
+            .arg(script)
+            .args([url.as_str(), id_arg.as_str(), shot_arg.as_str()])
+            .output()
+    })
+    .await
+    .expect("join")
+    .expect("run node (Node.js ≥ 20 is needed; .ci/run checks it)");
+    assert!(
+        out.status.success(),
+        "admin page check failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(
+        out.stdout
+            .split(|b| *b == b'\n')
+            .rfind(|l| !l.is_empty())
+            .unwrap_or_default(),
+    )
+    .expect("admin.mjs prints a JSON line");
+    assert_eq!(report["ok"], true, "{report}");
+    assert!(shot.exists(), "screenshot taken");
+
+    let db = fixed.db();
+    assert_eq!(
+        text(
+            db.as_ref(),
+            "SELECT status AS t FROM inbox WHERE id::text = :p",
+            &id
+        )
+        .await
+        .as_deref(),
+        Some("processed")
+    );
+    assert_eq!(
+        text(
+            db.as_ref(),
+            "SELECT status AS t FROM example_orders WHERE order_id = :p",
+            "o-7"
+        )
+        .await
+        .as_deref(),
+        Some("cancelled")
+    );
+    fixed.stop().await;
+}
