@@ -3,7 +3,7 @@
 //! the same concurrency, in the same run; and database statements per batch.
 //!
 //! ```sh
-//! cargo run --release -p hookbox-relay --example relay-bench [-- --rows 5000 --in-flight 32 --batch 100 --lanes 4 --rounds 3 --check]
+//! cargo run --release -p hookbox-relay --example relay-bench [-- --rows 5000 --in-flight 32 --batch 100 --lanes 4 --sink-latency-ms 0 --rounds 3 --check]
 //! ```
 //! One durable throwaway cluster (fsync on). Each round: the bare client
 //! posts N payloads with `in-flight` requests at once; then N outbox rows
@@ -36,6 +36,7 @@ struct Args {
     in_flight: usize,
     batch: i64,
     lanes: usize,
+    latency_ms: u64,
     rounds: usize,
     check: bool,
 }
@@ -46,6 +47,7 @@ fn args() -> Args {
         in_flight: 32,
         batch: 100,
         lanes: 4,
+        latency_ms: 0,
         rounds: 3,
         check: false,
     };
@@ -62,6 +64,7 @@ fn args() -> Args {
             "--batch" => a.batch = value() as i64,
             "--rounds" => a.rounds = value(),
             "--lanes" => a.lanes = value(),
+            "--sink-latency-ms" => a.latency_ms = value() as u64,
             "--check" => a.check = true,
             other => panic!("unknown flag {other}"),
         }
@@ -69,8 +72,9 @@ fn args() -> Args {
     a
 }
 
-/// A minimal receiver: 200 for every POST, counting them.
-async fn sink() -> (String, Arc<AtomicU64>) {
+/// A minimal receiver: 200 for every POST (after `latency`, a receiver's
+/// own work), counting them.
+async fn sink(latency: Duration) -> (String, Arc<AtomicU64>) {
     let hits = Arc::new(AtomicU64::new(0));
     let counter = hits.clone();
     let app = axum::Router::new().route(
@@ -78,6 +82,9 @@ async fn sink() -> (String, Arc<AtomicU64>) {
         axum::routing::post(move |_body: axum::body::Bytes| {
             let counter = counter.clone();
             async move {
+                if !latency.is_zero() {
+                    tokio::time::sleep(latency).await;
+                }
                 counter.fetch_add(1, Ordering::Relaxed);
                 axum::http::StatusCode::OK
             }
@@ -129,7 +136,7 @@ async fn main() {
     hookbox::migrate::migrate(pg.as_ref())
         .await
         .expect("migrate");
-    let (url, hits) = sink().await;
+    let (url, hits) = sink(Duration::from_millis(a.latency_ms)).await;
     let config = HookboxConfig::parse(
         &serde_json::json!({ "destinations": { "sink": {
             "url": url,
@@ -231,8 +238,9 @@ async fn main() {
          (goal ≥ 0.5); statements per batch ≤ {worst_statements:.2} (goal ≤ 2)"
     );
     println!(
-        "({} rows of ~1 KiB per round, {} in flight, batch {}, {} lanes, durable PostgreSQL, sink on 127.0.0.1)",
-        a.rows, a.in_flight, a.batch, a.lanes
+        "({} rows of ~1 KiB per round, {} in flight, batch {}, {} lanes, sink answering after {} ms \
+         on 127.0.0.1, durable PostgreSQL)",
+        a.rows, a.in_flight, a.batch, a.lanes, a.latency_ms
     );
     if a.check && (ratio < 0.5 || worst_statements > 2.0) {
         std::process::exit(1);
