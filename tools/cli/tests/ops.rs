@@ -188,9 +188,18 @@ async fn finished_outbox_row(
     dead: bool,
 ) -> Uuid {
     let id = enqueue(db, destination, aggregate_id, t).await;
-    let claimed = outbox::claim_due(db, "relay-1", at(t + 1), at(t + 31), 10)
-        .await
-        .expect("claim");
+    let claimed = outbox::claim_due(
+        db,
+        outbox::ClaimRequest {
+            worker: "relay-1",
+            now: at(t + 1),
+            lease_until: at(t + 31),
+            limit: 10,
+            ordered_destinations: &[],
+        },
+    )
+    .await
+    .expect("claim");
     assert_eq!(claimed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![id]);
     let result = if dead {
         DeliveryResult {
