@@ -761,13 +761,15 @@ async fn retention_purges_old_finished_rows_in_bounded_batches(adapter: Adapter)
     );
 }
 
-/// Answers 200 after yielding a few times, tracking how many requests are
-/// in flight at once.
+/// Answers 200, tracking how many requests are in flight at once; each
+/// request is held until `gate` requests have been in flight together (so
+/// overlapping lanes are observed whatever the scheduling).
 #[derive(Debug, Default)]
 struct ConcurrencyProbe {
+    gate: usize,
     now: std::sync::atomic::AtomicUsize,
     max: std::sync::atomic::AtomicUsize,
-    total: std::sync::atomic::AtomicUsize,
+    changed: tokio::sync::Notify,
 }
 
 #[async_trait]
@@ -776,11 +778,19 @@ impl WebhookSender for ConcurrencyProbe {
         use std::sync::atomic::Ordering::SeqCst;
         let now = self.now.fetch_add(1, SeqCst) + 1;
         self.max.fetch_max(now, SeqCst);
-        for _ in 0..20 {
+        self.changed.notify_waiters();
+        loop {
+            let notified = self.changed.notified();
+            if self.max.load(SeqCst) >= self.gate {
+                break;
+            }
+            notified.await;
+        }
+        // hold the slot a while: another lane that could send would do so now
+        for _ in 0..50 {
             tokio::task::yield_now().await;
         }
         self.now.fetch_sub(1, SeqCst);
-        self.total.fetch_add(1, SeqCst);
         SendOutcome::Response {
             status: 200,
             retry_after: None,
@@ -795,10 +805,13 @@ async fn lanes_deliver_concurrently_but_share_each_destinations_in_flight_limit(
     for a in 0..12 {
         enqueue(db.as_ref(), &format!("o-{a}"), 1, at(0)).await;
     }
-    let deliver = |max_in_flight: usize| {
+    let deliver = |max_in_flight: usize, gate: usize| {
         let (db, clock) = (db.clone(), clock.clone());
         async move {
-            let probe = Arc::new(ConcurrencyProbe::default());
+            let probe = Arc::new(ConcurrencyProbe {
+                gate,
+                ..ConcurrencyProbe::default()
+            });
             let mut settings = RelaySettings::new("relay-a");
             settings.lanes = 3;
             settings.batch_size = 2;
@@ -807,11 +820,17 @@ async fn lanes_deliver_concurrently_but_share_each_destinations_in_flight_limit(
                 "http://127.0.0.1:9/unused",
                 serde_json::json!({ "max_in_flight": max_in_flight }),
             );
-            let report = relay.drain(&ConfigStore::fixed(cfg, clock)).await;
+            // a deadline only to fail instead of hanging if lanes never overlap
+            let report = tokio::time::timeout(
+                Duration::from_secs(60),
+                relay.drain(&ConfigStore::fixed(cfg, clock)),
+            )
+            .await
+            .expect("requests of several lanes were in flight together");
             (report, probe)
         }
     };
-    let (report, probe) = deliver(1).await;
+    let (report, probe) = deliver(1, 1).await;
     assert_eq!(report.deliveries.delivered, 12);
     assert!(
         report.batches >= 6 + 3,
@@ -826,13 +845,10 @@ async fn lanes_deliver_concurrently_but_share_each_destinations_in_flight_limit(
     for a in 0..12 {
         enqueue(db.as_ref(), &format!("p-{a}"), 1, at(0)).await;
     }
-    let (report, probe) = deliver(10).await;
+    // batches of 2: more than 2 requests at once means lanes overlapped
+    let (report, probe) = deliver(10, 3).await;
     assert_eq!(report.deliveries.delivered, 12);
-    assert!(
-        probe.max.load(std::sync::atomic::Ordering::SeqCst) > 2,
-        "lanes overlap: {} at once",
-        probe.max.load(std::sync::atomic::Ordering::SeqCst)
-    );
+    assert!(probe.max.load(std::sync::atomic::Ordering::SeqCst) >= 3);
 }
 
 for_each_adapter!(
