@@ -1,0 +1,81 @@
+//! The local stack's other modes: the Data API adapter (through
+//! tools/local-data-api), a real SQS API (moto), and a restart on a database
+//! with rows left pending by a previous run.
+
+use hookbox::inbox::{self, NewInboxEvent};
+use hookbox_e2e::{Webhook, eventually, stack, text};
+use hookbox_local::QueueChoice;
+use hookbox_testkit::{TestDb, moto};
+use serde_json::json;
+
+const ORDER_STATUS: &str = "SELECT status AS t FROM example_orders WHERE order_id = :p";
+
+async fn paid(stack: &hookbox_local::LocalStack, order_id: &str) {
+    let db = stack.db();
+    let payment =
+        Webhook::demo(json!({"type": "payment.received", "order_id": order_id, "amount": 1}));
+    let (status, body) = payment.send(stack).await;
+    assert_eq!(status, 200, "{body}");
+    eventually("the payment processed", || async {
+        (text(db.as_ref(), ORDER_STATUS, order_id).await.as_deref() == Some("paid")).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_the_data_api() {
+    let test_db = TestDb::create().await;
+    let stack = stack(&test_db, |o| o.data_api = true).await;
+    paid(&stack, "o-api").await;
+    stack.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_real_sqs_api() {
+    let test_db = TestDb::create().await;
+    let endpoint = moto::endpoint();
+    let queue = moto::create_queue(&endpoint, &moto::unique_name("local"), 30, 4).await;
+    let stack = stack(&test_db, |o| {
+        o.queue = QueueChoice::Sqs {
+            endpoint: endpoint.clone(),
+            queue_url: queue.url.clone(),
+        };
+    })
+    .await;
+    paid(&stack, "o-sqs").await;
+    stack.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_picks_up_rows_a_previous_run_left_pending() {
+    let test_db = TestDb::create().await;
+    // a first run that stored an event and died before its message was processed
+    let first = stack(&test_db, |_| {}).await;
+    let db = first.db();
+    first.stop().await;
+    let body = json!({"type": "payment.received", "order_id": "o-left", "amount": 2}).to_string();
+    inbox::insert_if_new(
+        db.as_ref(),
+        &NewInboxEvent {
+            partner: "demo".into(),
+            event_id: "msg_left_behind".into(),
+            event_id_derived: false,
+            event_type: Some("payment.received".into()),
+            ordering_key: Some("o-left".into()),
+            body: body.into_bytes(),
+            headers: json!({}),
+            signature_verified: true,
+        },
+        chrono::Utc::now(),
+    )
+    .await
+    .expect("insert");
+
+    let second = stack(&test_db, |_| {}).await;
+    let db = second.db();
+    eventually("the left-behind payment processed", || async {
+        (text(db.as_ref(), ORDER_STATUS, "o-left").await.as_deref() == Some("paid")).then_some(())
+    })
+    .await;
+    second.stop().await;
+}
