@@ -12,6 +12,9 @@ CREATE INDEX outbox_undelivered_aggregate
     ON outbox (destination, aggregate_type, aggregate_id, seq)
     WHERE status IN ('pending', 'dead');
 
+-- Since this version a claim no longer moves next_attempt_at (version 1's
+-- comment on that column): it sets locked_until/locked_by only, and a row is
+-- claimable when due and not leased.
 -- The relay updates each row twice (lease, result). The lease touches no
 -- indexed column, so with free space on the page PostgreSQL updates the row
 -- in place (HOT): leave that space.

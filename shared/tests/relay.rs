@@ -406,9 +406,11 @@ async fn a_crash_after_the_post_delivers_again_with_the_same_webhook_id(adapter:
     assert!(matches!(err, DbError::Unavailable { .. }), "{err:?}");
     assert_eq!(sink.requests().len(), 2, "the POSTs happened");
     let r = row(db.as_ref(), ids[0]).await;
-    assert_eq!(
-        (r.status, r.locked_by.as_deref()),
-        (OutboxStatus::Pending, Some("relay-dies"))
+    assert_eq!(r.status, OutboxStatus::Pending);
+    let token = r.locked_by.expect("leased");
+    assert!(
+        token.starts_with("relay-dies/"),
+        "the lease names the batch: {token}"
     );
 
     // leased: invisible to another relay until the lease (batch + slack) ends
@@ -761,6 +763,140 @@ async fn retention_purges_old_finished_rows_in_bounded_batches(adapter: Adapter)
     );
 }
 
+/// Destination `stuck` never answers: its requests end by their timeout
+/// (as reqwest's would). Anything else is answered 200 at once.
+#[derive(Debug, Default)]
+struct StuckDestination {
+    stuck_started: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait]
+impl WebhookSender for StuckDestination {
+    async fn send(&self, request: OutboundRequest<'_>) -> SendOutcome {
+        if request.destination.name == "stuck" {
+            self.stuck_started
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::time::sleep(request.timeout).await;
+            return SendOutcome::Failed {
+                error: "no response (timed out)".into(),
+            };
+        }
+        SendOutcome::Response {
+            status: 200,
+            retry_after: None,
+            body_excerpt: String::new(),
+        }
+    }
+}
+
+async fn a_destination_with_hanging_requests_does_not_hold_the_batch() {
+    let (_t, db) = migrated_db(Adapter::Postgres).await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    let text = serde_json::json!({ "destinations": {
+        "stuck": { "url": "http://127.0.0.1:9/stuck", "secrets": [SECRET],
+                   "max_in_flight": 1, "timeout_secs": 2 },
+        "crm": { "url": "http://127.0.0.1:9/crm", "secrets": [SECRET] },
+    }})
+    .to_string();
+    let cfg = HookboxConfig::parse(&text, "test").expect("config");
+    let tx = db.begin().await.expect("begin");
+    for (destination, n) in [("stuck", 3), ("crm", 2)] {
+        for i in 0..n {
+            let event = NewOutboxEvent {
+                aggregate_type: "order".into(),
+                aggregate_id: format!("{destination}-{i}"),
+                event_type: "order.status_changed".into(),
+                destination: destination.into(),
+                payload: serde_json::json!({ "n": i }),
+            };
+            outbox::enqueue(tx.as_ref(), &event, at(0))
+                .await
+                .expect("enqueue");
+        }
+    }
+    tx.commit().await.expect("commit");
+    let fake = Arc::new(StuckDestination::default());
+    let mut settings = RelaySettings::new("relay-a");
+    // far shorter than the stuck request (2 s), so the other stuck rows
+    // give up their wait for its only slot long before it ends
+    settings.slot_wait = Duration::from_millis(100);
+    let relay = Relay::new(db.clone(), fake.clone(), None, clock.clone(), settings);
+    let report = relay
+        .deliver_batch(&cfg, clock.now() + chrono::Duration::seconds(30))
+        .await
+        .expect("batch");
+    assert_eq!(report.delivered, 2, "crm is not held back");
+    assert_eq!(report.retried, 1, "the one stuck request, timed out");
+    assert_eq!(report.not_attempted, 2, "the other stuck rows, released");
+    assert_eq!(
+        fake.stuck_started.load(std::sync::atomic::Ordering::SeqCst),
+        1
+    );
+    let released: i64 = hookbox::store::fetch_one(
+        db.as_ref(),
+        &common::sql(
+            "SELECT count(*) AS n FROM outbox WHERE destination = 'stuck' AND attempts = 0
+                AND status = 'pending' AND locked_by IS NULL",
+        ),
+        &hookbox::params! {},
+    )
+    .await
+    .expect("count")
+    .i64("n")
+    .expect("n");
+    assert_eq!(released, 2, "released rows are not charged an attempt");
+}
+
+async fn a_late_lane_records_nothing_over_a_newer_claim_of_the_same_relay() {
+    let (_t, db) = migrated_db(Adapter::Postgres).await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    let sink = HttpSink::start().await;
+    let cfg = config(&sink.url("/in"), serde_json::json!({}));
+    let ids = enqueue(db.as_ref(), "o-10", 1, at(0)).await;
+    // lane 1 of relay-a claims and delivers, but its result is late...
+    let lane1 = relay(Arc::new(LosesResults(db.clone())), clock.clone(), "relay-a");
+    lane1
+        .deliver_batch(&cfg, clock.now() + chrono::Duration::seconds(30))
+        .await
+        .expect_err("result not recorded yet");
+    let late_token = row(db.as_ref(), ids[0]).await.locked_by.expect("leased");
+    // ... its lease runs out and lane 2 of the same relay claims the row
+    clock.advance(chrono::Duration::seconds(36));
+    let lane2 = outbox::claim_due(
+        db.as_ref(),
+        outbox::ClaimRequest {
+            worker: "relay-a/lane-2",
+            now: clock.now(),
+            lease_until: clock.now() + chrono::Duration::seconds(35),
+            limit: 10,
+            ordered_destinations: &[],
+        },
+    )
+    .await
+    .expect("claim");
+    assert_eq!(lane2.len(), 1);
+    // lane 1's result finally arrives: it must not touch lane 2's lease
+    let late = outbox::record_results(
+        db.as_ref(),
+        &late_token,
+        clock.now(),
+        &[outbox::DeliveryResult {
+            id: ids[0],
+            outcome: outbox::DeliveryOutcome::Dead,
+            status_code: Some(500),
+            error: Some("late".into()),
+        }],
+    )
+    .await
+    .expect("record");
+    assert_eq!(late, 0, "a stale lane records nothing");
+    let r = row(db.as_ref(), ids[0]).await;
+    assert_eq!(
+        (r.status, r.locked_by.as_deref()),
+        (OutboxStatus::Pending, Some("relay-a/lane-2"))
+    );
+}
+
 /// Answers 200, tracking how many requests are in flight at once; each
 /// request is held until `gate` requests have been in flight together (so
 /// overlapping lanes are observed whatever the scheduling).
@@ -882,4 +1018,6 @@ postgres_only!(
     rows_for_an_unknown_destination_are_kept_and_retried,
     a_run_loops_until_its_deadline_and_delivers_rows_written_meanwhile,
     lanes_deliver_concurrently_but_share_each_destinations_in_flight_limit,
+    a_late_lane_records_nothing_over_a_newer_claim_of_the_same_relay,
+    a_destination_with_hanging_requests_does_not_hold_the_batch,
 );

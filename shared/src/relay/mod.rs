@@ -20,9 +20,11 @@
 //! (±20% jitter; a 429/503 `Retry-After` is honoured within 1×–2× the
 //! scheduled delay) until `max_attempts`, then dead with the last status and
 //! error. A request's timeout never outlasts its batch, and the lease
-//! outlasts the batch, so two relays never deliver the same row at once; a
-//! relay that dies after a POST but before recording it leaves the row to
-//! be delivered again, with the same `webhook-id`, when the lease ends.
+//! outlasts the batch, so two relays never deliver the same row at once;
+//! results are recorded under the batch's own lease token, so a late batch
+//! never overwrites a newer claim; a relay that dies after a POST but before
+//! recording it leaves the row to be delivered again, with the same
+//! `webhook-id`, when the lease ends.
 //! Details and the configuration are in `docs/relay.md`.
 
 pub mod backoff;
@@ -237,8 +239,10 @@ impl Relay {
     }
 
     /// One batch: claim due rows (one statement), deliver them, record every
-    /// result (one statement). Requests still waiting for a slot at
-    /// `batch_deadline` are released unattempted; no request outlives it.
+    /// result (one statement). A row that waited `slot_wait` for one of its
+    /// destination's `max_in_flight` slots, or would start too close to
+    /// `batch_deadline`, is released unattempted; no request outlives the
+    /// deadline.
     pub async fn deliver_batch(
         &self,
         config: &HookboxConfig,
@@ -251,10 +255,14 @@ impl Relay {
             .map(|d| d.name.clone())
             .collect();
         let lease_until = batch_deadline.max(now) + chrono_duration(self.settings.lease_slack);
+        // `locked_by` names this batch, not just this relay: a lane whose
+        // lease ran out must not record over a row another lane (of the same
+        // relay) has claimed since
+        let token = format!("{}/{}", self.settings.worker, uuid::Uuid::new_v4().simple());
         let rows = outbox::claim_due(
             self.db.as_ref(),
             ClaimRequest {
-                worker: &self.settings.worker,
+                worker: &token,
                 now,
                 lease_until,
                 limit: self.settings.batch_size,
@@ -292,13 +300,8 @@ impl Relay {
             }
             results.push(result);
         }
-        report.recorded = outbox::record_results(
-            self.db.as_ref(),
-            &self.settings.worker,
-            self.clock.now(),
-            &results,
-        )
-        .await?;
+        report.recorded =
+            outbox::record_results(self.db.as_ref(), &token, self.clock.now(), &results).await?;
         if report.recorded < results.len() as u64 {
             tracing::warn!(
                 results = results.len(),
@@ -330,24 +333,42 @@ impl Relay {
             tracing::error!(outbox_id = %row.id, destination = %row.destination, "{error}");
             return self.failure(row, None, attempt, error, None, None, false);
         };
+        let not_attempted = |next_attempt_at: DateTime<Utc>| {
+            (
+                DeliveryResult {
+                    id: row.id,
+                    outcome: DeliveryOutcome::NotAttempted { next_attempt_at },
+                    status_code: None,
+                    error: None,
+                },
+                Kind::NotAttempted,
+            )
+        };
+        // wait for one of the destination's slots, but not past the batch
+        // deadline, and not longer than `slot_wait`: a destination whose
+        // slots are all held by hanging requests (of any lane) must not hold
+        // this batch, and so every other destination's rows, hostage
         let _permit = match slot {
-            Some(slot) => slot.acquire_owned().await.ok(),
+            Some(slot) => {
+                let left = (batch_deadline - self.clock.now())
+                    .to_std()
+                    .unwrap_or_default()
+                    .saturating_sub(self.settings.min_request_time);
+                let wait = self.settings.slot_wait.min(left);
+                match tokio::time::timeout(wait, slot.acquire_owned()).await {
+                    Ok(permit) => permit.ok(),
+                    Err(_) => {
+                        let now = self.clock.now();
+                        return not_attempted(now + chrono_duration(self.settings.slot_wait));
+                    }
+                }
+            }
             None => None,
         };
         let start = self.clock.now();
         let left = (batch_deadline - start).to_std().unwrap_or_default();
         if left < self.settings.min_request_time {
-            return (
-                DeliveryResult {
-                    id: row.id,
-                    outcome: DeliveryOutcome::NotAttempted {
-                        next_attempt_at: start,
-                    },
-                    status_code: None,
-                    error: None,
-                },
-                Kind::NotAttempted,
-            );
+            return not_attempted(start);
         }
         let webhook_id = row.id.to_string();
         let headers = match sign_standard_webhooks(

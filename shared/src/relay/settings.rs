@@ -38,6 +38,10 @@ pub struct RelaySettings {
     /// A row not started this long before its batch's deadline is released
     /// unattempted (a request needs some time to be worth starting).
     pub min_request_time: Duration,
+    /// Longest a row waits for one of its destination's slots before it is
+    /// released unattempted (due again after the same delay): a destination
+    /// with hanging requests holds its own rows back, not the batch.
+    pub slot_wait: Duration,
     /// Sweeper: inbox rows overdue by this long are enqueued again.
     pub sweep_after: Duration,
     /// Sweeper: how often within one run.
@@ -66,6 +70,7 @@ impl RelaySettings {
             idle: Duration::from_secs(1),
             stop_margin: Duration::from_secs(5),
             min_request_time: Duration::from_millis(500),
+            slot_wait: Duration::from_secs(2),
             sweep_after: Duration::from_secs(300),
             sweep_every: Duration::from_secs(60),
             sweep_batch: 100,

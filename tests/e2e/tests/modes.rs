@@ -79,3 +79,49 @@ async fn a_restart_picks_up_rows_a_previous_run_left_pending() {
     .await;
     second.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_api_answers_only_this_machines_own_pages() {
+    let test_db = TestDb::create().await;
+    let stack = stack(&test_db, |_| {}).await;
+    let client = reqwest::Client::new();
+    let redrive = format!("{}/admin/api/dlq/redrive", stack.url());
+    // a tool (no Origin) and the page itself (same origin) may
+    let ok = client.post(&redrive).send().await.expect("post");
+    assert_eq!(ok.status(), 200);
+    assert_eq!(
+        ok.json::<serde_json::Value>().await.expect("json"),
+        json!({ "moved": 0 })
+    );
+    let same = client
+        .post(&redrive)
+        .header("origin", stack.url())
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(same.status(), 200);
+    // another site's page may not, nor a DNS-rebinding name
+    let cross = client
+        .post(&redrive)
+        .header("origin", "http://attacker.example")
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(cross.status(), 403);
+    let port = stack.url().rsplit(':').next().expect("port").to_string();
+    let rebound = client
+        .get(format!("{}/admin/api/stats", stack.url()))
+        .header("host", format!("attacker.example:{port}"))
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(rebound.status(), 403);
+    // webhooks are not affected (partners are elsewhere)
+    let stats = client
+        .get(format!("{}/admin/api/stats", stack.url()))
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(stats.status(), 200);
+    stack.stop().await;
+}

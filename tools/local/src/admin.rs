@@ -65,6 +65,53 @@ pub fn routes(admin: Admin) -> Router {
         .with_state(admin)
 }
 
+/// Only this machine's own pages (and tools without a browser) may use
+/// `/admin`: the `Host` must be this stack's loopback address (a
+/// DNS-rebinding page has another name), and a browser's `Origin`, when
+/// sent, must be the stack itself (a page elsewhere cannot replay, retry or
+/// redrive through the user's browser).
+pub async fn same_origin_only(
+    State(port): State<u16>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let allowed = |authority: &str| {
+        [
+            format!("127.0.0.1:{port}"),
+            format!("localhost:{port}"),
+            format!("[::1]:{port}"),
+        ]
+        .iter()
+        .any(|a| a == authority)
+    };
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    if !allowed(host) {
+        return (
+            StatusCode::FORBIDDEN,
+            Json(json!({ "error": format!("/admin answers only for 127.0.0.1:{port}") })),
+        )
+            .into_response();
+    }
+    if let Some(origin) = request.headers().get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or_default();
+        if !origin
+            .strip_prefix("http://")
+            .is_some_and(allowed)
+        {
+            return (
+                StatusCode::FORBIDDEN,
+                Json(json!({ "error": "cross-origin requests to /admin are refused" })),
+            )
+                .into_response();
+        }
+    }
+    next.run(request).await
+}
+
 async fn page() -> Response {
     (
         [

@@ -284,7 +284,12 @@ impl LocalStack {
                 axum::routing::post(gateway::webhook).with_state(gateway),
             )
             .route("/", axum::routing::get(index))
-            .merge(admin::routes(admin.clone()));
+            .merge(
+                admin::routes(admin.clone()).layer(axum::middleware::from_fn_with_state(
+                    addr.port(),
+                    admin::same_origin_only,
+                )),
+            );
 
         let (stop, stopped) = watch::channel(false);
         let mut tasks = Vec::new();
@@ -526,6 +531,8 @@ async fn relay_loop(
         let deadline_ms = u64::try_from(deadline.timestamp_millis()).unwrap_or(0);
         tokio::select! {
             report = relay.run(deadline_ms) => {
+                // the EMF line AWS would get (to the debug log locally)
+                report.metrics().flush(clock.now().timestamp_millis());
                 let d = &report.deliveries;
                 if d.claimed > 0 || report.sweep.swept > 0 {
                     tracing::info!(delivered = d.delivered, failed = d.retried, dead = d.dead,

@@ -86,9 +86,20 @@ async fn main() -> anyhow::Result<()> {
             .collect(),
     };
     hookbox_local::check(&options)?;
+    if let Some(url) = &options.database_url {
+        eprintln!(
+            "using the existing database {} (migrated; its inbox and outbox rows are handled by \
+             this stack's demo handlers and relay)",
+            hookbox_local::redact(url)
+        );
+    }
     let stack = LocalStack::start(options).await?;
     println!("hookbox local stack listening on {}", stack.url());
-    println!("DATABASE_URL={}", stack.database_url());
+    // the throwaway cluster has no password; a given URL's password is not echoed
+    println!(
+        "DATABASE_URL={}",
+        hookbox_local::redact(stack.database_url())
+    );
     println!("{}", try_it(stack.url())?);
     tokio::signal::ctrl_c()
         .await
