@@ -98,10 +98,7 @@ pub async fn same_origin_only(
     }
     if let Some(origin) = request.headers().get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or_default();
-        if !origin
-            .strip_prefix("http://")
-            .is_some_and(allowed)
-        {
+        if !origin.strip_prefix("http://").is_some_and(allowed) {
             return (
                 StatusCode::FORBIDDEN,
                 Json(json!({ "error": "cross-origin requests to /admin are refused" })),

@@ -18,7 +18,7 @@ struct Args {
     port: u16,
     /// Use this PostgreSQL database instead of a throwaway cluster (kept on
     /// exit; restarting with it picks up where the last run left off).
-    #[arg(long, env = "DATABASE_URL")]
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     database_url: Option<String>,
     /// Reach the database through the local RDS Data API, as on Aurora.
     #[arg(long)]
