@@ -12,7 +12,8 @@
 //! across lanes) until none is due. Best round of each is compared
 //! (the machine is shared; the best round is the least disturbed). `--check`
 //! exits 1 when the relay is below half the bare rate or a batch costs more
-//! than 2 statements.
+//! than 2 statements. `--null-sender` replaces HTTP by an instant 200 (the
+//! relay's own cost: database + signing).
 
 #[path = "../../../shared/tests/processing_support/mod.rs"]
 mod processing_support;
@@ -25,7 +26,9 @@ use futures::StreamExt as _;
 use hookbox::clock::{Clock, SystemClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::outbox::{self, NewOutboxEvent};
-use hookbox::relay::{HttpSender, Relay, RelaySettings};
+use hookbox::relay::{
+    HttpSender, OutboundRequest, Relay, RelaySettings, SendOutcome, WebhookSender,
+};
 use hookbox::store::Database;
 use hookbox::store::postgres::{PgDatabase, PgOptions};
 use hookbox_testkit::PrivateCluster;
@@ -37,6 +40,7 @@ struct Args {
     batch: i64,
     lanes: usize,
     latency_ms: u64,
+    null_sender: bool,
     rounds: usize,
     check: bool,
 }
@@ -48,6 +52,7 @@ fn args() -> Args {
         batch: 100,
         lanes: 4,
         latency_ms: 0,
+        null_sender: false,
         rounds: 3,
         check: false,
     };
@@ -66,6 +71,7 @@ fn args() -> Args {
             "--lanes" => a.lanes = value(),
             "--sink-latency-ms" => a.latency_ms = value() as u64,
             "--check" => a.check = true,
+            "--null-sender" => a.null_sender = true,
             other => panic!("unknown flag {other}"),
         }
     }
@@ -96,6 +102,23 @@ async fn sink(latency: Duration) -> (String, Arc<AtomicU64>) {
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move { axum::serve(listener, app).await });
     (format!("http://{addr}/in"), hits)
+}
+
+/// `--null-sender`: answers 200 without any HTTP (the relay's database
+/// cost alone), counting like the sink.
+#[derive(Debug)]
+struct NullSender(Arc<AtomicU64>);
+
+#[async_trait::async_trait]
+impl WebhookSender for NullSender {
+    async fn send(&self, _request: OutboundRequest<'_>) -> SendOutcome {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        SendOutcome::Response {
+            status: 200,
+            retry_after: None,
+            body_excerpt: String::new(),
+        }
+    }
 }
 
 fn payload(i: usize) -> serde_json::Value {
@@ -187,9 +210,14 @@ async fn main() {
         let mut settings = RelaySettings::new(format!("bench-{round}"));
         settings.batch_size = a.batch;
         settings.lanes = a.lanes;
+        let sender: Arc<dyn WebhookSender> = if a.null_sender {
+            Arc::new(NullSender(hits.clone()))
+        } else {
+            Arc::new(HttpSender::default())
+        };
         let relay = Relay::new(
             counting.clone(),
-            Arc::new(HttpSender::default()),
+            sender,
             None,
             Arc::new(SystemClock),
             settings,
