@@ -64,6 +64,17 @@ impl Clock for ManualClock {
     }
 }
 
+/// A Lambda invocation's deadline (`Context::deadline`: milliseconds since
+/// the epoch, 0 when unknown, as in `Context::default()`).
+pub fn lambda_deadline(deadline_ms: u64) -> Option<DateTime<Utc>> {
+    if deadline_ms == 0 {
+        return None;
+    }
+    i64::try_from(deadline_ms)
+        .ok()
+        .and_then(DateTime::<Utc>::from_timestamp_millis)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,5 +92,14 @@ mod tests {
         assert_eq!(clock.now(), start + Duration::seconds(90));
         clock.set(start);
         assert_eq!(clock.now(), start);
+    }
+
+    #[test]
+    fn an_unknown_lambda_deadline_is_none() {
+        assert_eq!(lambda_deadline(0), None);
+        assert_eq!(
+            lambda_deadline(1_780_315_200_000).map(|d| d.timestamp_millis()),
+            Some(1_780_315_200_000)
+        );
     }
 }

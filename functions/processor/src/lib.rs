@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use chrono::{DateTime, Utc};
-use hookbox::clock::Clock;
+use hookbox::clock::{Clock, lambda_deadline};
 use hookbox::processing::{BatchReport, BusinessHandler, Processor, ProcessorConfig};
 use hookbox::queue::{Queue, Received};
 use hookbox::store::Database;
@@ -71,7 +71,7 @@ impl ProcessorFunction {
         &self,
         event: LambdaEvent<SqsEvent>,
     ) -> (SqsBatchResponse, BatchReport) {
-        let deadline = deadline(event.context.deadline);
+        let deadline = lambda_deadline(event.context.deadline);
         let messages: Vec<Received> = event.payload.records.iter().map(received).collect();
         let processor = Processor {
             db: self.db.as_ref(),
@@ -83,17 +83,6 @@ impl ProcessorFunction {
         let report = processor.process_batch(&messages, deadline).await;
         (batch_response(&report), report)
     }
-}
-
-/// The invocation deadline (`Context::deadline`, ms since the epoch; 0 when
-/// unknown, as in `Context::default()`).
-pub fn deadline(deadline_ms: u64) -> Option<DateTime<Utc>> {
-    if deadline_ms == 0 {
-        return None;
-    }
-    i64::try_from(deadline_ms)
-        .ok()
-        .and_then(DateTime::<Utc>::from_timestamp_millis)
 }
 
 /// One SQS record as the use case's message. Missing fields become empty
@@ -196,14 +185,5 @@ mod tests {
         let response = batch_response(&report);
         assert_eq!(response.batch_item_failures.len(), 1);
         assert_eq!(response.batch_item_failures[0].item_identifier, "again");
-    }
-
-    #[test]
-    fn an_unknown_deadline_is_none() {
-        assert_eq!(deadline(0), None);
-        assert_eq!(
-            deadline(1_780_315_200_000).map(|d| d.timestamp_millis()),
-            Some(1_780_315_200_000)
-        );
     }
 }

@@ -16,8 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lambda_events::cloudwatch_events::CloudWatchEvent;
-use chrono::{DateTime, Utc};
-use hookbox::clock::Clock;
+use hookbox::clock::{Clock, lambda_deadline};
 use hookbox::config::ConfigStore;
 use hookbox::relay::{Pause, Relay, RunReport};
 use lambda_runtime::LambdaEvent;
@@ -61,7 +60,7 @@ impl RelayFunction {
     /// One run until `deadline_ms` (milliseconds since the epoch; 0: none,
     /// then [`DEFAULT_RUN`] from now).
     pub async fn run(&self, deadline_ms: u64) -> RunReport {
-        let deadline = deadline(deadline_ms).unwrap_or_else(|| {
+        let deadline = lambda_deadline(deadline_ms).unwrap_or_else(|| {
             self.clock.now() + chrono::Duration::from_std(DEFAULT_RUN).unwrap_or_default()
         });
         let report = self
@@ -73,16 +72,6 @@ impl RelayFunction {
         }
         report
     }
-}
-
-/// The Lambda context's deadline (milliseconds since the epoch; 0 = none).
-pub fn deadline(deadline_ms: u64) -> Option<DateTime<Utc>> {
-    if deadline_ms == 0 {
-        return None;
-    }
-    i64::try_from(deadline_ms)
-        .ok()
-        .and_then(DateTime::<Utc>::from_timestamp_millis)
 }
 
 /// The run as JSON: what was delivered, failed, swept and purged.
