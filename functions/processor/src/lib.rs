@@ -105,6 +105,33 @@ pub fn received(record: &SqsMessage) -> Received {
     }
 }
 
+/// The SQS event Lambda's event source mapping builds from received
+/// messages (the inverse of [`received`]): what the local stack and the
+/// tests hand the handler when they play the event source.
+pub fn sqs_event(messages: &[Received]) -> SqsEvent {
+    let mut event = SqsEvent::default();
+    event.records = messages
+        .iter()
+        .map(|m| {
+            let mut record = SqsMessage::default();
+            record.message_id = Some(m.message_id.clone());
+            record.receipt_handle = Some(m.receipt_handle.clone());
+            record.body = Some(m.body.clone());
+            record.attributes.insert(
+                "ApproximateReceiveCount".into(),
+                m.receive_count.to_string(),
+            );
+            record.attributes.insert(
+                "SentTimestamp".into(),
+                m.sent_at.timestamp_millis().to_string(),
+            );
+            record.event_source = Some("aws:sqs".into());
+            record
+        })
+        .collect();
+    event
+}
+
 /// The response: exactly the messages to retry.
 pub fn batch_response(report: &BatchReport) -> SqsBatchResponse {
     let mut response = SqsBatchResponse::default();

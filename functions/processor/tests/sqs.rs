@@ -26,7 +26,7 @@ use hookbox::queue::sqs::SqsQueue;
 use hookbox::queue::{Queue, QueueConsumer, Received};
 use hookbox::store::postgres::{PgDatabase, PgOptions};
 use hookbox::store::{Database, Statement, fetch_one};
-use hookbox_processor::ProcessorFunction;
+use hookbox_processor::{ProcessorFunction, sqs_event};
 use hookbox_testkit::{TestDb, moto};
 use lambda_runtime::{Context, LambdaEvent};
 use processing_support::{
@@ -78,31 +78,6 @@ async fn env() -> Env {
         clock,
         function,
     }
-}
-
-/// The SQS event Lambda would build from these messages.
-fn sqs_event(messages: &[Received]) -> SqsEvent {
-    let mut event = SqsEvent::default();
-    event.records = messages
-        .iter()
-        .map(|m| {
-            let mut record = SqsMessage::default();
-            record.message_id = Some(m.message_id.clone());
-            record.receipt_handle = Some(m.receipt_handle.clone());
-            record.body = Some(m.body.clone());
-            record.attributes.insert(
-                "ApproximateReceiveCount".into(),
-                m.receive_count.to_string(),
-            );
-            record.attributes.insert(
-                "SentTimestamp".into(),
-                m.sent_at.timestamp_millis().to_string(),
-            );
-            record.event_source = Some("aws:sqs".into());
-            record
-        })
-        .collect();
-    event
 }
 
 fn failed_ids(response: &SqsBatchResponse) -> Vec<String> {

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_lambda_events::cloudwatch_events::CloudWatchEvent;
-use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
 use hookbox::clock::{Clock, ManualClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::example::OrdersHandler;
@@ -22,7 +21,7 @@ use hookbox::queue::{Queue, QueueConsumer, Received};
 use hookbox::relay::{HttpSender, Pause, Relay, RelaySettings};
 use hookbox::store::postgres::{PgDatabase, PgOptions};
 use hookbox::store::{Database, Statement, fetch_one};
-use hookbox_processor::ProcessorFunction;
+use hookbox_processor::{ProcessorFunction, sqs_event};
 use hookbox_relay::RelayFunction;
 use hookbox_testkit::http_sink::HttpSink;
 use hookbox_testkit::{TestDb, moto};
@@ -105,25 +104,6 @@ async fn env() -> Env {
         relay,
         processor,
     }
-}
-
-fn sqs_event(messages: &[Received]) -> SqsEvent {
-    let mut event = SqsEvent::default();
-    event.records = messages
-        .iter()
-        .map(|m| {
-            let mut record = SqsMessage::default();
-            record.message_id = Some(m.message_id.clone());
-            record.receipt_handle = Some(m.receipt_handle.clone());
-            record.body = Some(m.body.clone());
-            record.attributes.insert(
-                "ApproximateReceiveCount".into(),
-                m.receive_count.to_string(),
-            );
-            record
-        })
-        .collect();
-    event
 }
 
 impl Env {

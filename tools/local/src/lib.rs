@@ -29,18 +29,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
 use hookbox::clock::{Clock, SystemClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::processing::ProcessorConfig;
 use hookbox::queue::memory::{MemoryQueue, MemoryQueueConfig};
 use hookbox::queue::sqs::SqsQueue;
-use hookbox::queue::{Queue, QueueConsumer, Received};
+use hookbox::queue::{Queue, QueueConsumer};
 use hookbox::relay::{HttpSender, Relay, RelaySettings, TokioPause};
 use hookbox::store::Database;
 use hookbox::store::data_api::{DataApiDatabase, DataApiTarget};
 use hookbox::store::postgres::{PgDatabase, PgOptions};
-use hookbox_processor::ProcessorFunction;
+use hookbox_processor::{ProcessorFunction, sqs_event};
 use hookbox_relay::RelayFunction;
 use lambda_runtime::{Context, LambdaEvent};
 use tokio::sync::watch;
@@ -448,30 +447,6 @@ pub fn redact(url: &str) -> String {
         }
         _ => url.to_string(),
     }
-}
-
-fn sqs_event(messages: &[Received]) -> SqsEvent {
-    let mut event = SqsEvent::default();
-    event.records = messages
-        .iter()
-        .map(|m| {
-            let mut record = SqsMessage::default();
-            record.message_id = Some(m.message_id.clone());
-            record.receipt_handle = Some(m.receipt_handle.clone());
-            record.body = Some(m.body.clone());
-            record.attributes.insert(
-                "ApproximateReceiveCount".into(),
-                m.receive_count.to_string(),
-            );
-            record.attributes.insert(
-                "SentTimestamp".into(),
-                m.sent_at.timestamp_millis().to_string(),
-            );
-            record.event_source = Some("aws:sqs".into());
-            record
-        })
-        .collect();
-    event
 }
 
 async fn processor_loop(
