@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::HashSet;
 
-use common::{Adapter, at, migrated_db, sql};
+use common::{Adapter, at, load_history, migrated_db, sql};
 use hookbox::admin::{
     self, AttentionStatus, InboxCursor, InboxFilter, OutboxCursor, OutboxFilter, OutboxRetry,
 };
@@ -503,40 +503,7 @@ fn assert_uses(plan: &str, index: &str, table: &str) {
 async fn admin_statements_use_their_indexes(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
     let d = db.as_ref();
-    for statement in [
-        "INSERT INTO inbox (id, partner, event_id, body, signature_verified, status,
-                            received_at, processed_at, attempts)
-         SELECT gen_random_uuid(), 'acme', 'old-' || g, convert_to('{}', 'UTF8'), true,
-                CASE WHEN g % 100 = 0 THEN 'quarantined' WHEN g % 101 = 0 THEN 'dead'
-                     ELSE 'processed' END,
-                timestamptz '2026-01-01' + g * interval '1 second',
-                timestamptz '2026-01-01' + g * interval '1 second', 1
-           FROM generate_series(1, 20000) AS g",
-        "INSERT INTO inbox (id, partner, event_id, body, signature_verified, status,
-                            received_at, next_attempt_at)
-         SELECT gen_random_uuid(), 'acme', 'new-' || g, convert_to('{}', 'UTF8'), true, 'pending',
-                timestamptz '2026-06-01' + g * interval '1 second',
-                timestamptz '2026-06-01' + g * interval '1 second'
-           FROM generate_series(1, 10) AS g",
-        "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination, payload,
-                             status, next_attempt_at, created_at, processed_at, attempts)
-         SELECT gen_random_uuid(), 'order', 'o-' || g, 'order.paid', 'erp', '{}',
-                CASE WHEN g % 100 = 0 THEN 'dead' ELSE 'delivered' END,
-                timestamptz '2026-01-01' + g * interval '1 second',
-                timestamptz '2026-01-01' + g * interval '1 second',
-                timestamptz '2026-01-01' + g * interval '1 second', 1
-           FROM generate_series(1, 20000) AS g",
-        "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination, payload,
-                             status, next_attempt_at, created_at)
-         SELECT gen_random_uuid(), 'order', 'n-' || g, 'order.paid', 'erp', '{}', 'pending',
-                timestamptz '2026-06-01' + g * interval '1 second',
-                timestamptz '2026-06-01' + g * interval '1 second'
-           FROM generate_series(1, 10) AS g",
-        "ANALYZE inbox",
-        "ANALYZE outbox",
-    ] {
-        d.execute(&sql(statement), &params! {}).await.expect("load");
-    }
+    load_history(d).await;
     let start = InboxCursor::start();
     let inbox_page = |status: &'static str| {
         params! {

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{Adapter, at, migrated_db, sql};
+use common::{Adapter, at, load_history, migrated_db, sql};
 use hookbox::store::{Executor, Params, Statement};
 use hookbox::{inbox, outbox, params};
 use uuid::Uuid;
@@ -22,44 +22,6 @@ async fn plan(db: &dyn Executor, statement: &Statement, params: &Params) -> Stri
         .map(|r| r.text("QUERY PLAN").expect("plan line"))
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-async fn load_history(db: &dyn Executor) {
-    for statement in [
-        "INSERT INTO inbox (id, partner, event_id, body, signature_verified, status,
-                            received_at, processed_at, attempts)
-         SELECT gen_random_uuid(), 'acme', 'old-' || g, convert_to('{}', 'UTF8'), true,
-                CASE WHEN g % 100 = 0 THEN 'quarantined' ELSE 'processed' END,
-                timestamptz '2026-01-01' + g * interval '1 second',
-                timestamptz '2026-01-01' + g * interval '1 second', 1
-           FROM generate_series(1, 20000) AS g",
-        "INSERT INTO inbox (id, partner, event_id, body, signature_verified, status,
-                            received_at, next_attempt_at)
-         SELECT gen_random_uuid(), 'acme', 'new-' || g, convert_to('{}', 'UTF8'), true, 'pending',
-                timestamptz '2026-06-01' + g * interval '1 second',
-                timestamptz '2026-06-01' + g * interval '1 second'
-           FROM generate_series(1, 10) AS g",
-        "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination, payload,
-                             status, next_attempt_at, created_at, processed_at, attempts)
-         SELECT gen_random_uuid(), 'order', 'o-' || g, 'order.paid', 'erp', '{}',
-                CASE WHEN g % 100 = 0 THEN 'dead' ELSE 'delivered' END,
-                timestamptz '2026-01-01' + g * interval '1 second',
-                timestamptz '2026-01-01' + g * interval '1 second',
-                timestamptz '2026-01-01' + g * interval '1 second', 1
-           FROM generate_series(1, 20000) AS g",
-        "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination, payload,
-                             status, next_attempt_at, created_at)
-         SELECT gen_random_uuid(), 'order', 'n-' || g, 'order.paid', 'erp', '{}', 'pending',
-                timestamptz '2026-06-01' + g * interval '1 second',
-                timestamptz '2026-06-01' + g * interval '1 second'
-           FROM generate_series(1, 10) AS g",
-        "ANALYZE inbox",
-        "ANALYZE outbox",
-    ] {
-        db.execute(&sql(statement), &params! {})
-            .await
-            .expect("load");
-    }
 }
 
 fn assert_uses(plan: &str, index: &str, table: &str) {

@@ -137,3 +137,44 @@ pub fn claim(
         ordered_destinations: &[],
     }
 }
+
+/// History for plan tests, analyzed: 20,000 finished inbox rows (1% quarantined,
+/// ~1% dead) and 20,000 finished outbox rows (1% dead), 10 pending of each.
+pub async fn load_history(db: &dyn hookbox::store::Executor) {
+    for statement in [
+        "INSERT INTO inbox (id, partner, event_id, body, signature_verified, status,
+                            received_at, processed_at, attempts)
+         SELECT gen_random_uuid(), 'acme', 'old-' || g, convert_to('{}', 'UTF8'), true,
+                CASE WHEN g % 100 = 0 THEN 'quarantined' WHEN g % 101 = 0 THEN 'dead'
+                     ELSE 'processed' END,
+                timestamptz '2026-01-01' + g * interval '1 second',
+                timestamptz '2026-01-01' + g * interval '1 second', 1
+           FROM generate_series(1, 20000) AS g",
+        "INSERT INTO inbox (id, partner, event_id, body, signature_verified, status,
+                            received_at, next_attempt_at)
+         SELECT gen_random_uuid(), 'acme', 'new-' || g, convert_to('{}', 'UTF8'), true, 'pending',
+                timestamptz '2026-06-01' + g * interval '1 second',
+                timestamptz '2026-06-01' + g * interval '1 second'
+           FROM generate_series(1, 10) AS g",
+        "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination, payload,
+                             status, next_attempt_at, created_at, processed_at, attempts)
+         SELECT gen_random_uuid(), 'order', 'o-' || g, 'order.paid', 'erp', '{}',
+                CASE WHEN g % 100 = 0 THEN 'dead' ELSE 'delivered' END,
+                timestamptz '2026-01-01' + g * interval '1 second',
+                timestamptz '2026-01-01' + g * interval '1 second',
+                timestamptz '2026-01-01' + g * interval '1 second', 1
+           FROM generate_series(1, 20000) AS g",
+        "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination, payload,
+                             status, next_attempt_at, created_at)
+         SELECT gen_random_uuid(), 'order', 'n-' || g, 'order.paid', 'erp', '{}', 'pending',
+                timestamptz '2026-06-01' + g * interval '1 second',
+                timestamptz '2026-06-01' + g * interval '1 second'
+           FROM generate_series(1, 10) AS g",
+        "ANALYZE inbox",
+        "ANALYZE outbox",
+    ] {
+        db.execute(&sql(statement), &hookbox::params! {})
+            .await
+            .expect("load");
+    }
+}
