@@ -15,6 +15,9 @@ pub mod migrate;
 pub mod outbox;
 pub mod processing;
 pub mod queue;
-pub mod relay;
 pub mod signature;
 pub mod store;
+
+/// The relay use case lives with the outbox (`outbox::relay`); this is its
+/// short path.
+pub use outbox::relay;

@@ -12,6 +12,7 @@
 //! and not leased, so a crashed relay's rows become claimable again by
 //! themselves when the lease ends.
 
+pub mod relay;
 pub mod repo;
 
 use std::fmt;
