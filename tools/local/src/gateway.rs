@@ -189,8 +189,7 @@ fn proxy_response(r: ApiGatewayProxyResponse) -> Response {
     let body = match r.body {
         Some(ApiBody::Text(text)) => Body::from(text),
         Some(ApiBody::Binary(bytes)) => Body::from(bytes),
-        Some(ApiBody::Empty) | None => Body::empty(),
-        Some(_) => Body::empty(),
+        _ => Body::empty(),
     };
     let mut response = Response::new(body);
     *response.status_mut() = status;
