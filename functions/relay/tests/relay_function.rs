@@ -75,12 +75,17 @@ async fn env() -> Env {
         "test",
     )
     .expect("config");
+    // one lane: the pauses move the shared manual clock, and with several
+    // lanes pausing at once it would outrun a lane whose (real) HTTP request
+    // is still in flight, expiring its lease in manual time
+    let mut settings = RelaySettings::new("relay-test");
+    settings.lanes = 1;
     let relay = Relay::new(
         db.clone(),
         Arc::new(HttpSender::default()),
         Some(Arc::new(sqs.clone()) as Arc<dyn Queue>),
         clock.clone(),
-        RelaySettings::new("relay-test"),
+        settings,
     );
     let relay = RelayFunction::new(
         relay,
