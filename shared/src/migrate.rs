@@ -65,6 +65,16 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "outbox_ordered_delivery",
         sql: include_str!("../migrations/0003_outbox_ordered_delivery.sql"),
     },
+    Migration {
+        version: 4,
+        name: "outbox_room_for_leases",
+        sql: include_str!("../migrations/0004_outbox_room_for_leases.sql"),
+    },
+    Migration {
+        version: 5,
+        name: "outbox_claim_function",
+        sql: include_str!("../migrations/0005_outbox_claim_function.sql"),
+    },
 ];
 
 /// Why migrating failed.

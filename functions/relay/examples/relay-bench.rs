@@ -5,6 +5,9 @@
 //! ```sh
 //! cargo run --release -p hookbox-relay --example relay-bench [-- --rows 5000 --in-flight 32 --batch 100 --lanes 4 --sink-latency-ms 0 --rounds 3 --check]
 //! ```
+//! `--database-url URL` uses that (empty, or already migrated) database
+//! instead of a throwaway cluster; `--fillfactor N` sets the outbox's
+//! fillfactor first (migration 0004 chose 50; try 80 to see why).
 //! One durable throwaway cluster (fsync on). Each round: the bare client
 //! posts N payloads with `in-flight` requests at once; then N outbox rows
 //! are delivered by the relay (`Relay::drain`: `lanes` batch loops, each
@@ -13,7 +16,9 @@
 //! (the machine is shared; the best round is the least disturbed). `--check`
 //! exits 1 when the relay is below half the bare rate or a batch costs more
 //! than 2 statements. `--null-sender` replaces HTTP by an instant 200 (the
-//! relay's own cost: database + signing).
+//! relay's own cost: database + signing). Each round also prints the CPU
+//! time per delivery: this process (client or relay, and the sink) and
+//! every PostgreSQL process (Linux `/proc`).
 
 #[path = "../../../shared/tests/processing_support/mod.rs"]
 mod processing_support;
@@ -26,11 +31,12 @@ use futures::StreamExt as _;
 use hookbox::clock::{Clock, SystemClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::outbox::{self, NewOutboxEvent};
+use hookbox::params;
 use hookbox::relay::{
     HttpSender, OutboundRequest, Relay, RelaySettings, SendOutcome, WebhookSender,
 };
-use hookbox::store::Database;
 use hookbox::store::postgres::{PgDatabase, PgOptions};
+use hookbox::store::{Database, Statement};
 use hookbox_testkit::PrivateCluster;
 use processing_support::CountingDb;
 
@@ -43,6 +49,8 @@ struct Args {
     null_sender: bool,
     rounds: usize,
     check: bool,
+    fillfactor: Option<usize>,
+    database_url: Option<String>,
 }
 
 fn args() -> Args {
@@ -55,6 +63,8 @@ fn args() -> Args {
         null_sender: false,
         rounds: 3,
         check: false,
+        fillfactor: None,
+        database_url: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -63,6 +73,10 @@ fn args() -> Args {
                 .and_then(|v| v.parse::<usize>().ok())
                 .unwrap_or_else(|| panic!("{flag} needs a number"))
         };
+        if flag == "--database-url" {
+            a.database_url = it.next();
+            continue;
+        }
         match flag.as_str() {
             "--rows" => a.rows = value(),
             "--in-flight" => a.in_flight = value(),
@@ -72,6 +86,7 @@ fn args() -> Args {
             "--sink-latency-ms" => a.latency_ms = value() as u64,
             "--check" => a.check = true,
             "--null-sender" => a.null_sender = true,
+            "--fillfactor" => a.fillfactor = Some(value()),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -121,6 +136,29 @@ impl WebhookSender for NullSender {
     }
 }
 
+/// CPU seconds (user + system) used so far by this process and by every
+/// `postgres` process on the machine (Linux /proc; zeros elsewhere).
+fn cpu_seconds() -> (f64, f64) {
+    fn of(stat: &str) -> f64 {
+        // fields after the ")" that ends the command name: utime is the 12th, stime the 13th
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        (ticks(11) + ticks(12)) / 100.0
+    }
+    let own = std::fs::read_to_string("/proc/self/stat").map_or(0.0, |s| of(&s));
+    let mut pg = 0.0;
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let path = entry.path();
+            if std::fs::read_to_string(path.join("comm")).is_ok_and(|c| c.trim() == "postgres") {
+                pg += std::fs::read_to_string(path.join("stat")).map_or(0.0, |s| of(&s));
+            }
+        }
+    }
+    (own, pg)
+}
+
 fn payload(i: usize) -> serde_json::Value {
     serde_json::json!({
         "type": "order.status_changed",
@@ -153,12 +191,24 @@ async fn fill(db: &dyn Database, rows: usize) {
 #[tokio::main]
 async fn main() {
     let a = args();
-    let cluster = PrivateCluster::start_durable();
+    let cluster = a.database_url.is_none().then(PrivateCluster::start_durable);
+    let url = a
+        .database_url
+        .clone()
+        .or_else(|| cluster.as_ref().map(|c| c.url().to_owned()))
+        .expect("a database");
     let pg: Arc<dyn Database> =
-        Arc::new(PgDatabase::connect(cluster.url(), &PgOptions::default()).expect("pool"));
+        Arc::new(PgDatabase::connect(&url, &PgOptions::default()).expect("pool"));
     hookbox::migrate::migrate(pg.as_ref())
         .await
         .expect("migrate");
+    if let Some(ff) = a.fillfactor {
+        let sql: &'static str =
+            Box::leak(format!("ALTER TABLE outbox SET (fillfactor = {ff})").into_boxed_str());
+        pg.execute(&Statement::new("bench.fillfactor", sql), &params! {})
+            .await
+            .expect("fillfactor");
+    }
     let (url, hits) = sink(Duration::from_millis(a.latency_ms)).await;
     let config = HookboxConfig::parse(
         &serde_json::json!({ "destinations": { "sink": {
@@ -183,6 +233,7 @@ async fn main() {
     for round in 1..=a.rounds {
         // bare client
         let before = hits.load(Ordering::Relaxed);
+        let cpu_before = cpu_seconds();
         let start = Instant::now();
         futures::stream::iter(bodies.iter())
             .map(|body| {
@@ -202,6 +253,8 @@ async fn main() {
             .for_each(|_| async {})
             .await;
         let bare_rate = a.rows as f64 / start.elapsed().as_secs_f64();
+        let cpu_after = cpu_seconds();
+        let bare_cpu_us = (cpu_after.0 - cpu_before.0) * 1e6 / a.rows as f64;
         assert_eq!(hits.load(Ordering::Relaxed) - before, a.rows as u64);
 
         // relay
@@ -223,8 +276,12 @@ async fn main() {
             settings,
         );
         let before = hits.load(Ordering::Relaxed);
+        let cpu_before = cpu_seconds();
         let start = Instant::now();
         let run = relay.drain(&store).await;
+        let cpu_after = cpu_seconds();
+        let relay_cpu_us = (cpu_after.0 - cpu_before.0) * 1e6 / a.rows as f64;
+        let pg_cpu_us = (cpu_after.1 - cpu_before.1) * 1e6 / a.rows as f64;
         let (batches, delivered) = (run.batches - a.lanes as u64, run.deliveries.delivered);
         assert_eq!(run.errors, Vec::<String>::new());
         let elapsed = start.elapsed();
@@ -241,6 +298,10 @@ async fn main() {
             relay_rate / bare_rate,
             a.batch,
             a.lanes
+        );
+        println!(
+            "         CPU per delivery: bare {bare_cpu_us:.0} µs (client + sink); relay {relay_cpu_us:.0} µs \
+             (relay + sink) + PostgreSQL {pg_cpu_us:.0} µs"
         );
         let db_time: Duration = counting.counts.breakdown().iter().map(|(_, _, t)| *t).sum();
         println!(

@@ -105,27 +105,10 @@ macro_rules! outbox_columns {
 pub const CLAIM_DUE: Statement = Statement::new(
     "outbox.claim_due",
     concat!(
-        "WITH due AS (
-            SELECT o.id FROM outbox AS o
-             WHERE o.status = 'pending' AND o.next_attempt_at <= CAST(:now AS timestamptz)
-               AND (o.locked_until IS NULL OR o.locked_until <= CAST(:now AS timestamptz))
-               AND NOT (o.destination IN (SELECT jsonb_array_elements_text(CAST(:ordered AS jsonb)))
-                        AND EXISTS (SELECT 1 FROM outbox AS older
-                                     WHERE older.destination = o.destination
-                                       AND older.aggregate_type = o.aggregate_type
-                                       AND older.aggregate_id = o.aggregate_id
-                                       AND older.status IN ('pending', 'dead')
-                                       AND older.seq < o.seq))
-             ORDER BY o.next_attempt_at
-             LIMIT :limit
-             FOR UPDATE SKIP LOCKED
-        )
-        UPDATE outbox AS o
-           SET locked_until = CAST(:lease_until AS timestamptz),
-               locked_by = :worker
-         WHERE o.id = ANY(ARRAY(SELECT id FROM due))
-        RETURNING ",
-        outbox_columns!("o.")
+        "SELECT ",
+        outbox_columns!("o."),
+        " FROM outbox_claim_due(CAST(:now AS timestamptz), CAST(:lease_until AS timestamptz),
+                                :worker, CAST(:limit AS bigint), CAST(:ordered AS jsonb)) AS o"
     ),
 );
 
@@ -150,7 +133,9 @@ pub struct ClaimRequest<'a> {
 /// lease only sets `locked_until`/`locked_by`, columns no index covers, so
 /// PostgreSQL updates the row in place (HOT) without touching any index. For
 /// ordered destinations only the oldest undelivered row of each aggregate is
-/// claimable. Returned in insertion order.
+/// claimable. Returned in insertion order. The SQL is the function
+/// `outbox_claim_due` (migration 0005), which pins the plan to a walk of the
+/// due index whatever the table's statistics say.
 pub async fn claim_due(
     db: &dyn Executor,
     request: ClaimRequest<'_>,
@@ -226,8 +211,14 @@ pub const RECORD_RESULTS: Statement = Statement::new(
                  status_code integer, error text)
       WHERE o.id = ANY(ARRAY(SELECT CAST(e ->> 'id' AS uuid)
                                FROM jsonb_array_elements(CAST(:results AS jsonb)) AS e))
-        AND o.id = r.id AND o.status = 'pending' AND o.locked_by = :worker",
+        AND o.id = r.id AND o.locked_by = :worker",
 );
+// Only pending rows are ever leased and every status change clears
+// `locked_by`, so the batch's token alone says "still pending and ours". A
+// `status = 'pending'` condition here would match the partial indexes'
+// predicate and, when statistics undercount the pending rows, tempt the
+// planner into ANDing the primary key with a scan of every pending row
+// (O(backlog) per batch; tests/query_plans.rs checks it does not).
 
 /// Records the results of a whole batch in ONE statement (an attempt is
 /// counted for every outcome but [`DeliveryOutcome::NotAttempted`]). Only rows still

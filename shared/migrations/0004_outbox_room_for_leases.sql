@@ -1,0 +1,14 @@
+-- hookbox schema, version 4: room on each outbox page for a whole batch's leases.
+--
+-- A claim leases up to a batch of rows in one statement, so every row of a
+-- page is usually leased by the same transaction. The lease changes no
+-- indexed column; PostgreSQL writes the new row version in place (a HOT
+-- update: no index entry) only while the page has room for it, and the old
+-- versions of the same transaction cannot be pruned to make that room. With
+-- version 3's fillfactor 80 a page of ~1 KiB payloads had room for one new
+-- version: the other rows of the page moved to another page, with an entry in
+-- each of the outbox's indexes (the relay bench measured 40% more claimed
+-- rows per second at 50). Half of each newly filled page is now left free, so
+-- every row of a page can be leased in place; pages already written keep
+-- their layout until their rows are updated or purged.
+ALTER TABLE outbox SET (fillfactor = 50);
