@@ -346,7 +346,103 @@ async fn counts_oldest_pending_and_retention(adapter: Adapter) {
     assert!(outbox::get(d, recent[0]).await.expect("get").is_some());
 }
 
+/// A relay lane's step: the previous batch's results and the next claim in
+/// one statement. The claim sees what was just recorded: the next row of an
+/// ordered aggregate is claimable in the same statement that records its
+/// predecessor delivered.
+async fn record_and_claim_records_the_last_batch_and_claims_the_next(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let d = db.as_ref();
+    // one aggregate, three rows, for an ordered destination ("erp")
+    let tx = db.begin().await.expect("begin");
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(
+            outbox::enqueue(tx.as_ref(), &event("o-1"), at(0))
+                .await
+                .expect("enqueue"),
+        );
+    }
+    tx.commit().await.expect("commit");
+    let ordered = ["erp".to_string()];
+    let request = |worker: &'static str, now: i64| outbox::ClaimRequest {
+        worker,
+        now: at(now),
+        lease_until: at(now + 30),
+        limit: 10,
+        ordered_destinations: &ordered,
+    };
+    let delivered = |id: Uuid| DeliveryResult {
+        id,
+        outcome: DeliveryOutcome::Delivered,
+        status_code: Some(200),
+        error: None,
+    };
+
+    // nothing to record yet: the head of the aggregate only
+    let nothing = outbox::Unrecorded {
+        recorded_by: "",
+        results: &[],
+    };
+    let (recorded, first) = outbox::record_and_claim(d, nothing, request("lane/1", 1))
+        .await
+        .expect("step 1");
+    assert_eq!(recorded, 0);
+    assert_eq!(first.iter().map(|r| r.id).collect::<Vec<_>>(), [ids[0]]);
+    assert_eq!(first[0].locked_by.as_deref(), Some("lane/1"));
+
+    // a token that does not hold the lease records nothing, and the head
+    // still blocks its aggregate; the count comes back with no row claimed
+    let foreign = [delivered(ids[0])];
+    let (recorded, none) = outbox::record_and_claim(
+        d,
+        outbox::Unrecorded {
+            recorded_by: "lane/other",
+            results: &foreign,
+        },
+        request("lane/2", 2),
+    )
+    .await
+    .expect("step 2");
+    assert_eq!((recorded, none.len()), (0, 0));
+    assert_eq!(
+        outbox::get(d, ids[0])
+            .await
+            .expect("get")
+            .expect("row")
+            .status,
+        OutboxStatus::Pending
+    );
+
+    // recorded by its own batch: delivered, and the next row is claimed by
+    // the same statement
+    let (recorded, second) = outbox::record_and_claim(
+        d,
+        outbox::Unrecorded {
+            recorded_by: "lane/1",
+            results: &foreign,
+        },
+        request("lane/3", 3),
+    )
+    .await
+    .expect("step 3");
+    assert_eq!(recorded, 1);
+    assert_eq!(second.iter().map(|r| r.id).collect::<Vec<_>>(), [ids[1]]);
+    let head = outbox::get(d, ids[0]).await.expect("get").expect("row");
+    assert_eq!(
+        (
+            head.status,
+            head.attempts,
+            head.locked_by,
+            head.processed_at
+        ),
+        (OutboxStatus::Delivered, 1, None, Some(at(3)))
+    );
+    assert_eq!(second[0].locked_by.as_deref(), Some("lane/3"));
+}
+
 for_each_adapter!(
+    record_and_claim_records_the_last_batch_and_claims_the_next,
     enqueue_writes_inside_the_callers_transaction_only,
     claim_due_leases_due_rows_in_order_and_hides_them_until_the_lease_ends,
     two_concurrent_claimers_never_receive_the_same_row,

@@ -211,7 +211,7 @@ async fn relay_statements_use_the_primary_key_with_a_large_due_backlog(adapter: 
         d,
         &outbox::repo::RECORD_RESULTS,
         &params! {
-            "results" => serde_json::Value::from(results.clone()), "worker" => "r", "now" => at(0),
+            "results" => serde_json::Value::from(results.clone()), "recorded_by" => "r", "now" => at(0),
         },
     )
     .await;
@@ -232,7 +232,7 @@ async fn relay_statements_use_the_primary_key_with_a_large_due_backlog(adapter: 
         d,
         &outbox::repo::RECORD_RESULTS,
         &params! {
-            "results" => serde_json::Value::from(results), "worker" => "r", "now" => at(0),
+            "results" => serde_json::Value::from(results), "recorded_by" => "r", "now" => at(0),
         },
     )
     .await;

@@ -371,7 +371,16 @@ struct LosesResults(Arc<dyn Database>);
 #[async_trait]
 impl Executor for LosesResults {
     async fn execute(&self, statement: &Statement, params: &Params) -> Result<Rows, DbError> {
-        if statement.name == outbox::repo::RECORD_RESULTS.name {
+        // a lane records a batch with its next claim: fail that statement
+        // once it carries results
+        let records = statement.name == outbox::repo::RECORD_RESULTS.name
+            || (statement.name == outbox::repo::RECORD_AND_CLAIM.name
+                && !matches!(
+                    params.get("results"),
+                    Some(hookbox::store::Value::Json(serde_json::Value::Array(results)))
+                        if results.is_empty()
+                ));
+        if records {
             return Err(DbError::Unavailable {
                 statement: statement.name,
                 reason: "simulated crash before recording".into(),
@@ -427,6 +436,55 @@ async fn a_crash_after_the_post_delivers_again_with_the_same_webhook_id(adapter:
     for id in &ids {
         assert_eq!(row(db.as_ref(), *id).await.status, OutboxStatus::Delivered);
     }
+}
+
+/// The same through a relay lane, which records a batch with its next
+/// claim: the lane stops, reports the error, and the rows come back when the
+/// lease ends, under the same webhook-ids.
+async fn a_lane_that_dies_before_recording_delivers_again_with_the_same_webhook_id(
+    adapter: Adapter,
+) {
+    let (_t, db) = migrated_db(adapter).await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    let sink = HttpSink::start().await;
+    let cfg = config(&sink.url("/in"), serde_json::json!({}));
+    let ids = enqueue(db.as_ref(), "o-6", 2, at(0)).await;
+    let mut settings = RelaySettings::new("relay-dies");
+    settings.lanes = 1;
+    let dying = Relay::new(
+        Arc::new(LosesResults(db.clone())),
+        Arc::new(HttpSender::default()),
+        None,
+        clock.clone(),
+        settings,
+    );
+    let run = dying
+        .drain(&ConfigStore::fixed(cfg.clone(), clock.clone()))
+        .await;
+    assert_eq!(run.errors.len(), 1, "{:?}", run.errors);
+    assert!(
+        run.errors[0].contains("simulated crash"),
+        "{:?}",
+        run.errors
+    );
+    assert_eq!(run.deliveries.delivered, 0, "nothing was recorded");
+    assert_eq!(sink.requests().len(), 2, "the POSTs happened");
+    for id in &ids {
+        let r = row(db.as_ref(), *id).await;
+        assert_eq!(r.status, OutboxStatus::Pending);
+        assert!(r.locked_by.expect("leased").starts_with("relay-dies/"));
+    }
+
+    let other = relay(db.clone(), clock.clone(), "relay-b");
+    clock.advance(chrono::Duration::seconds(34));
+    assert_eq!(batch(&other, &cfg, &clock).await.claimed, 0, "still leased");
+    clock.advance(chrono::Duration::seconds(1));
+    assert_eq!(batch(&other, &cfg, &clock).await.delivered, 2);
+    let mut got = webhook_ids(&sink.requests());
+    got.sort();
+    let mut expected: Vec<String> = ids.iter().chain(&ids).map(Uuid::to_string).collect();
+    expected.sort();
+    assert_eq!(got, expected, "each row twice, under its own id both times");
 }
 
 async fn two_relays_at_once_never_deliver_the_same_row_twice() {
@@ -991,6 +1049,7 @@ for_each_adapter!(
     a_receiver_down_then_up_gets_every_row_under_one_webhook_id,
     gone_is_dead_at_once_and_reported,
     a_crash_after_the_post_delivers_again_with_the_same_webhook_id,
+    a_lane_that_dies_before_recording_delivers_again_with_the_same_webhook_id,
     retention_purges_old_finished_rows_in_bounded_batches,
 );
 

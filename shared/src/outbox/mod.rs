@@ -23,9 +23,9 @@ use uuid::Uuid;
 
 pub use crate::store::Retention;
 pub use repo::{
-    ClaimRequest, DeliveryOutcome, DeliveryResult, NewOutboxEvent, PendingSummary, claim_due,
-    counts_by_status, enqueue, get, oldest_pending_created_at, pending_summary, purge_finished,
-    record_results,
+    ClaimRequest, DeliveryOutcome, DeliveryResult, NewOutboxEvent, PendingSummary, Unrecorded,
+    claim_due, counts_by_status, enqueue, get, oldest_pending_created_at, pending_summary,
+    purge_finished, record_and_claim, record_results,
 };
 
 /// Status of an outbox row (the `outbox_status_check` constraint lists the same values).

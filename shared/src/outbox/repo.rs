@@ -192,9 +192,11 @@ pub struct DeliveryResult {
     pub error: Option<String>,
 }
 
-pub const RECORD_RESULTS: Statement = Statement::new(
-    "outbox.record_results",
-    "UPDATE outbox AS o
+/// The UPDATE recording a batch's results (`:results`, a JSON array built by
+/// [`results_json`]) for rows still leased to `:recorded_by`.
+macro_rules! record_update {
+    () => {
+        "UPDATE outbox AS o
         SET status = r.status,
             attempts = o.attempts + CASE WHEN r.attempted THEN 1 ELSE 0 END,
             next_attempt_at = CASE WHEN r.status = 'pending' THEN r.next_attempt_at
@@ -211,8 +213,11 @@ pub const RECORD_RESULTS: Statement = Statement::new(
                  status_code integer, error text)
       WHERE o.id = ANY(ARRAY(SELECT CAST(e ->> 'id' AS uuid)
                                FROM jsonb_array_elements(CAST(:results AS jsonb)) AS e))
-        AND o.id = r.id AND o.locked_by = :worker",
-);
+        AND o.id = r.id AND o.locked_by = :recorded_by"
+    };
+}
+
+pub const RECORD_RESULTS: Statement = Statement::new("outbox.record_results", record_update!());
 // Only pending rows are ever leased and every status change clears
 // `locked_by`, so the batch's token alone says "still pending and ours". A
 // `status = 'pending'` condition here would match the partial indexes'
@@ -234,7 +239,18 @@ pub async fn record_results(
     if results.is_empty() {
         return Ok(0);
     }
-    let json: Vec<serde_json::Value> = results
+    Ok(db
+        .execute(
+            &RECORD_RESULTS,
+            &params! { "results" => results_json(results), "recorded_by" => worker, "now" => now },
+        )
+        .await?
+        .affected)
+}
+
+/// `:results` of [`RECORD_RESULTS`] and [`RECORD_AND_CLAIM`].
+fn results_json(results: &[DeliveryResult]) -> serde_json::Value {
+    results
         .iter()
         .map(|r| {
             let at = |t: &DateTime<Utc>| Some(t.to_rfc3339_opts(SecondsFormat::Micros, true));
@@ -257,14 +273,72 @@ pub async fn record_results(
                 "error": r.error,
             })
         })
-        .collect();
-    Ok(db
+        .collect::<Vec<_>>()
+        .into()
+}
+
+pub const RECORD_AND_CLAIM: Statement = Statement::new(
+    "outbox.record_and_claim",
+    concat!(
+        "WITH recorded AS (",
+        record_update!(),
+        " RETURNING 1)
+        SELECT r.n AS recorded, ",
+        outbox_columns!("c."),
+        " FROM (SELECT count(*) AS n FROM recorded) AS r
+          LEFT JOIN LATERAL outbox_claim_due(
+                CAST(:now AS timestamptz), CAST(:lease_until AS timestamptz), :worker,
+                CAST(:limit AS bigint), CAST(:ordered AS jsonb)) AS c ON true"
+    ),
+);
+
+/// What the previous batch of a relay lane leaves to record.
+#[derive(Debug, Clone, Copy)]
+pub struct Unrecorded<'a> {
+    /// That batch's lease token.
+    pub recorded_by: &'a str,
+    /// Its results.
+    pub results: &'a [DeliveryResult],
+}
+
+/// [`record_results`] of the previous batch and [`claim_due`] of the next in
+/// ONE statement (one round trip, one commit per batch of a relay lane).
+/// The claim runs after the recording (it is the outer side of a lateral
+/// join), so it sees its changes: the next row of an ordered aggregate whose
+/// row was just delivered is claimable at once. Returns the rows recorded
+/// and the rows claimed (in insertion order).
+pub async fn record_and_claim(
+    db: &dyn Executor,
+    previous: Unrecorded<'_>,
+    request: ClaimRequest<'_>,
+) -> Result<(u64, Vec<OutboxRow>), DbError> {
+    let rows = db
         .execute(
-            &RECORD_RESULTS,
-            &params! { "results" => serde_json::Value::from(json), "worker" => worker, "now" => now },
+            &RECORD_AND_CLAIM,
+            &params! {
+                "results" => results_json(previous.results),
+                "recorded_by" => previous.recorded_by,
+                "now" => request.now,
+                "lease_until" => request.lease_until,
+                "worker" => request.worker,
+                "limit" => request.limit,
+                "ordered" => serde_json::Value::from(request.ordered_destinations.to_vec()),
+            },
         )
         .await?
-        .affected)
+        .rows;
+    let recorded = match rows.first() {
+        Some(r) => u64::try_from(r.i64("recorded")?).unwrap_or(0),
+        None => 0,
+    };
+    let mut claimed = Vec::with_capacity(rows.len());
+    for r in &rows {
+        if !matches!(r.value("id")?, crate::store::Value::Null) {
+            claimed.push(outbox_row(r)?);
+        }
+    }
+    claimed.sort_by_key(|r| r.seq);
+    Ok((recorded, claimed))
 }
 
 pub const COUNTS: Statement = Statement::new(

@@ -5,10 +5,10 @@
 //! finished rows.
 //!
 //! ```text
-//! loop until the deadline (minus a margin):
-//!   claim ≤ batch_size due rows, leased to this relay   (1 statement)
+//! `lanes` loops, each until the deadline (minus a margin):
+//!   record the previous batch's results
+//!     + claim ≤ batch_size due rows, leased to this batch  (1 statement)
 //!   POST each, ≤ max_in_flight at once per destination
-//!   record every result of the batch                    (1 statement)
 //!   nothing was due → pause ~1 s
 //! every minute: sweep stranded inbox rows → queue
 //! once a run:   purge finished rows older than the retention
@@ -45,7 +45,7 @@ use crate::clock::Clock;
 use crate::config::{ConfigStore, Destination, HookboxConfig};
 use crate::inbox::{self, InboxMessage};
 use crate::metrics::{Metrics, Unit};
-use crate::outbox::{self, ClaimRequest, DeliveryOutcome, DeliveryResult, OutboxRow};
+use crate::outbox::{self, ClaimRequest, DeliveryOutcome, DeliveryResult, OutboxRow, Unrecorded};
 use crate::queue::Queue;
 use crate::signature::sign_standard_webhooks;
 use crate::store::{Database, DbError};
@@ -242,41 +242,64 @@ impl Relay {
     /// result (one statement). A row that waited `slot_wait` for one of its
     /// destination's `max_in_flight` slots, or would start too close to
     /// `batch_deadline`, is released unattempted; no request outlives the
-    /// deadline.
+    /// deadline. (A lane of [`Relay::run`] records each batch together with
+    /// its next claim instead: one statement per batch.)
     pub async fn deliver_batch(
         &self,
         config: &HookboxConfig,
         batch_deadline: DateTime<Utc>,
     ) -> Result<BatchReport, DbError> {
-        let now = self.clock.now();
-        let ordered: Vec<String> = config
-            .destinations()
-            .filter(|d| d.ordered)
-            .map(|d| d.name.clone())
-            .collect();
-        let lease_until = batch_deadline.max(now) + chrono_duration(self.settings.lease_slack);
-        // `locked_by` names this batch, not just this relay: a lane whose
-        // lease ran out must not record over a row another lane (of the same
-        // relay) has claimed since
-        let token = format!("{}/{}", self.settings.worker, uuid::Uuid::new_v4().simple());
-        let rows = outbox::claim_due(
+        let lease = self.lease(config, batch_deadline);
+        let rows =
+            outbox::claim_due(self.db.as_ref(), lease.request(self.settings.batch_size)).await?;
+        if rows.is_empty() {
+            return Ok(BatchReport::default());
+        }
+        let delivered = self
+            .deliver(config, lease.token, rows, batch_deadline)
+            .await;
+        let recorded = outbox::record_results(
             self.db.as_ref(),
-            ClaimRequest {
-                worker: &token,
-                now,
-                lease_until,
-                limit: self.settings.batch_size,
-                ordered_destinations: &ordered,
-            },
+            &delivered.token,
+            self.clock.now(),
+            &delivered.results,
         )
         .await?;
+        Ok(delivered.recorded(recorded))
+    }
+
+    /// The terms of the next claim: now, a lease outlasting `batch_deadline`,
+    /// a token naming the batch, the ordered destinations.
+    fn lease(&self, config: &HookboxConfig, batch_deadline: DateTime<Utc>) -> Lease {
+        let now = self.clock.now();
+        Lease {
+            now,
+            lease_until: batch_deadline.max(now) + chrono_duration(self.settings.lease_slack),
+            // `locked_by` names this batch, not just this relay: a lane whose
+            // lease ran out must not record over a row another lane (of the
+            // same relay) has claimed since
+            token: format!("{}/{}", self.settings.worker, uuid::Uuid::new_v4().simple()),
+            ordered: config
+                .destinations()
+                .filter(|d| d.ordered)
+                .map(|d| d.name.clone())
+                .collect(),
+        }
+    }
+
+    /// Delivers claimed rows (each destination's slots shared with every
+    /// lane); the results are not recorded yet.
+    async fn deliver(
+        &self,
+        config: &HookboxConfig,
+        token: String,
+        rows: Vec<OutboxRow>,
+        batch_deadline: DateTime<Utc>,
+    ) -> Delivered {
         let mut report = BatchReport {
             claimed: rows.len() as u64,
             ..BatchReport::default()
         };
-        if rows.is_empty() {
-            return Ok(report);
-        }
         let attempts = rows.iter().map(|row| {
             let destination = config.destination(&row.destination);
             let slot = destination.map(|d| self.slots.of(d));
@@ -300,16 +323,11 @@ impl Relay {
             }
             results.push(result);
         }
-        report.recorded =
-            outbox::record_results(self.db.as_ref(), &token, self.clock.now(), &results).await?;
-        if report.recorded < results.len() as u64 {
-            tracing::warn!(
-                results = results.len(),
-                recorded = report.recorded,
-                "some rows were no longer leased to this relay (lease ran out); their results were dropped"
-            );
+        Delivered {
+            token,
+            results,
+            report,
         }
-        Ok(report)
     }
 
     async fn attempt(
@@ -654,7 +672,9 @@ impl Relay {
     }
 
     /// One lane: batches until `stop_at`; when nothing is due, pauses (or,
-    /// without `pause`, ends).
+    /// without `pause`, ends). Each batch's results are recorded by the
+    /// statement that claims the next batch (one statement per batch); they
+    /// are recorded on their own before a sweep and when the lane ends.
     async fn lane(
         &self,
         sweeps: bool,
@@ -664,9 +684,14 @@ impl Relay {
         report: &Mutex<RunReport>,
     ) {
         let mut next_sweep = self.clock.now();
+        let mut unrecorded: Option<Delivered> = None;
         loop {
             let now = self.clock.now();
             if sweeps && now >= next_sweep {
+                // a sweep can take a while: record what was delivered first
+                if !self.flush(unrecorded.take(), report).await {
+                    return;
+                }
                 let swept = self.sweep().await;
                 record(report, |r| match swept {
                     Ok(s) => {
@@ -677,33 +702,129 @@ impl Relay {
                 });
                 next_sweep = now + chrono_duration(self.settings.sweep_every);
             }
+            let now = self.clock.now();
             let left = (stop_at - now).to_std().unwrap_or_default();
             if left < self.settings.min_request_time {
+                self.flush(unrecorded.take(), report).await;
                 return;
             }
             let config = config.current().await;
             let batch_deadline = now + chrono_duration(self.settings.lease.min(left));
-            let batch = self.deliver_batch(&config, batch_deadline).await;
-            let claimed = batch.as_ref().map_or(0, |b| b.claimed);
-            let failed = batch.is_err();
-            record(report, |r| {
-                r.batches += 1;
-                match &batch {
-                    Ok(b) => r.deliveries.add(b),
-                    Err(e) => {
-                        tracing::error!(error = %e, "relay batch failed; stopping this lane");
-                        r.errors.push(format!("delivery: {e}"));
-                    }
+            let lease = self.lease(&config, batch_deadline);
+            let previous = unrecorded.take();
+            let step = outbox::record_and_claim(
+                self.db.as_ref(),
+                Unrecorded {
+                    recorded_by: previous.as_ref().map_or("", |p| p.token.as_str()),
+                    results: previous.as_ref().map_or(&[], |p| p.results.as_slice()),
+                },
+                lease.request(self.settings.batch_size),
+            )
+            .await;
+            let rows = match step {
+                Ok((recorded, rows)) => {
+                    record(report, |r| {
+                        r.batches += 1;
+                        if let Some(previous) = previous {
+                            r.deliveries.add(&previous.recorded(recorded));
+                        }
+                    });
+                    rows
                 }
-            });
-            if failed {
-                return;
-            }
-            if claimed == 0 {
+                Err(e) => {
+                    // the previous batch's rows come back when their lease
+                    // ends and are delivered again under the same webhook-id
+                    tracing::error!(error = %e, "relay batch failed; stopping this lane");
+                    record(report, |r| {
+                        r.batches += 1;
+                        r.errors.push(format!("delivery: {e}"));
+                    });
+                    return;
+                }
+            };
+            if rows.is_empty() {
                 let Some(pause) = pause else { return };
                 let left = (stop_at - self.clock.now()).to_std().unwrap_or_default();
                 pause.pause(self.settings.idle.min(left)).await;
+            } else {
+                unrecorded = Some(
+                    self.deliver(&config, lease.token, rows, batch_deadline)
+                        .await,
+                );
             }
+        }
+    }
+
+    /// Records a delivered batch on its own; false (and the error in the
+    /// report) when the database failed.
+    async fn flush(&self, delivered: Option<Delivered>, report: &Mutex<RunReport>) -> bool {
+        let Some(delivered) = delivered else {
+            return true;
+        };
+        let recorded = outbox::record_results(
+            self.db.as_ref(),
+            &delivered.token,
+            self.clock.now(),
+            &delivered.results,
+        )
+        .await;
+        match recorded {
+            Ok(n) => {
+                record(report, |r| r.deliveries.add(&delivered.recorded(n)));
+                true
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot record a delivered batch; stopping this lane");
+                record(report, |r| r.errors.push(format!("delivery: {e}")));
+                false
+            }
+        }
+    }
+}
+
+/// The terms of one claim.
+#[derive(Debug)]
+struct Lease {
+    now: DateTime<Utc>,
+    lease_until: DateTime<Utc>,
+    token: String,
+    ordered: Vec<String>,
+}
+
+impl Lease {
+    fn request(&self, limit: i64) -> ClaimRequest<'_> {
+        ClaimRequest {
+            worker: &self.token,
+            now: self.now,
+            lease_until: self.lease_until,
+            limit,
+            ordered_destinations: &self.ordered,
+        }
+    }
+}
+
+/// A delivered batch whose results are not recorded yet.
+#[derive(Debug)]
+struct Delivered {
+    token: String,
+    results: Vec<DeliveryResult>,
+    report: BatchReport,
+}
+
+impl Delivered {
+    /// Its report once `recorded` rows took its results (fewer than the
+    /// results when a lease had run out and another relay took the row).
+    fn recorded(self, recorded: u64) -> BatchReport {
+        if recorded < self.results.len() as u64 {
+            tracing::warn!(
+                results = self.results.len(),
+                recorded,
+                "some rows were no longer leased to this relay (lease ran out); their results were dropped"
+            );
+        }
+        BatchReport {
+            recorded,
+            ..self.report
         }
     }
 }
