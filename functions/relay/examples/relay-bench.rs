@@ -11,8 +11,8 @@
 //! One durable throwaway cluster (fsync on). Each round: the bare client
 //! posts N payloads with `in-flight` requests at once; then N outbox rows
 //! are delivered by the relay (`Relay::drain`: `lanes` batch loops, each
-//! claim → signed POSTs → one result statement, ≤ in-flight requests at once
-//! across lanes) until none is due. Best round of each is compared
+//! record the previous batch + claim (one statement) → signed POSTs, ≤
+//! in-flight requests at once across lanes) until none is due. Best round of each is compared
 //! (the machine is shared; the best round is the least disturbed). `--check`
 //! exits 1 when the relay is below half the bare rate or a batch costs more
 //! than 2 statements. `--null-sender` replaces HTTP by an instant 200 (the
