@@ -805,6 +805,16 @@ impl ConfigStore {
         }
     }
 
+    /// Whether [`ConfigStore::current`] would fetch from the source now (a
+    /// secret whose TTL ran out), and so may wait for the network.
+    pub async fn refresh_due(&self) -> bool {
+        let ConfigSource::Secret { ttl, .. } = &self.source else {
+            return false;
+        };
+        let ttl = chrono::Duration::from_std(*ttl).unwrap_or(chrono::Duration::MAX);
+        self.clock.now() - self.current.read().await.1 >= ttl
+    }
+
     /// The configuration to use now.
     pub async fn current(&self) -> Arc<HookboxConfig> {
         let ConfigSource::Secret { ttl, .. } = &self.source else {

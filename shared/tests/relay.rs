@@ -487,6 +487,96 @@ async fn a_lane_that_dies_before_recording_delivers_again_with_the_same_webhook_
     assert_eq!(got, expected, "each row twice, under its own id both times");
 }
 
+/// A configuration source that takes 40 s to answer a refresh (the first
+/// read, the cold start, is instant): longer than a batch's lease. Meanwhile
+/// another relay claims whatever is due, rows whose lease ran out included.
+#[derive(Debug)]
+struct SlowSecret {
+    text: String,
+    clock: Arc<ManualClock>,
+    db: Arc<dyn Database>,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait]
+impl hookbox::config::SecretStore for SlowSecret {
+    async fn secret_string(&self, _arn: &str) -> Result<String, String> {
+        let read = self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if read > 0 {
+            self.clock.advance(chrono::Duration::seconds(40));
+        }
+        if read > 1 {
+            // (from the second refresh on: the first comes before any claim)
+            let now = self.clock.now();
+            outbox::claim_due(
+                self.db.as_ref(),
+                outbox::ClaimRequest {
+                    worker: "relay-other/1",
+                    now,
+                    lease_until: now + chrono::Duration::seconds(35),
+                    limit: 10,
+                    ordered_destinations: &[],
+                },
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        }
+        Ok(self.text.clone())
+    }
+}
+
+/// A lane records a batch with its next claim; when the configuration must
+/// be refreshed first (and the source is slow), the batch is recorded before
+/// the refresh, so its lease cannot run out and its results are kept.
+async fn a_slow_configuration_refresh_never_costs_a_batch_its_results(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    let sink = HttpSink::start().await;
+    let text = serde_json::json!({ "destinations": { "crm": {
+        "url": sink.url("/in"),
+        "secrets": [SECRET],
+        "allowed_networks": ["127.0.0.0/8", "::1/128"],
+    }}})
+    .to_string();
+    let secrets = Arc::new(SlowSecret {
+        text,
+        clock: clock.clone(),
+        db: db.clone(),
+        reads: Default::default(),
+    });
+    let store = ConfigStore::load(
+        hookbox::config::ConfigSource::Secret {
+            arn: "arn:aws:secretsmanager:us-east-1:123456789012:secret:hookbox".into(),
+            ttl: Duration::ZERO,
+        },
+        Some(secrets),
+        clock.clone(),
+    )
+    .await
+    .expect("config");
+    let ids = enqueue(db.as_ref(), "o-7", 3, at(0)).await;
+    let mut settings = RelaySettings::new("relay-slow-config");
+    settings.lanes = 1;
+    let relay = Relay::new(
+        db.clone(),
+        Arc::new(HttpSender::default()),
+        None,
+        clock.clone(),
+        settings,
+    );
+    let run = relay.drain(&store).await;
+    assert_eq!(run.errors, Vec::<String>::new());
+    assert_eq!(
+        (run.deliveries.delivered, run.deliveries.recorded),
+        (3, 3),
+        "every result recorded: {run:?}"
+    );
+    assert_eq!(sink.requests().len(), 3, "each row once");
+    for id in &ids {
+        assert_eq!(row(db.as_ref(), *id).await.status, OutboxStatus::Delivered);
+    }
+}
+
 async fn two_relays_at_once_never_deliver_the_same_row_twice() {
     let (_t, db) = migrated_db(Adapter::Postgres).await;
     let clock = Arc::new(ManualClock::new(at(0)));
@@ -1050,6 +1140,7 @@ for_each_adapter!(
     gone_is_dead_at_once_and_reported,
     a_crash_after_the_post_delivers_again_with_the_same_webhook_id,
     a_lane_that_dies_before_recording_delivers_again_with_the_same_webhook_id,
+    a_slow_configuration_refresh_never_costs_a_batch_its_results,
     retention_purges_old_finished_rows_in_bounded_batches,
 );
 

@@ -674,7 +674,8 @@ impl Relay {
     /// One lane: batches until `stop_at`; when nothing is due, pauses (or,
     /// without `pause`, ends). Each batch's results are recorded by the
     /// statement that claims the next batch (one statement per batch); they
-    /// are recorded on their own before a sweep and when the lane ends.
+    /// are recorded on their own before a sweep, before a configuration
+    /// refresh (either may wait) and when the lane ends.
     async fn lane(
         &self,
         sweeps: bool,
@@ -702,13 +703,18 @@ impl Relay {
                 });
                 next_sweep = now + chrono_duration(self.settings.sweep_every);
             }
+            // a configuration refresh may wait for its source: record what
+            // was delivered first, so its lease cannot run out meanwhile
+            if config.refresh_due().await && !self.flush(unrecorded.take(), report).await {
+                return;
+            }
+            let config = config.current().await;
             let now = self.clock.now();
             let left = (stop_at - now).to_std().unwrap_or_default();
             if left < self.settings.min_request_time {
                 self.flush(unrecorded.take(), report).await;
                 return;
             }
-            let config = config.current().await;
             let batch_deadline = now + chrono_duration(self.settings.lease.min(left));
             let lease = self.lease(&config, batch_deadline);
             let previous = unrecorded.take();
