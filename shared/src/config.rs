@@ -51,7 +51,6 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use ipnet::IpNet;
 use serde::Deserialize;
-use tokio::sync::RwLock;
 
 use crate::clock::Clock;
 use crate::signature::{SchemeConfig, SchemeKind, Secret, Verifier};
@@ -773,7 +772,11 @@ pub struct ConfigStore {
     source: ConfigSource,
     secrets: Option<Arc<dyn SecretStore>>,
     clock: Arc<dyn Clock>,
-    current: RwLock<(Arc<HookboxConfig>, DateTime<Utc>)>,
+    /// The configuration in use and when it was read (held only to copy or
+    /// replace it, never across an await).
+    current: std::sync::RwLock<(Arc<HookboxConfig>, DateTime<Utc>)>,
+    /// Held by the one caller refreshing from the source.
+    refreshing: tokio::sync::Mutex<()>,
 }
 
 impl ConfigStore {
@@ -790,7 +793,8 @@ impl ConfigStore {
             source,
             secrets,
             clock,
-            current: RwLock::new((Arc::new(config), now)),
+            current: std::sync::RwLock::new((Arc::new(config), now)),
+            refreshing: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -801,41 +805,48 @@ impl ConfigStore {
             source: ConfigSource::Inline(String::new()),
             secrets: None,
             clock,
-            current: RwLock::new((Arc::new(config), now)),
+            current: std::sync::RwLock::new((Arc::new(config), now)),
+            refreshing: tokio::sync::Mutex::new(()),
         }
     }
 
     /// Whether [`ConfigStore::current`] would fetch from the source now (a
     /// secret whose TTL ran out), and so may wait for the network.
-    pub async fn refresh_due(&self) -> bool {
+    pub fn refresh_due(&self) -> bool {
         let ConfigSource::Secret { ttl, .. } = &self.source else {
             return false;
         };
         let ttl = chrono::Duration::from_std(*ttl).unwrap_or(chrono::Duration::MAX);
-        self.clock.now() - self.current.read().await.1 >= ttl
+        self.clock.now() - self.snapshot().1 >= ttl
     }
 
-    /// The configuration to use now.
+    /// The configuration to use now. When the secret's TTL has run out, one
+    /// caller reads it again (and waits for Secrets Manager); callers
+    /// meanwhile get the configuration in use at once, never waiting for
+    /// another's refresh (a relay lane must not hold a delivered batch
+    /// unrecorded behind another lane's slow read).
     pub async fn current(&self) -> Arc<HookboxConfig> {
         let ConfigSource::Secret { ttl, .. } = &self.source else {
-            return self.current.read().await.0.clone();
+            return self.snapshot().0;
         };
-        let now = self.clock.now();
         let ttl = chrono::Duration::from_std(*ttl).unwrap_or(chrono::Duration::MAX);
-        {
-            let current = self.current.read().await;
-            if now - current.1 < ttl {
-                return current.0.clone();
-            }
+        let (config, read_at) = self.snapshot();
+        if self.clock.now() - read_at < ttl {
+            return config;
         }
-        let mut current = self.current.write().await;
-        if now - current.1 < ttl {
-            return current.0.clone();
+        let Ok(_refreshing) = self.refreshing.try_lock() else {
+            return config;
+        };
+        // another caller may have refreshed since the snapshot
+        let (config, read_at) = self.snapshot();
+        if self.clock.now() - read_at < ttl {
+            return config;
         }
-        match fetch(&self.source, self.secrets.as_deref()).await {
-            Ok(config) => {
-                *current = (Arc::new(config), now);
-            }
+        let fetched = fetch(&self.source, self.secrets.as_deref()).await;
+        let now = self.clock.now();
+        let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
+        match fetched {
+            Ok(config) => *current = (Arc::new(config), now),
             Err(e) => {
                 tracing::warn!(error = %e, "configuration refresh failed; keeping the last good one");
                 // try again after another TTL, not on every request
@@ -843,6 +854,11 @@ impl ConfigStore {
             }
         }
         current.0.clone()
+    }
+
+    fn snapshot(&self) -> (Arc<HookboxConfig>, DateTime<Utc>) {
+        let current = self.current.read().unwrap_or_else(|p| p.into_inner());
+        (current.0.clone(), current.1)
     }
 }
 

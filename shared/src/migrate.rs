@@ -67,8 +67,8 @@ pub const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 4,
-        name: "outbox_room_for_leases",
-        sql: include_str!("../migrations/0004_outbox_room_for_leases.sql"),
+        name: "outbox_leases",
+        sql: include_str!("../migrations/0004_outbox_leases.sql"),
     },
     Migration {
         version: 5,

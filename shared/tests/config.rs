@@ -379,3 +379,87 @@ fn invalid_destinations_are_refused_naming_the_destination_and_field() {
     }));
     assert!(unknown.contains("unknown field `retries`"), "{unknown}");
 }
+
+/// A secret whose second read (the first refresh) waits until the test
+/// releases it, saying when it has started.
+#[derive(Debug)]
+struct HeldSecret {
+    reads: std::sync::atomic::AtomicUsize,
+    started: tokio::sync::Notify,
+    release: tokio::sync::Notify,
+}
+
+#[async_trait::async_trait]
+impl hookbox::config::SecretStore for HeldSecret {
+    async fn secret_string(&self, _arn: &str) -> Result<String, String> {
+        let read = self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if read == 0 {
+            return Ok(demo_json("whsec_b2xkLXNlY3JldC1vbGQtb2xkLW9sZA=="));
+        }
+        self.started.notify_one();
+        self.release.notified().await;
+        Ok(demo_json("whsec_bmV3LXNlY3JldC1uZXctbmV3LW5ldw=="))
+    }
+}
+
+/// While one caller refreshes (Secrets Manager may be slow), the others get
+/// the configuration in use at once instead of waiting for it: a relay lane
+/// with a delivered batch to record must not wait behind another's refresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_never_wait_for_another_callers_refresh() {
+    let secrets = Arc::new(HeldSecret {
+        reads: Default::default(),
+        started: tokio::sync::Notify::new(),
+        release: tokio::sync::Notify::new(),
+    });
+    let clock = clock();
+    let store = Arc::new(
+        ConfigStore::load(
+            ConfigSource::Secret {
+                arn: "arn:aws:secretsmanager:us-east-1:123456789012:secret:hookbox".into(),
+                ttl: Duration::from_secs(60),
+            },
+            Some(secrets.clone()),
+            clock.clone(),
+        )
+        .await
+        .expect("load"),
+    );
+    let secret_of = |c: &Arc<HookboxConfig>| {
+        c.partner("demo").expect("demo").secrets[0]
+            .expose_secret()
+            .to_string()
+    };
+    clock.advance(chrono::Duration::seconds(60));
+    assert!(store.refresh_due());
+    let refreshing = tokio::spawn({
+        let store = store.clone();
+        async move { store.current().await }
+    });
+    secrets.started.notified().await;
+    // (a guard against a hang, not a timing assumption: the answer is immediate)
+    let meanwhile = tokio::time::timeout(Duration::from_secs(30), store.current())
+        .await
+        .expect("another caller's refresh must not hold this one");
+    assert_eq!(
+        secret_of(&meanwhile),
+        "whsec_b2xkLXNlY3JldC1vbGQtb2xkLW9sZA==",
+        "the configuration in use"
+    );
+    secrets.release.notify_one();
+    let refreshed = refreshing.await.expect("refresh task");
+    assert_eq!(
+        secret_of(&refreshed),
+        "whsec_bmV3LXNlY3JldC1uZXctbmV3LW5ldw=="
+    );
+    assert_eq!(
+        secret_of(&store.current().await),
+        "whsec_bmV3LXNlY3JldC1uZXctbmV3LW5ldw=="
+    );
+    assert!(!store.refresh_due());
+    assert_eq!(
+        secrets.reads.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "one refresh"
+    );
+}

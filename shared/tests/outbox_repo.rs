@@ -439,10 +439,70 @@ async fn record_and_claim_records_the_last_batch_and_claims_the_next(adapter: Ad
         (OutboxStatus::Delivered, 1, None, Some(at(3)))
     );
     assert_eq!(second[0].locked_by.as_deref(), Some("lane/3"));
+
+    // released unattempted and due at once: the same statement records it
+    // and claims it again (a row updated twice in one statement, by the
+    // recording and then by the claim), the attempt not counted
+    let released = [DeliveryResult {
+        id: ids[1],
+        outcome: DeliveryOutcome::NotAttempted {
+            next_attempt_at: at(4),
+        },
+        status_code: None,
+        error: None,
+    }];
+    let (recorded, again) = outbox::record_and_claim(
+        d,
+        outbox::Unrecorded {
+            recorded_by: "lane/3",
+            results: &released,
+        },
+        request("lane/4", 4),
+    )
+    .await
+    .expect("step 4");
+    assert_eq!(recorded, 1);
+    assert_eq!(again.iter().map(|r| r.id).collect::<Vec<_>>(), [ids[1]]);
+    assert_eq!(
+        (again[0].locked_by.as_deref(), again[0].attempts),
+        (Some("lane/4"), 0)
+    );
+}
+
+/// A lease is only ever on a pending row (the result statement counts on
+/// it): a status change that keeps the lease is refused.
+async fn only_pending_rows_can_be_leased(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let d = db.as_ref();
+    let ids = enqueue_n(d, 1, 0).await;
+    outbox::claim_due(d, common::claim("relay-a", at(1), at(31), 10))
+        .await
+        .expect("claim");
+    let err = d
+        .execute(
+            &sql("UPDATE outbox SET status = 'delivered' WHERE id = CAST(:id AS uuid)"),
+            &params! { "id" => ids[0] },
+        )
+        .await
+        .expect_err("a leased row cannot leave pending with its lease");
+    assert!(
+        err.to_string().contains("outbox_lease_only_pending"),
+        "{err}"
+    );
+    d.execute(
+        &sql(
+            "UPDATE outbox SET status = 'delivered', locked_by = NULL, locked_until = NULL
+              WHERE id = CAST(:id AS uuid)",
+        ),
+        &params! { "id" => ids[0] },
+    )
+    .await
+    .expect("with the lease cleared");
 }
 
 for_each_adapter!(
     record_and_claim_records_the_last_batch_and_claims_the_next,
+    only_pending_rows_can_be_leased,
     enqueue_writes_inside_the_callers_transaction_only,
     claim_due_leases_due_rows_in_order_and_hides_them_until_the_lease_ends,
     two_concurrent_claimers_never_receive_the_same_row,

@@ -461,9 +461,10 @@ async fn a_lane_that_dies_before_recording_delivers_again_with_the_same_webhook_
     let run = dying
         .drain(&ConfigStore::fixed(cfg.clone(), clock.clone()))
         .await;
-    assert_eq!(run.errors.len(), 1, "{:?}", run.errors);
+    // the step carrying the results failed, then recording them alone
+    assert_eq!(run.errors.len(), 2, "{:?}", run.errors);
     assert!(
-        run.errors[0].contains("simulated crash"),
+        run.errors.iter().all(|e| e.contains("simulated crash")),
         "{:?}",
         run.errors
     );
@@ -485,6 +486,64 @@ async fn a_lane_that_dies_before_recording_delivers_again_with_the_same_webhook_
     let mut expected: Vec<String> = ids.iter().chain(&ids).map(Uuid::to_string).collect();
     expected.sort();
     assert_eq!(got, expected, "each row twice, under its own id both times");
+}
+
+/// Fails a lane's record-and-claim statement once it carries results (the
+/// claim half failing, say), and nothing else.
+#[derive(Debug)]
+struct FailsSteps(Arc<dyn Database>);
+
+#[async_trait]
+impl Executor for FailsSteps {
+    async fn execute(&self, statement: &Statement, params: &Params) -> Result<Rows, DbError> {
+        let carries_results = !matches!(
+            params.get("results"),
+            Some(hookbox::store::Value::Json(serde_json::Value::Array(results)))
+                if results.is_empty()
+        );
+        if statement.name == outbox::repo::RECORD_AND_CLAIM.name && carries_results {
+            return Err(DbError::Unavailable {
+                statement: statement.name,
+                reason: "simulated failure of the step".into(),
+            });
+        }
+        self.0.execute(statement, params).await
+    }
+}
+
+#[async_trait]
+impl Database for FailsSteps {
+    async fn begin(&self) -> Result<Box<dyn Transaction>, DbError> {
+        self.0.begin().await
+    }
+}
+
+/// When the statement recording a batch with the next claim fails, the lane
+/// records the batch on its own before stopping: no redelivery.
+async fn a_failed_step_still_records_the_batch_it_carried(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    let sink = HttpSink::start().await;
+    let cfg = config(&sink.url("/in"), serde_json::json!({}));
+    let ids = enqueue(db.as_ref(), "o-8", 2, at(0)).await;
+    let mut settings = RelaySettings::new("relay-step-fails");
+    settings.lanes = 1;
+    let relay = Relay::new(
+        Arc::new(FailsSteps(db.clone())),
+        Arc::new(HttpSender::default()),
+        None,
+        clock.clone(),
+        settings,
+    );
+    let run = relay.drain(&ConfigStore::fixed(cfg, clock.clone())).await;
+    assert_eq!(run.errors.len(), 1, "{:?}", run.errors);
+    assert!(run.errors[0].contains("simulated failure of the step"));
+    assert_eq!((run.deliveries.delivered, run.deliveries.recorded), (2, 2));
+    for id in &ids {
+        let r = row(db.as_ref(), *id).await;
+        assert_eq!((r.status, r.locked_by), (OutboxStatus::Delivered, None));
+    }
+    assert_eq!(sink.requests().len(), 2);
 }
 
 /// A configuration source that takes 40 s to answer a refresh (the first
@@ -1141,6 +1200,7 @@ for_each_adapter!(
     a_crash_after_the_post_delivers_again_with_the_same_webhook_id,
     a_lane_that_dies_before_recording_delivers_again_with_the_same_webhook_id,
     a_slow_configuration_refresh_never_costs_a_batch_its_results,
+    a_failed_step_still_records_the_batch_it_carried,
     retention_purges_old_finished_rows_in_bounded_batches,
 );
 

@@ -218,8 +218,8 @@ macro_rules! record_update {
 }
 
 pub const RECORD_RESULTS: Statement = Statement::new("outbox.record_results", record_update!());
-// Only pending rows are ever leased and every status change clears
-// `locked_by`, so the batch's token alone says "still pending and ours". A
+// Only pending rows are ever leased (constraint outbox_lease_only_pending,
+// migration 0004), so the batch's token alone says "still pending and ours". A
 // `status = 'pending'` condition here would match the partial indexes'
 // predicate and, when statistics undercount the pending rows, tempt the
 // planner into ANDing the primary key with a scan of every pending row
@@ -277,6 +277,14 @@ fn results_json(results: &[DeliveryResult]) -> serde_json::Value {
         .into()
 }
 
+// The order is the plan's, and the plan has no choice: a join `ON true` can
+// only be a nested loop, whose outer side (the count over the recording CTE,
+// an aggregate that reads the whole CTE before it yields its row) runs before
+// the first call of the claim function; the function is volatile, so its
+// statements take a new snapshot and see the recorded rows. A row the
+// recording releases due at once may be claimed again by the same statement
+// (a second update of it, by a later command: allowed). tests/outbox_repo.rs
+// checks both.
 pub const RECORD_AND_CLAIM: Statement = Statement::new(
     "outbox.record_and_claim",
     concat!(

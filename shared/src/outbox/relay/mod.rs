@@ -705,7 +705,7 @@ impl Relay {
             }
             // a configuration refresh may wait for its source: record what
             // was delivered first, so its lease cannot run out meanwhile
-            if config.refresh_due().await && !self.flush(unrecorded.take(), report).await {
+            if config.refresh_due() && !self.flush(unrecorded.take(), report).await {
                 return;
             }
             let config = config.current().await;
@@ -738,13 +738,15 @@ impl Relay {
                     rows
                 }
                 Err(e) => {
-                    // the previous batch's rows come back when their lease
-                    // ends and are delivered again under the same webhook-id
                     tracing::error!(error = %e, "relay batch failed; stopping this lane");
                     record(report, |r| {
                         r.batches += 1;
                         r.errors.push(format!("delivery: {e}"));
                     });
+                    // the claim half may be what failed: record the previous
+                    // batch on its own (if that fails too, its rows come back
+                    // when their lease ends, under the same webhook-ids)
+                    self.flush(previous, report).await;
                     return;
                 }
             };

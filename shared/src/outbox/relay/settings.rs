@@ -4,7 +4,7 @@
 //!
 //! | variable | default | meaning |
 //! | --- | --- | --- |
-//! | `HOOKBOX_RELAY_BATCH_SIZE` | `50` | rows claimed per batch (one claim statement, one result statement) |
+//! | `HOOKBOX_RELAY_BATCH_SIZE` | `50` | rows claimed per batch (a lane records one batch and claims the next in one statement) |
 //! | `HOOKBOX_RELAY_LANES` | `4` | batches in flight at once (while one lane waits for its slowest receiver or the database, the others deliver); `max_in_flight` per destination holds across lanes |
 //! | `HOOKBOX_RELAY_LEASE_SECONDS` | `30` | longest a batch may take; its requests are cut off by then (each also by its destination's timeout) |
 //! | `HOOKBOX_RELAY_IDLE_MILLIS` | `1000` | pause when nothing is due, so delivery latency is about this |
