@@ -346,6 +346,33 @@ async fn counts_oldest_pending_and_retention(adapter: Adapter) {
     assert!(outbox::get(d, recent[0]).await.expect("get").is_some());
 }
 
+/// One lane step for the ordered destination "erp": record `previous`
+/// (token, results) and claim for `worker` at second `now` (lease 30 s).
+async fn step(
+    d: &dyn Executor,
+    previous: (&str, &[DeliveryResult]),
+    worker: &str,
+    now: i64,
+) -> (u64, Vec<outbox::OutboxRow>) {
+    let ordered = ["erp".to_string()];
+    outbox::record_and_claim(
+        d,
+        outbox::Unrecorded {
+            recorded_by: previous.0,
+            results: previous.1,
+        },
+        outbox::ClaimRequest {
+            worker,
+            now: at(now),
+            lease_until: at(now + 30),
+            limit: 10,
+            ordered_destinations: &ordered,
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("step of {worker} at {now}: {e}"))
+}
+
 /// A relay lane's step: the previous batch's results and the next claim in
 /// one statement. The claim sees what was just recorded: the next row of an
 /// ordered aggregate is claimable in the same statement that records its
@@ -364,14 +391,6 @@ async fn record_and_claim_records_the_last_batch_and_claims_the_next(adapter: Ad
         );
     }
     tx.commit().await.expect("commit");
-    let ordered = ["erp".to_string()];
-    let request = |worker: &'static str, now: i64| outbox::ClaimRequest {
-        worker,
-        now: at(now),
-        lease_until: at(now + 30),
-        limit: 10,
-        ordered_destinations: &ordered,
-    };
     let delivered = |id: Uuid| DeliveryResult {
         id,
         outcome: DeliveryOutcome::Delivered,
@@ -380,13 +399,7 @@ async fn record_and_claim_records_the_last_batch_and_claims_the_next(adapter: Ad
     };
 
     // nothing to record yet: the head of the aggregate only
-    let nothing = outbox::Unrecorded {
-        recorded_by: "",
-        results: &[],
-    };
-    let (recorded, first) = outbox::record_and_claim(d, nothing, request("lane/1", 1))
-        .await
-        .expect("step 1");
+    let (recorded, first) = step(d, ("", &[]), "lane/1", 1).await;
     assert_eq!(recorded, 0);
     assert_eq!(first.iter().map(|r| r.id).collect::<Vec<_>>(), [ids[0]]);
     assert_eq!(first[0].locked_by.as_deref(), Some("lane/1"));
@@ -394,16 +407,7 @@ async fn record_and_claim_records_the_last_batch_and_claims_the_next(adapter: Ad
     // a token that does not hold the lease records nothing, and the head
     // still blocks its aggregate; the count comes back with no row claimed
     let foreign = [delivered(ids[0])];
-    let (recorded, none) = outbox::record_and_claim(
-        d,
-        outbox::Unrecorded {
-            recorded_by: "lane/other",
-            results: &foreign,
-        },
-        request("lane/2", 2),
-    )
-    .await
-    .expect("step 2");
+    let (recorded, none) = step(d, ("lane/other", &foreign), "lane/2", 2).await;
     assert_eq!((recorded, none.len()), (0, 0));
     assert_eq!(
         outbox::get(d, ids[0])
@@ -416,16 +420,7 @@ async fn record_and_claim_records_the_last_batch_and_claims_the_next(adapter: Ad
 
     // recorded by its own batch: delivered, and the next row is claimed by
     // the same statement
-    let (recorded, second) = outbox::record_and_claim(
-        d,
-        outbox::Unrecorded {
-            recorded_by: "lane/1",
-            results: &foreign,
-        },
-        request("lane/3", 3),
-    )
-    .await
-    .expect("step 3");
+    let (recorded, second) = step(d, ("lane/1", &foreign), "lane/3", 3).await;
     assert_eq!(recorded, 1);
     assert_eq!(second.iter().map(|r| r.id).collect::<Vec<_>>(), [ids[1]]);
     let head = outbox::get(d, ids[0]).await.expect("get").expect("row");
@@ -451,16 +446,7 @@ async fn record_and_claim_records_the_last_batch_and_claims_the_next(adapter: Ad
         status_code: None,
         error: None,
     }];
-    let (recorded, again) = outbox::record_and_claim(
-        d,
-        outbox::Unrecorded {
-            recorded_by: "lane/3",
-            results: &released,
-        },
-        request("lane/4", 4),
-    )
-    .await
-    .expect("step 4");
+    let (recorded, again) = step(d, ("lane/3", &released), "lane/4", 4).await;
     assert_eq!(recorded, 1);
     assert_eq!(again.iter().map(|r| r.id).collect::<Vec<_>>(), [ids[1]]);
     assert_eq!(

@@ -258,6 +258,25 @@ fn only_the_primary_key(plan: &str, what: &str) {
     assert!(!plan.contains("BitmapAnd"), "{what}: {plan}");
 }
 
+/// `n` pending rows of ~1 KiB (the relay bench's size), written at `from`
+/// and due one millisecond apart from then.
+async fn insert_pending_kib_rows(d: &dyn Executor, n: i64, from: chrono::DateTime<chrono::Utc>) {
+    d.execute(
+        &sql(
+            "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination,
+                                 payload, status, next_attempt_at, created_at)
+             SELECT gen_random_uuid(), 'order', 'o-' || g, 'order.paid', 'erp',
+                    jsonb_build_object('note', repeat('x', 800), 'n', g), 'pending',
+                    CAST(:from AS timestamptz) + g * interval '1 millisecond',
+                    CAST(:from AS timestamptz)
+               FROM generate_series(1, :n) AS g",
+        ),
+        &params! { "from" => from, "n" => n },
+    )
+    .await
+    .expect("pending rows");
+}
+
 /// A burst into a table PostgreSQL has not analyzed yet (a new deployment:
 /// autovacuum analyzes later) looks like a few rows to the planner: the claim
 /// must still walk the due index in order and stop at its limit, not read
@@ -266,19 +285,10 @@ fn only_the_primary_key(plan: &str, what: &str) {
 async fn the_claim_walks_the_due_index_when_a_burst_meets_no_statistics(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
     let d = db.as_ref();
-    d.execute(
-        &sql(
-            "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination,
-                                 payload, status, next_attempt_at, created_at)
-             SELECT gen_random_uuid(), 'order', 'burst-' || g, 'order.paid', 'erp',
-                    jsonb_build_object('note', repeat('x', 800)), 'pending', timestamptz '2026-07-01' + g * interval '1 millisecond',
-                    timestamptz '2026-07-01'
-               FROM generate_series(1, 20000) AS g",
-        ),
-        &params! {},
-    )
-    .await
-    .expect("burst");
+    let burst_at = chrono::DateTime::parse_from_rfc3339("2026-07-01T00:00:00Z")
+        .expect("time")
+        .to_utc();
+    insert_pending_kib_rows(d, 20_000, burst_at).await;
     let (rows, buffers) = claim_cost(
         d,
         &params! {
@@ -307,19 +317,7 @@ async fn the_claim_walks_the_due_index_when_a_burst_meets_no_statistics(adapter:
 async fn a_claim_leases_every_row_in_place(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
     let d = db.as_ref();
-    d.execute(
-        &sql(
-            "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination,
-                                 payload, status, next_attempt_at, created_at)
-             SELECT gen_random_uuid(), 'order', 'o-' || g, 'order.paid', 'erp',
-                    jsonb_build_object('note', repeat('x', 800), 'n', g), 'pending',
-                    timestamptz '2026-06-01', timestamptz '2026-06-01'
-               FROM generate_series(1, 300) AS g",
-        ),
-        &params! {},
-    )
-    .await
-    .expect("rows");
+    insert_pending_kib_rows(d, 300, at(-3600)).await;
     let tx = d.begin().await.expect("begin");
     let claimed = outbox::claim_due(tx.as_ref(), claim("r", at(0), at(60), 100))
         .await

@@ -61,14 +61,19 @@ async fn enqueue(db: &dyn Database, aggregate_id: &str, n: u32, now: DateTime<Ut
 }
 
 fn relay(db: Arc<dyn Database>, clock: Arc<ManualClock>, worker: &str) -> Relay {
-    Relay::new(
-        db,
-        Arc::new(HttpSender::default()),
-        None,
-        clock,
-        RelaySettings::new(worker),
-    )
-    .with_jitter(Arc::new(FixedJitter(0.0)))
+    relay_with(db, clock, RelaySettings::new(worker))
+}
+
+/// A relay whose run has a single lane (its steps in a known order).
+fn one_lane(db: Arc<dyn Database>, clock: Arc<ManualClock>, worker: &str) -> Relay {
+    let mut settings = RelaySettings::new(worker);
+    settings.lanes = 1;
+    relay_with(db, clock, settings)
+}
+
+fn relay_with(db: Arc<dyn Database>, clock: Arc<ManualClock>, settings: RelaySettings) -> Relay {
+    Relay::new(db, Arc::new(HttpSender::default()), None, clock, settings)
+        .with_jitter(Arc::new(FixedJitter(0.0)))
 }
 
 async fn batch(
@@ -364,36 +369,60 @@ async fn backoff_follows_the_schedule_with_jitter_and_ends_dead_with_the_last_er
     assert_eq!(sink.requests().len(), 8);
 }
 
-/// Fails the result statement: the relay "dies" after its POSTs.
+/// Fails the statements that record results: a lane's record-and-claim
+/// once it carries results, and, unless `alone_works`, recording alone too
+/// (the relay "dies" after its POSTs).
 #[derive(Debug)]
-struct LosesResults(Arc<dyn Database>);
+struct FailsRecording {
+    db: Arc<dyn Database>,
+    alone_works: bool,
+    reason: &'static str,
+}
 
-#[async_trait]
-impl Executor for LosesResults {
-    async fn execute(&self, statement: &Statement, params: &Params) -> Result<Rows, DbError> {
-        // a lane records a batch with its next claim: fail that statement
-        // once it carries results
-        let records = statement.name == outbox::repo::RECORD_RESULTS.name
-            || (statement.name == outbox::repo::RECORD_AND_CLAIM.name
-                && !matches!(
-                    params.get("results"),
-                    Some(hookbox::store::Value::Json(serde_json::Value::Array(results)))
-                        if results.is_empty()
-                ));
-        if records {
-            return Err(DbError::Unavailable {
-                statement: statement.name,
-                reason: "simulated crash before recording".into(),
-            });
+impl FailsRecording {
+    /// Every way of recording fails.
+    fn always(db: Arc<dyn Database>) -> Self {
+        Self {
+            db,
+            alone_works: false,
+            reason: "simulated crash before recording",
         }
-        self.0.execute(statement, params).await
+    }
+
+    /// Only the lane's step carrying results fails (its claim half, say).
+    fn in_steps(db: Arc<dyn Database>) -> Self {
+        Self {
+            db,
+            alone_works: true,
+            reason: "simulated failure of the step",
+        }
     }
 }
 
 #[async_trait]
-impl Database for LosesResults {
+impl Executor for FailsRecording {
+    async fn execute(&self, statement: &Statement, params: &Params) -> Result<Rows, DbError> {
+        let carries_results = !matches!(
+            params.get("results"),
+            Some(hookbox::store::Value::Json(serde_json::Value::Array(results)))
+                if results.is_empty()
+        );
+        let fails = (statement.name == outbox::repo::RECORD_AND_CLAIM.name && carries_results)
+            || (statement.name == outbox::repo::RECORD_RESULTS.name && !self.alone_works);
+        if fails {
+            return Err(DbError::Unavailable {
+                statement: statement.name,
+                reason: self.reason.into(),
+            });
+        }
+        self.db.execute(statement, params).await
+    }
+}
+
+#[async_trait]
+impl Database for FailsRecording {
     async fn begin(&self) -> Result<Box<dyn Transaction>, DbError> {
-        self.0.begin().await
+        self.db.begin().await
     }
 }
 
@@ -404,7 +433,7 @@ async fn a_crash_after_the_post_delivers_again_with_the_same_webhook_id(adapter:
     let cfg = config(&sink.url("/in"), serde_json::json!({}));
     let ids = enqueue(db.as_ref(), "o-5", 2, at(0)).await;
     let dying = relay(
-        Arc::new(LosesResults(db.clone())),
+        Arc::new(FailsRecording::always(db.clone())),
         clock.clone(),
         "relay-dies",
     );
@@ -422,18 +451,30 @@ async fn a_crash_after_the_post_delivers_again_with_the_same_webhook_id(adapter:
         "the lease names the batch: {token}"
     );
 
-    // leased: invisible to another relay until the lease (batch + slack) ends
+    redelivered_after_the_lease(&db, &clock, &cfg, &sink, &ids).await;
+}
+
+/// After a relay died with `ids` POSTed once but unrecorded: they stay
+/// invisible to another relay until the lease (batch + slack) ends, then are
+/// delivered again, each under its own id both times.
+async fn redelivered_after_the_lease(
+    db: &Arc<dyn Database>,
+    clock: &Arc<ManualClock>,
+    cfg: &HookboxConfig,
+    sink: &HttpSink,
+    ids: &[Uuid],
+) {
     let other = relay(db.clone(), clock.clone(), "relay-b");
     clock.advance(chrono::Duration::seconds(34));
-    assert_eq!(batch(&other, &cfg, &clock).await.claimed, 0);
+    assert_eq!(batch(&other, cfg, clock).await.claimed, 0, "still leased");
     clock.advance(chrono::Duration::seconds(1));
-    assert_eq!(batch(&other, &cfg, &clock).await.delivered, 2);
+    assert_eq!(batch(&other, cfg, clock).await.delivered, 2);
     let mut got = webhook_ids(&sink.requests());
     got.sort();
-    let mut expected: Vec<String> = ids.iter().chain(&ids).map(Uuid::to_string).collect();
+    let mut expected: Vec<String> = ids.iter().chain(ids).map(Uuid::to_string).collect();
     expected.sort();
     assert_eq!(got, expected, "each row twice, under its own id both times");
-    for id in &ids {
+    for id in ids {
         assert_eq!(row(db.as_ref(), *id).await.status, OutboxStatus::Delivered);
     }
 }
@@ -449,14 +490,10 @@ async fn a_lane_that_dies_before_recording_delivers_again_with_the_same_webhook_
     let sink = HttpSink::start().await;
     let cfg = config(&sink.url("/in"), serde_json::json!({}));
     let ids = enqueue(db.as_ref(), "o-6", 2, at(0)).await;
-    let mut settings = RelaySettings::new("relay-dies");
-    settings.lanes = 1;
-    let dying = Relay::new(
-        Arc::new(LosesResults(db.clone())),
-        Arc::new(HttpSender::default()),
-        None,
+    let dying = one_lane(
+        Arc::new(FailsRecording::always(db.clone())),
         clock.clone(),
-        settings,
+        "relay-dies",
     );
     let run = dying
         .drain(&ConfigStore::fixed(cfg.clone(), clock.clone()))
@@ -476,46 +513,7 @@ async fn a_lane_that_dies_before_recording_delivers_again_with_the_same_webhook_
         assert!(r.locked_by.expect("leased").starts_with("relay-dies/"));
     }
 
-    let other = relay(db.clone(), clock.clone(), "relay-b");
-    clock.advance(chrono::Duration::seconds(34));
-    assert_eq!(batch(&other, &cfg, &clock).await.claimed, 0, "still leased");
-    clock.advance(chrono::Duration::seconds(1));
-    assert_eq!(batch(&other, &cfg, &clock).await.delivered, 2);
-    let mut got = webhook_ids(&sink.requests());
-    got.sort();
-    let mut expected: Vec<String> = ids.iter().chain(&ids).map(Uuid::to_string).collect();
-    expected.sort();
-    assert_eq!(got, expected, "each row twice, under its own id both times");
-}
-
-/// Fails a lane's record-and-claim statement once it carries results (the
-/// claim half failing, say), and nothing else.
-#[derive(Debug)]
-struct FailsSteps(Arc<dyn Database>);
-
-#[async_trait]
-impl Executor for FailsSteps {
-    async fn execute(&self, statement: &Statement, params: &Params) -> Result<Rows, DbError> {
-        let carries_results = !matches!(
-            params.get("results"),
-            Some(hookbox::store::Value::Json(serde_json::Value::Array(results)))
-                if results.is_empty()
-        );
-        if statement.name == outbox::repo::RECORD_AND_CLAIM.name && carries_results {
-            return Err(DbError::Unavailable {
-                statement: statement.name,
-                reason: "simulated failure of the step".into(),
-            });
-        }
-        self.0.execute(statement, params).await
-    }
-}
-
-#[async_trait]
-impl Database for FailsSteps {
-    async fn begin(&self) -> Result<Box<dyn Transaction>, DbError> {
-        self.0.begin().await
-    }
+    redelivered_after_the_lease(&db, &clock, &cfg, &sink, &ids).await;
 }
 
 /// When the statement recording a batch with the next claim fails, the lane
@@ -526,14 +524,10 @@ async fn a_failed_step_still_records_the_batch_it_carried(adapter: Adapter) {
     let sink = HttpSink::start().await;
     let cfg = config(&sink.url("/in"), serde_json::json!({}));
     let ids = enqueue(db.as_ref(), "o-8", 2, at(0)).await;
-    let mut settings = RelaySettings::new("relay-step-fails");
-    settings.lanes = 1;
-    let relay = Relay::new(
-        Arc::new(FailsSteps(db.clone())),
-        Arc::new(HttpSender::default()),
-        None,
+    let relay = one_lane(
+        Arc::new(FailsRecording::in_steps(db.clone())),
         clock.clone(),
-        settings,
+        "relay-step-fails",
     );
     let run = relay.drain(&ConfigStore::fixed(cfg, clock.clone())).await;
     assert_eq!(run.errors.len(), 1, "{:?}", run.errors);
@@ -614,15 +608,7 @@ async fn a_slow_configuration_refresh_never_costs_a_batch_its_results(adapter: A
     .await
     .expect("config");
     let ids = enqueue(db.as_ref(), "o-7", 3, at(0)).await;
-    let mut settings = RelaySettings::new("relay-slow-config");
-    settings.lanes = 1;
-    let relay = Relay::new(
-        db.clone(),
-        Arc::new(HttpSender::default()),
-        None,
-        clock.clone(),
-        settings,
-    );
+    let relay = one_lane(db.clone(), clock.clone(), "relay-slow-config");
     let run = relay.drain(&store).await;
     assert_eq!(run.errors, Vec::<String>::new());
     assert_eq!(
@@ -1061,7 +1047,11 @@ async fn a_late_lane_records_nothing_over_a_newer_claim_of_the_same_relay() {
     let cfg = config(&sink.url("/in"), serde_json::json!({}));
     let ids = enqueue(db.as_ref(), "o-10", 1, at(0)).await;
     // lane 1 of relay-a claims and delivers, but its result is late...
-    let lane1 = relay(Arc::new(LosesResults(db.clone())), clock.clone(), "relay-a");
+    let lane1 = relay(
+        Arc::new(FailsRecording::always(db.clone())),
+        clock.clone(),
+        "relay-a",
+    );
     lane1
         .deliver_batch(&cfg, clock.now() + chrono::Duration::seconds(30))
         .await
