@@ -62,7 +62,7 @@ try:
     from samtranslator.yaml_helper import yaml_parse
 except ImportError as e:
     print(
-        f"aws-sam-translator is missing ({e}): python3 -m pip install aws-sam-translator cfn-lint",
+        f"aws-sam-translator is missing ({e}): run tools/dev setup test (installs tools/requirements/test.txt into .venv)",
         file=sys.stderr,
     )
     sys.exit(2)

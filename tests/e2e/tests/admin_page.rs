@@ -1,6 +1,7 @@
 //! The admin page in headless Chromium (Playwright, tests/e2e/browser):
 //! load /admin, see a quarantined row, click Replay, see it processed.
-//! Screenshots go to target/e2e/admin*.png.
+//! Screenshots go to target/e2e/admin*.png. Also the page's own checks
+//! against the in-memory mock of its API (`npm test` in tests/e2e/browser).
 
 use std::path::PathBuf;
 
@@ -76,7 +77,7 @@ async fn replaying_a_quarantined_row_from_the_admin_page_processes_it() {
     })
     .await
     .expect("join")
-    .expect("run node (Node.js ≥ 20 is needed; .ci/run checks it)");
+    .expect("run node (Node.js >= 20: `tools/dev setup test` installs it)");
     assert!(
         out.status.success(),
         "admin page check failed:\n{}{}",
@@ -115,4 +116,25 @@ async fn replaying_a_quarantined_row_from_the_admin_page_processes_it() {
         Some("cancelled")
     );
     fixed.stop().await;
+}
+
+/// `run-mock-test.mjs` (`npm test` in tests/e2e/browser): the page against
+/// the in-memory mock of `/admin/api`, and `admin.mjs` failing clearly when
+/// Chromium is missing. Run here so that `cargo test --workspace` is the
+/// whole suite.
+#[test]
+fn the_admin_page_passes_its_checks_against_the_mock_api() {
+    let script = workspace_root().join("tests/e2e/browser/run-mock-test.mjs");
+    let out = std::process::Command::new("node")
+        .arg(&script)
+        .output()
+        .expect("run node (Node.js >= 20: `tools/dev setup test` installs it)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("2 passed, 0 failed"),
+        "{} failed ({}):\n{stdout}{}",
+        script.display(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -1,4 +1,5 @@
-//! An SQS emulator for tests: the `moto` server (`python3 -m moto.server`),
+//! An SQS emulator for tests: the `moto` server (`python -m moto.server`, with
+//! the interpreter of [`crate::python`]),
 //! started once per test process on a free port of 127.0.0.1 (or a private
 //! one a test may stop), plus helpers to create queues with a dead-letter
 //! queue.
@@ -79,7 +80,8 @@ pub fn endpoint() -> String {
 }
 
 fn start() -> Result<Moto, HarnessError> {
-    let installed = Command::new("python3")
+    let python = crate::python::python();
+    let installed = Command::new(&python)
         .args(["-c", "import moto.server, flask"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -89,9 +91,11 @@ fn start() -> Result<Moto, HarnessError> {
     if !installed {
         return Err(HarnessError::Command {
             what: "finding the moto SQS emulator".into(),
-            detail: "python3 cannot import moto.server: install it with \
-                     `python3 -m pip install 'moto[server]'`"
-                .into(),
+            detail: format!(
+                "{} cannot import moto.server: {}",
+                python.display(),
+                crate::python::INSTALL_HINT
+            ),
         });
     }
     let mut last = String::new();
@@ -103,7 +107,7 @@ fn start() -> Result<Moto, HarnessError> {
                 what: "finding a free port".into(),
                 detail: e.to_string(),
             })?;
-        let mut child = Command::new("python3")
+        let mut child = Command::new(&python)
             .args([
                 "-m",
                 "moto.server",

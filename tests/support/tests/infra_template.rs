@@ -1,18 +1,19 @@
 //! The SAM template (`infra/template.yaml`) is checked offline on every test
-//! run: `python3 infra/check.py` (SAM transform with aws-sam-translator, the
+//! run: `infra/check.py` (SAM transform with aws-sam-translator, the
 //! binaries and environment variables against the Rust code, least privilege,
-//! queue/processor consistency) and `cfn-lint infra/template.yaml`.
+//! queue/processor consistency) and cfn-lint on `infra/template.yaml`, both
+//! with the interpreter of `hookbox_testkit::python` (the project's `.venv`).
 //!
-//! Missing tools FAIL these tests (never skip): install them with
-//! `python3 -m pip install cfn-lint aws-sam-translator` (`.ci/run` does).
+//! Missing tools FAIL these tests (never skip): `tools/dev setup test`
+//! installs them.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// What the `cfn-lint` script runs, for when pip put it outside PATH.
+/// What the `cfn-lint` script runs, by the chosen interpreter (no PATH lookup).
 const CFN_LINT: &str = "import sys; from cfnlint.runner import main; sys.exit(main())";
 
-const INSTALL: &str = "install them with: python3 -m pip install cfn-lint aws-sam-translator";
+use hookbox_testkit::python::{INSTALL_HINT as INSTALL, python};
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -30,7 +31,7 @@ fn describe(what: &str, output: &Output) -> String {
     )
 }
 
-fn run(program: &str, args: &[&str]) -> std::io::Result<Output> {
+fn run(program: &Path, args: &[&str]) -> std::io::Result<Output> {
     Command::new(program)
         .args(args)
         .current_dir(repo_root())
@@ -39,8 +40,12 @@ fn run(program: &str, args: &[&str]) -> std::io::Result<Output> {
 
 #[test]
 fn sam_template_translates_and_matches_the_code() {
-    let output = run("python3", &["infra/check.py"]).unwrap_or_else(|e| {
-        panic!("cannot run python3 ({e}): it is needed to check infra/template.yaml; {INSTALL}")
+    let python = python();
+    let output = run(&python, &["infra/check.py"]).unwrap_or_else(|e| {
+        panic!(
+            "cannot run {} ({e}): it is needed to check infra/template.yaml; {INSTALL}",
+            python.display()
+        )
     });
     assert!(
         output.status.success(),
@@ -57,13 +62,13 @@ fn sam_template_translates_and_matches_the_code() {
 
 #[test]
 fn cfn_lint_is_clean() {
-    // The `cfn-lint` script, else its entry point through python3.
-    let output = match run("cfn-lint", &["infra/template.yaml"]) {
-        Ok(output) => output,
-        Err(_) => run("python3", &["-c", CFN_LINT, "infra/template.yaml"]).unwrap_or_else(|e| {
-            panic!("cannot run cfn-lint nor its Python entry point ({e}); {INSTALL}")
-        }),
-    };
+    let python = python();
+    let output = run(&python, &["-c", CFN_LINT, "infra/template.yaml"]).unwrap_or_else(|e| {
+        panic!(
+            "cannot run cfn-lint's entry point with {} ({e}); {INSTALL}",
+            python.display()
+        )
+    });
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         !stderr.contains("No module named 'cfnlint'"),

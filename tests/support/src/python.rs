@@ -1,0 +1,63 @@
+//! The Python interpreter that runs the tests' Python tools (moto, cfn-lint,
+//! aws-sam-translator).
+//!
+//! `tools/dev setup test` installs them into the project's virtual
+//! environment, never into the system interpreter; the tests find them there.
+//! Order: `HOOKBOX_PYTHON` (an interpreter), then `$HOOKBOX_VENV/bin/python`,
+//! then `<workspace>/.venv/bin/python`, then `python3` on PATH (for people who
+//! installed the tools themselves).
+
+use std::path::{Path, PathBuf};
+
+/// What to tell someone whose interpreter lacks a tool.
+pub const INSTALL_HINT: &str = "run `tools/dev setup test` (it installs the pinned versions of \
+     tools/requirements/test.txt into .venv), or `python3 -m pip install -r tools/requirements/test.txt`";
+
+/// The interpreter to run Python tools with (see the module docs).
+pub fn python() -> PathBuf {
+    resolve(|k| std::env::var(k).ok(), &workspace_root())
+}
+
+fn resolve(env: impl Fn(&str) -> Option<String>, root: &Path) -> PathBuf {
+    if let Some(p) = env("HOOKBOX_PYTHON").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let venv = env("HOOKBOX_VENV")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join(".venv"));
+    let in_venv = venv.join("bin/python");
+    if in_venv.is_file() {
+        return in_venv;
+    }
+    PathBuf::from("python3")
+}
+
+/// The workspace's root directory (where `.venv` lives).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_explicit_interpreter_wins_then_the_venv_then_path() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        let none = |_: &str| None;
+        assert_eq!(resolve(none, root), PathBuf::from("python3"));
+
+        std::fs::create_dir_all(root.join(".venv/bin")).expect("mkdir");
+        std::fs::write(root.join(".venv/bin/python"), "").expect("write");
+        assert_eq!(resolve(none, root), root.join(".venv/bin/python"));
+
+        let other = root.join("elsewhere");
+        let venv_env = |k: &str| (k == "HOOKBOX_VENV").then(|| other.display().to_string());
+        assert_eq!(resolve(venv_env, root), PathBuf::from("python3"));
+
+        let explicit = |k: &str| (k == "HOOKBOX_PYTHON").then(|| "/opt/py/bin/python".to_string());
+        assert_eq!(resolve(explicit, root), PathBuf::from("/opt/py/bin/python"));
+    }
+}
