@@ -6,6 +6,7 @@
 //! See `../shared/DESIGN.md` (the team handbook) for the map.
 
 pub mod admin;
+pub mod blob;
 pub mod clock;
 pub mod config;
 pub mod example;

@@ -15,8 +15,8 @@
 
 pub mod http_sink;
 pub mod moto;
-pub mod s3;
 pub mod python;
+pub mod s3;
 
 use std::fmt;
 use std::io::Write as _;
