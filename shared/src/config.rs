@@ -19,7 +19,7 @@
 //!     "event_type": "/type",
 //!     "ordering_key": "/order_id",
 //!     "allowed_cidrs": ["203.0.113.0/24"],
-//!     "max_body_bytes": 524288
+//!     "max_body_bytes": 1048576
 //! }},
 //!  "destinations": {"crm": {
 //!     "url": "https://crm.example.com/webhooks",
@@ -55,12 +55,17 @@ use serde::Deserialize;
 use crate::clock::Clock;
 use crate::signature::{SchemeConfig, SchemeKind, Secret, Verifier};
 
-/// Default largest body a partner may send (512 KiB). A spooled event must
-/// fit one SQS message (1 MiB) after base64, which bounds the useful maximum.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 512 * 1024;
+/// Largest `max_body_bytes` accepted, and the default: the largest body the
+/// path can carry (4 MiB). API Gateway REST takes 10 MB, but Lambda's
+/// request payload is 6 MB and with the binary media type `*/*` the body
+/// arrives base64 (4/3 larger) inside the event's JSON, so about 4.4 MB of
+/// raw body fit; 4 MiB leaves room for the headers. Bodies over the inline
+/// threshold go to the blob store, so neither SQS's 1 MiB nor the Data
+/// API's 64 KB per row limits them (README: "Size limits, end to end").
+pub const MAX_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
-/// Largest `max_body_bytes` accepted: the Lambda synchronous payload limit.
-pub const MAX_MAX_BODY_BYTES: usize = 6 * 1024 * 1024;
+/// Default largest body a partner may send: [`MAX_MAX_BODY_BYTES`].
+pub const DEFAULT_MAX_BODY_BYTES: usize = MAX_MAX_BODY_BYTES;
 
 /// Headers stored with each inbox row unless the partner lists its own:
 /// identifiers and timestamps worth keeping, never signatures.
@@ -298,8 +303,13 @@ struct RawEventId {
     json_pointer: Option<String>,
 }
 
+/// Longest partner or destination name (a path segment, a blob key segment,
+/// part of every row).
+pub const MAX_NAME_BYTES: usize = 64;
+
 fn is_name(name: &str) -> bool {
     !name.is_empty()
+        && name.len() <= MAX_NAME_BYTES
         && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
@@ -323,7 +333,7 @@ impl RawPartner {
             return Err(partner_error(
                 name,
                 "name",
-                "partner names are path segments: lower-case letters, digits, '-' and '_'",
+                "partner names are path segments: 1 to 64 lower-case letters, digits, '-' and '_'",
             ));
         }
         let verifier = Verifier::new(self.signature)
@@ -398,7 +408,10 @@ impl RawPartner {
             return Err(partner_error(
                 name,
                 "max_body_bytes",
-                format!("{max_body_bytes} is outside 1..={MAX_MAX_BODY_BYTES}"),
+                format!(
+                    "{max_body_bytes} is outside 1..={MAX_MAX_BODY_BYTES} (the largest body \
+                     Lambda's 6 MB request payload carries once base64-encoded)"
+                ),
             ));
         }
         let keep_headers = self
@@ -538,8 +551,8 @@ impl RawDestination {
         if !is_name(name) {
             return Err(err(
                 "name",
-                "destination names are stored in outbox rows: lower-case letters, digits, '-' \
-                 and '_'"
+                "destination names are stored in outbox rows: 1 to 64 lower-case letters, digits, \
+                 '-' and '_'"
                     .into(),
             ));
         }

@@ -75,6 +75,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "outbox_claim_function",
         sql: include_str!("../migrations/0005_outbox_claim_function.sql"),
     },
+    Migration {
+        version: 6,
+        name: "inbox_body_by_reference",
+        sql: include_str!("../migrations/0006_inbox_body_by_reference.sql"),
+    },
 ];
 
 /// Why migrating failed.

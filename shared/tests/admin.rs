@@ -24,7 +24,7 @@ fn event(partner: &str, event_id: &str) -> NewInboxEvent {
         event_id_derived: false,
         event_type: Some("payment.received".into()),
         ordering_key: None,
-        body: br#"{"a":1}"#.to_vec(),
+        body: hookbox::inbox::Body::Inline(br#"{"a":1}"#.to_vec()),
         headers: serde_json::json!({"webhook-id": event_id}),
         signature_verified: true,
     }

@@ -126,6 +126,10 @@ fn invalid_partners_are_refused_naming_the_partner_and_field() {
             "partner \"acme\": max_body_bytes: 0 is outside",
         ),
         (
+            serde_json::json!({"signature": {"scheme": "github"}, "secrets": ["s"], "max_body_bytes": 6_000_000}),
+            "partner \"acme\": max_body_bytes: 6000000 is outside 1..=4194304 (the largest body Lambda's",
+        ),
+        (
             serde_json::json!({"signature": {"scheme": "generic-hmac"}, "secrets": ["s"]}),
             "invalid configuration in test",
         ),

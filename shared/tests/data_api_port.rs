@@ -155,7 +155,7 @@ fn event(id: &str) -> NewInboxEvent {
         event_id_derived: false,
         event_type: Some("payment.received".into()),
         ordering_key: None,
-        body: b"{}".to_vec(),
+        body: hookbox::inbox::Body::Inline(b"{}".to_vec()),
         headers: serde_json::json!({}),
         signature_verified: true,
     }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use chrono::Duration;
 use common::{Adapter, at, migrated_db, migrated_db_with, sql};
-use hookbox::inbox::{self, Claim, ClaimToken, InboxStatus, Inserted, NewInboxEvent, Retention};
+use hookbox::inbox::{
+    self, Body, Claim, ClaimToken, InboxStatus, Inserted, NewInboxEvent, Retention,
+};
 use hookbox::params;
 use hookbox::store::{Database, Executor, fetch_one};
 use tokio::sync::Barrier;
@@ -21,7 +23,7 @@ fn event(partner: &str, event_id: &str) -> NewInboxEvent {
         event_type: Some("payment.received".into()),
         ordering_key: Some("order-1".into()),
         // not UTF-8, with a NUL: stored verbatim
-        body: vec![b'{', 0, 0xff, b'}', b'\n'],
+        body: Body::Inline(vec![b'{', 0, 0xff, b'}', b'\n']),
         headers: serde_json::json!({"webhook-id": event_id}),
         signature_verified: true,
     }
@@ -188,6 +190,7 @@ async fn claim_leases_active_rows_in_one_statement_and_reports_the_rest(adapter:
             }
             Claim::Busy { id } => assert_eq!(*id, held),
             Claim::Missing { id } => assert_eq!(*id, missing),
+            Claim::Unreadable { error, .. } => panic!("every row is readable: {error}"),
         }
     }
     let row = inbox::get(db.as_ref(), pending)

@@ -18,7 +18,7 @@ fn event(event_id: &str) -> NewInboxEvent {
         event_id_derived: true,
         event_type: None,
         ordering_key: None,
-        body: vec![b'x', 0, 0xff],
+        body: hookbox::inbox::Body::Inline(vec![b'x', 0, 0xff]),
         headers: serde_json::json!({"sqs-message-id": "m-1"}),
         signature_verified: false,
     }
@@ -52,7 +52,7 @@ async fn insert_quarantined_stores_the_row_quarantined_once(adapter: Adapter) {
         Some("unreadable"),
         "first one kept"
     );
-    assert_eq!(row.body, vec![b'x', 0, 0xff]);
+    assert_eq!(row.body.inline(), Some(&[b'x', 0, 0xff][..]));
     assert_eq!(row.next_attempt_at, None);
     assert_eq!(row.received_at, at(0));
     assert_eq!(row.processed_at, Some(at(0)));

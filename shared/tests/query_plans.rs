@@ -128,7 +128,7 @@ async fn hot_queries_use_the_partial_indexes(adapter: Adapter) {
     let claim = plan(
         d,
         &inbox::repo::CLAIM,
-        &params! { "ids" => ids, "now" => at(0), "lease_until" => at(30) },
+        &params! { "ids" => ids, "now" => at(0), "lease_until" => at(30), "claimer" => Uuid::nil() },
     )
     .await;
     // (the status of rows we could not claim is looked up by key too)
@@ -156,7 +156,7 @@ async fn claim_by_id_uses_the_primary_key_with_a_large_backlog(adapter: Adapter)
     let claim = plan(
         d,
         &inbox::repo::CLAIM,
-        &params! { "ids" => ids, "now" => at(0), "lease_until" => at(30) },
+        &params! { "ids" => ids, "now" => at(0), "lease_until" => at(30), "claimer" => Uuid::nil() },
     )
     .await;
     assert!(claim.contains("inbox_pkey"), "{claim}");

@@ -99,6 +99,7 @@ async fn main() -> anyhow::Result<()> {
         Arc::new(ConfigStore::fixed(config, clock.clone())),
         db.clone(),
         queue.clone(),
+        Arc::new(hookbox::blob::memory::MemoryBlobStore::new()),
         clock.clone(),
     ));
 

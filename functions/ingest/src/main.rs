@@ -33,7 +33,10 @@ async fn main() -> Result<(), Error> {
     let queue_url =
         env("HOOKBOX_QUEUE_URL").ok_or_else(|| anyhow::anyhow!("HOOKBOX_QUEUE_URL is not set"))?;
     let queue = Arc::new(SqsQueue::from_aws_env(queue_url).await);
-    let function = IngestFunction::new(Ingest::new(config, db, queue, clock.clone()), clock);
+    let blobs = hookbox::blob::from_env(env).await?;
+    let inline_max = hookbox::inbox::body::inline_max_from_env(env)?;
+    let ingest = Ingest::new(config, db, queue, blobs, clock.clone()).with_inline_max(inline_max);
+    let function = IngestFunction::new(ingest, clock);
     run(service_fn(|event: LambdaEvent<ApiGatewayProxyRequest>| {
         let function = function.clone();
         async move { Ok::<_, Error>(function.handle(event.payload).await) }

@@ -80,8 +80,8 @@ async fn valid_events_are_stored_and_enqueued_and_replays_are_duplicates() {
         .expect("get")
         .expect("row");
     assert_eq!(
-        row.body,
-        br#"{"type":"payment.received","order_id":"ord_1001","amount":42.5}"#
+        row.body.inline(),
+        Some(&br#"{"type":"payment.received","order_id":"ord_1001","amount":42.5}"#[..])
     );
     assert_eq!(row.ordering_key.as_deref(), Some("ord_1001"));
 }

@@ -132,6 +132,7 @@ async fn run(
     let function = ProcessorFunction::new(
         Arc::new(counting.clone()),
         Arc::new(NullQueue),
+        Arc::new(hookbox::blob::memory::MemoryBlobStore::new()),
         Arc::new(SystemClock),
         handler,
         ProcessorConfig::default(),

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use chrono::{DateTime, Utc};
+use hookbox::blob::BlobStore;
 use hookbox::clock::{Clock, lambda_deadline};
 use hookbox::processing::{BatchReport, BusinessHandler, Processor, ProcessorConfig};
 use hookbox::queue::{Queue, Received};
@@ -32,6 +33,7 @@ pub const FUNCTION_NAME: &str = "processor";
 pub struct ProcessorFunction {
     db: Arc<dyn Database>,
     queue: Arc<dyn Queue>,
+    blobs: Arc<dyn BlobStore>,
     clock: Arc<dyn Clock>,
     handler: Arc<dyn BusinessHandler>,
     config: ProcessorConfig,
@@ -42,6 +44,7 @@ impl ProcessorFunction {
     pub fn new(
         db: Arc<dyn Database>,
         queue: Arc<dyn Queue>,
+        blobs: Arc<dyn BlobStore>,
         clock: Arc<dyn Clock>,
         handler: Arc<dyn BusinessHandler>,
         config: ProcessorConfig,
@@ -49,6 +52,7 @@ impl ProcessorFunction {
         Self {
             db,
             queue,
+            blobs,
             clock,
             handler,
             config,
@@ -76,6 +80,7 @@ impl ProcessorFunction {
         let processor = Processor {
             db: self.db.as_ref(),
             queue: self.queue.as_ref(),
+            blobs: self.blobs.as_ref(),
             clock: self.clock.as_ref(),
             handler: self.handler.as_ref(),
             config: &self.config,

@@ -33,11 +33,15 @@ async fn main() -> Result<(), Error> {
         .await
         .context("database configuration")?;
     let queue = SqsQueue::from_aws_env(queue_url).await;
+    let blobs = hookbox::blob::from_env(env)
+        .await
+        .context("blob store configuration")?;
     // The example domain: replace it with your own BusinessHandler.
     let handler = OrdersHandler::from_env(env);
     let function = ProcessorFunction::new(
         db,
         Arc::new(queue),
+        blobs,
         Arc::new(SystemClock),
         Arc::new(handler),
         config,

@@ -64,6 +64,7 @@ async fn env() -> Env {
     let function = ProcessorFunction::new(
         db.clone(),
         queue.clone(),
+        Arc::new(hookbox::blob::memory::MemoryBlobStore::new()),
         clock.clone(),
         handler.clone() as Arc<dyn BusinessHandler>,
         ProcessorConfig::default(),

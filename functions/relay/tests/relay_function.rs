@@ -96,6 +96,7 @@ async fn env() -> Env {
     let processor = ProcessorFunction::new(
         db.clone(),
         Arc::new(sqs.clone()),
+        Arc::new(hookbox::blob::memory::MemoryBlobStore::new()),
         clock.clone(),
         Arc::new(OrdersHandler::new(DESTINATION)),
         ProcessorConfig::default(),

@@ -19,6 +19,8 @@ pub mod memory;
 pub mod s3;
 
 use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -300,4 +302,41 @@ pub async fn get_verified(store: &dyn BlobStore, blob: &BlobRef) -> Result<Bytes
         });
     }
     Ok(bytes)
+}
+
+/// The variable naming the S3 bucket of large bodies (deployed functions).
+pub const BUCKET_VAR: &str = "HOOKBOX_BLOB_BUCKET";
+
+/// The variable naming a directory to keep large bodies in instead (local
+/// runs: the local stack and tests).
+pub const DIR_VAR: &str = "HOOKBOX_BLOB_DIR";
+
+/// Neither (or both) of [`BUCKET_VAR`] and [`DIR_VAR`] is set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "set exactly one of HOOKBOX_BLOB_BUCKET (the S3 bucket for bodies over the inline \
+     threshold) or HOOKBOX_BLOB_DIR (a directory, for local runs): {0}"
+)]
+pub struct BlobConfigError(pub &'static str);
+
+/// The blob store a function uses, from its environment: S3 when
+/// [`BUCKET_VAR`] is set (with the shared AWS configuration; a set
+/// `AWS_ENDPOINT_URL_S3` means a local endpoint, path-style), a directory
+/// when [`DIR_VAR`] is set. Exactly one must be set: a function that may
+/// receive a large body must know where to put it.
+pub async fn from_env(
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn BlobStore>, BlobConfigError> {
+    let get = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    match (get(BUCKET_VAR), get(DIR_VAR)) {
+        (Some(bucket), None) => {
+            let shared = aws_config::defaults(aws_config::BehaviorVersion::latest())
+                .load()
+                .await;
+            Ok(Arc::new(s3::S3BlobStore::from_env(&shared, bucket, env)))
+        }
+        (None, Some(dir)) => Ok(Arc::new(fs::FsBlobStore::new(PathBuf::from(dir)))),
+        (None, None) => Err(BlobConfigError("neither is set")),
+        (Some(_), Some(_)) => Err(BlobConfigError("both are set")),
+    }
 }

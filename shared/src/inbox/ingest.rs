@@ -2,10 +2,12 @@
 //!
 //! Verify the signature over the exact raw bytes, extract the event id, then
 //! ONE statement (insert-if-new) and a queue message for a new row. The
-//! partner gets 200 for new and duplicate alike. When the database is
-//! unavailable the verified event itself is spooled to the queue (202) so
-//! nothing accepted is lost; when the queue is down too, 503 + Retry-After
-//! makes the partner retry later.
+//! partner gets 200 for new and duplicate alike. A body above the inline
+//! threshold is put in the blob store first and the row keeps its reference
+//! (see [`super::body`]); when the blob store is down the partner gets 503
+//! and retries. When the database is unavailable the verified event itself
+//! is spooled to the queue (202) so nothing accepted is lost; when the
+//! queue is down too, 503 + Retry-After makes the partner retry later.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,7 +17,9 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::InboxMessage;
+use super::body::{self, Body, DEFAULT_INLINE_MAX_BYTES, MAX_INLINE_MAX_BYTES};
 use super::repo::{Inserted, NewInboxEvent, insert_if_new};
+use crate::blob::BlobStore;
 use crate::clock::Clock;
 use crate::config::{ConfigStore, EventIdSource, Partner};
 use crate::metrics::{Metrics, Unit};
@@ -25,6 +29,21 @@ use crate::store::Database;
 
 /// Longest event id accepted (it is part of a unique index).
 pub const MAX_EVENT_ID_BYTES: usize = 512;
+
+/// Longest event type accepted (the row budget: see [`super::body`]).
+pub const MAX_EVENT_TYPE_BYTES: usize = 256;
+
+/// Longest ordering key accepted.
+pub const MAX_ORDERING_KEY_BYTES: usize = 512;
+
+/// A stored header value longer than this is cut (at a character boundary)
+/// and marked `…[cut: N bytes]`: stored headers are for operators, never
+/// part of the dedupe key.
+pub const MAX_STORED_HEADER_VALUE_BYTES: usize = 1024;
+
+/// The stored headers, as JSON, stay under this: headers past it (in the
+/// order of the partner's `keep_headers`) are not stored.
+pub const MAX_STORED_HEADERS_BYTES: usize = 8 * 1024;
 
 /// Seconds a partner is told to wait when we cannot store anything.
 pub const RETRY_AFTER_SECS: u64 = 30;
@@ -123,23 +142,36 @@ pub struct Ingest {
     config: Arc<ConfigStore>,
     db: Arc<dyn Database>,
     queue: Arc<dyn Queue>,
+    blobs: Arc<dyn BlobStore>,
     clock: Arc<dyn Clock>,
+    inline_max: usize,
 }
 
 impl Ingest {
-    /// Wires the ports.
+    /// Wires the ports. Bodies over [`DEFAULT_INLINE_MAX_BYTES`] go to
+    /// `blobs` (see [`Ingest::with_inline_max`]).
     pub fn new(
         config: Arc<ConfigStore>,
         db: Arc<dyn Database>,
         queue: Arc<dyn Queue>,
+        blobs: Arc<dyn BlobStore>,
         clock: Arc<dyn Clock>,
     ) -> Self {
         Self {
             config,
             db,
             queue,
+            blobs,
             clock,
+            inline_max: DEFAULT_INLINE_MAX_BYTES,
         }
+    }
+
+    /// Bodies over `bytes` go to the blob store (at most
+    /// [`MAX_INLINE_MAX_BYTES`]: a larger value is clamped to it).
+    pub fn with_inline_max(mut self, bytes: usize) -> Self {
+        self.inline_max = bytes.min(MAX_INLINE_MAX_BYTES);
+        self
     }
 
     /// Handles one request and records its metrics in `metrics`.
@@ -216,10 +248,29 @@ impl Ingest {
             tracing::info!(partner = %partner.name, reason = code, error = %e, "signature rejected");
             return IngestResponse::rejected(401, code, e.to_string());
         }
-        let event = match build_event(partner, request) {
+        let mut event = match build_event(partner, request) {
             Ok(event) => event,
             Err(response) => return response,
         };
+        // Into the blob store BEFORE the insert: a row never refers to an
+        // object that is not there.
+        if let Body::Inline(bytes) = &mut event.body {
+            let bytes = std::mem::take(bytes);
+            event.body = match body::store(
+                self.blobs.as_ref(),
+                &event.partner,
+                bytes,
+                self.inline_max,
+            )
+            .await
+            {
+                Ok(body) => body,
+                Err(e) => {
+                    tracing::error!(error = %e, partner = %event.partner, "cannot store the body in the blob store");
+                    return IngestResponse::unavailable();
+                }
+            };
+        }
         self.store(event, now).await
     }
 
@@ -298,6 +349,36 @@ fn pointer_text(body: &serde_json::Value, pointer: &str) -> Option<String> {
     }
 }
 
+/// The partner's `keep_headers`, each value cut to
+/// [`MAX_STORED_HEADER_VALUE_BYTES`], all of them within
+/// [`MAX_STORED_HEADERS_BYTES`] of JSON.
+fn kept_headers(partner: &Partner, headers: &Headers<'_>) -> serde_json::Value {
+    let mut kept = serde_json::Map::new();
+    let mut size = 2; // {}
+    for name in &partner.keep_headers {
+        let Some(v) = headers.get(name) else { continue };
+        let value = if v.len() > MAX_STORED_HEADER_VALUE_BYTES {
+            let mut cut = MAX_STORED_HEADER_VALUE_BYTES;
+            while !v.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            format!("{}…[cut: {} bytes]", &v[..cut], v.len())
+        } else {
+            v.to_string()
+        };
+        let entry = serde_json::to_string(name).map_or(0, |n| n.len())
+            + serde_json::to_string(&value).map_or(0, |v| v.len())
+            + 2; // : and ,
+        if size + entry > MAX_STORED_HEADERS_BYTES {
+            tracing::warn!(partner = %partner.name, header = %name, "stored headers full: header not kept");
+            continue;
+        }
+        size += entry;
+        kept.insert(name.clone(), value.into());
+    }
+    serde_json::Value::Object(kept)
+}
+
 fn build_event(
     partner: &Partner,
     request: &IngestRequest<'_>,
@@ -361,20 +442,32 @@ fn build_event(
             .as_ref()
             .and_then(|p| json.as_ref().and_then(|j| pointer_text(j, p)))
     };
-    let mut kept = serde_json::Map::new();
-    for name in &partner.keep_headers {
-        if let Some(v) = request.headers.get(name) {
-            kept.insert(name.clone(), v.into());
+    let event_type = extract(&partner.event_type);
+    let ordering_key = extract(&partner.ordering_key);
+    for (field, value, max) in [
+        ("event_type", &event_type, MAX_EVENT_TYPE_BYTES),
+        ("ordering_key", &ordering_key, MAX_ORDERING_KEY_BYTES),
+    ] {
+        if let Some(v) = value.as_ref().filter(|v| v.len() > max) {
+            return Err(IngestResponse::rejected(
+                400,
+                if field == "event_type" {
+                    "event_type_too_long"
+                } else {
+                    "ordering_key_too_long"
+                },
+                format!("{field} of {} bytes is over {max}", v.len()),
+            ));
         }
     }
     Ok(NewInboxEvent {
         partner: partner.name.clone(),
         event_id,
         event_id_derived: derived,
-        event_type: extract(&partner.event_type),
-        ordering_key: extract(&partner.ordering_key),
-        body: request.body.to_vec(),
-        headers: serde_json::Value::Object(kept),
+        event_type,
+        ordering_key,
+        body: Body::Inline(request.body.to_vec()),
+        headers: kept_headers(partner, &request.headers),
         signature_verified: true,
     })
 }

@@ -3,7 +3,9 @@
 //! Normally the message only points at the inbox row (`stored`). When the
 //! database was unavailable at ingest, the verified event itself travels in
 //! the message (`spooled`) and the processor stores it first; the UNIQUE
-//! (partner, event_id) key still deduplicates.
+//! (partner, event_id) key still deduplicates. A spooled body above the
+//! inline threshold is already in the blob store: the message carries its
+//! reference (`body_ref`), never bytes that could pass SQS's 1 MiB.
 //!
 //! Never deduplicate on the queue's message id: a DLQ redrive assigns new ids.
 
@@ -13,7 +15,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::NewInboxEvent;
+use super::{Body, NewInboxEvent};
+use crate::blob::{BlobKey, BlobRef};
 use crate::queue::MAX_MESSAGE_BYTES;
 
 /// A message on the inbox queue. JSON, tagged by `kind`.
@@ -47,8 +50,12 @@ pub struct SpooledEvent {
     pub event_type: Option<String>,
     /// Ordering key, if known at ingest.
     pub ordering_key: Option<String>,
-    /// The raw body, base64 (standard alphabet, padded): bodies need not be UTF-8.
+    /// The raw body, base64 (standard alphabet, padded): bodies need not be
+    /// UTF-8. Empty when the body is in the blob store (`body_ref`).
     pub body_base64: String,
+    /// The body's blob reference, when it is above the inline threshold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_ref: Option<SpooledBodyRef>,
     /// Selected request headers (a JSON object).
     pub headers: serde_json::Value,
     /// Whether ingest verified the signature (always true: unverified
@@ -56,6 +63,18 @@ pub struct SpooledEvent {
     pub signature_verified: bool,
     /// When ingest received it.
     pub received_at: DateTime<Utc>,
+}
+
+/// A body's blob reference inside a spooled event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpooledBodyRef {
+    /// The blob key (`inbox/{partner}/{sha256}`).
+    pub key: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// sha256, lower-case hex.
+    pub sha256: String,
 }
 
 /// Why a message could not be read or built.
@@ -96,13 +115,27 @@ impl InboxMessage {
 
     /// The message carrying an event that could not be stored.
     pub fn spooled(event: &NewInboxEvent, received_at: DateTime<Utc>) -> Self {
+        let (body_base64, body_ref) = match &event.body {
+            Body::Inline(bytes) => (STANDARD.encode(bytes), None),
+            Body::Blob(r) => (
+                String::new(),
+                Some(SpooledBodyRef {
+                    key: r.key.to_string(),
+                    size: r.size,
+                    sha256: r.sha256_hex(),
+                }),
+            ),
+            // never the body of a new event (only statements return it)
+            Body::InlineUnread { .. } => (String::new(), None),
+        };
         InboxMessage::Spooled(SpooledEvent {
             partner: event.partner.clone(),
             event_id: event.event_id.clone(),
             event_id_derived: event.event_id_derived,
             event_type: event.event_type.clone(),
             ordering_key: event.ordering_key.clone(),
-            body_base64: STANDARD.encode(&event.body),
+            body_base64,
+            body_ref,
             headers: event.headers.clone(),
             signature_verified: event.signature_verified,
             received_at,
@@ -141,13 +174,36 @@ impl InboxMessage {
 impl SpooledEvent {
     /// The event to insert-if-new.
     pub fn to_new_event(&self) -> Result<NewInboxEvent, MessageError> {
-        let body = STANDARD
-            .decode(&self.body_base64)
-            .map_err(|e| MessageError::BadBody {
-                partner: self.partner.clone(),
-                event_id: self.event_id.clone(),
-                detail: e.to_string(),
-            })?;
+        let bad = |detail: String| MessageError::BadBody {
+            partner: self.partner.clone(),
+            event_id: self.event_id.clone(),
+            detail,
+        };
+        let body = match &self.body_ref {
+            None => Body::Inline(
+                STANDARD
+                    .decode(&self.body_base64)
+                    .map_err(|e| bad(e.to_string()))?,
+            ),
+            Some(r) if self.body_base64.is_empty() => {
+                let key = BlobKey::parse(&r.key).map_err(|e| bad(e.to_string()))?;
+                let sha256: [u8; 32] = hex::decode(&r.sha256)
+                    .ok()
+                    .and_then(|b| b.try_into().ok())
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "body_ref.sha256 {:?} is not 64 hex digits",
+                            r.sha256
+                        ))
+                    })?;
+                Body::Blob(BlobRef {
+                    key,
+                    size: r.size,
+                    sha256,
+                })
+            }
+            Some(_) => return Err(bad("both body_base64 and body_ref are set".into())),
+        };
         Ok(NewInboxEvent {
             partner: self.partner.clone(),
             event_id: self.event_id.clone(),
@@ -167,6 +223,10 @@ mod tests {
     use chrono::TimeZone;
 
     fn event(body: Vec<u8>) -> NewInboxEvent {
+        with_body(Body::Inline(body))
+    }
+
+    fn with_body(body: Body) -> NewInboxEvent {
         NewInboxEvent {
             partner: "acme".into(),
             event_id: "evt_1".into(),
@@ -210,6 +270,44 @@ mod tests {
         assert_eq!(spooled.received_at, at);
         assert_eq!(spooled.to_new_event().expect("event"), original);
         assert_eq!(message.key(), ("acme", "evt_1"));
+    }
+
+    #[test]
+    fn a_spooled_body_in_the_blob_store_travels_as_its_reference() {
+        let at = Utc
+            .with_ymd_and_hms(2026, 6, 1, 0, 0, 0)
+            .single()
+            .expect("valid");
+        let digest = crate::blob::sha256(b"big");
+        let reference = BlobRef {
+            key: BlobKey::content("inbox", "acme", &digest).expect("key"),
+            size: 4 * 1024 * 1024,
+            sha256: digest,
+        };
+        let original = with_body(Body::Blob(reference));
+        let text = InboxMessage::spooled(&original, at)
+            .to_body()
+            .expect("body");
+        assert!(text.len() < 1024, "a reference, not the body: {text}");
+        assert!(text.contains(r#""body_base64":"""#), "{text}");
+        let InboxMessage::Spooled(spooled) = InboxMessage::from_body(&text).expect("parse") else {
+            panic!("expected spooled");
+        };
+        assert_eq!(spooled.to_new_event().expect("event"), original);
+
+        // a tampered reference is refused, not followed
+        let mut bad = spooled.clone();
+        bad.body_ref.as_mut().expect("ref").key = "../etc/passwd".into();
+        assert!(matches!(
+            bad.to_new_event(),
+            Err(MessageError::BadBody { .. })
+        ));
+        let mut both = spooled;
+        both.body_base64 = "eA==".into();
+        assert!(matches!(
+            both.to_new_event(),
+            Err(MessageError::BadBody { .. })
+        ));
     }
 
     #[test]

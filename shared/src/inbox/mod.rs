@@ -10,6 +10,7 @@
 //! `next_attempt_at` always says when an active row next needs attention;
 //! the sweeper re-enqueues rows that are long overdue.
 
+pub mod body;
 pub mod ingest;
 pub mod message;
 pub mod repo;
@@ -21,11 +22,13 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 pub use crate::store::Retention;
+pub use body::{Body, BodyError};
 pub use message::{InboxMessage, MessageError, SpooledEvent};
 pub use repo::{
-    Claim, ClaimToken, Inserted, NewInboxEvent, Replay, StrandedRow, claim, counts_by_status, get,
-    insert_if_new, insert_quarantined, mark_dead, mark_deferred, mark_processed, mark_quarantined,
-    mark_retry, oldest_active_received_at, purge_finished, replay, sweep_stranded,
+    Claim, ClaimToken, Inserted, MAX_CLAIM_IDS, NewInboxEvent, Replay, StrandedRow, claim,
+    claim_as, counts_by_status, get, insert_if_new, insert_quarantined, mark_dead, mark_deferred,
+    mark_processed, mark_quarantined, mark_retry, oldest_active_received_at, purge_finished,
+    quarantine_unreadable, release_lease, replay, sweep_stranded,
 };
 
 /// Status of an inbox row (the `inbox_status_check` constraint lists the same values).
@@ -116,8 +119,9 @@ pub struct InboxRow {
     pub event_type: Option<String>,
     /// Ordering key (e.g. an order id), when configured.
     pub ordering_key: Option<String>,
-    /// The raw body, verbatim.
-    pub body: Vec<u8>,
+    /// The raw body, verbatim: inline, or by reference to the blob store
+    /// ([`body::read`] gives the bytes either way).
+    pub body: Body,
     /// Selected request headers.
     pub headers: serde_json::Value,
     /// Whether the signature was verified at ingest.
@@ -152,7 +156,7 @@ impl fmt::Debug for InboxRow {
             .field("event_type", &self.event_type)
             .field("status", &self.status)
             .field("attempts", &self.attempts)
-            .field("body_len", &self.body.len())
+            .field("body", &self.body)
             .field("next_attempt_at", &self.next_attempt_at)
             .field("last_error", &self.last_error)
             .finish_non_exhaustive()

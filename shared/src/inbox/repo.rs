@@ -7,10 +7,12 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::body::Body;
 use super::{InboxRow, InboxStatus};
+use crate::blob::{BlobKey, BlobRef};
 use crate::params;
 use crate::store::{
-    DbError, Executor, Params, Retention, Row, Statement, fetch_one, fetch_optional,
+    DbError, Executor, Params, Retention, Row, Statement, Value, fetch_one, fetch_optional,
 };
 
 /// A verified webhook, ready to be stored.
@@ -26,12 +28,35 @@ pub struct NewInboxEvent {
     pub event_type: Option<String>,
     /// Ordering key, if known.
     pub ordering_key: Option<String>,
-    /// The raw body, verbatim.
-    pub body: Vec<u8>,
+    /// The raw body, verbatim: inline, or a reference to the blob store
+    /// (put there before the insert: see [`super::body::store`]).
+    pub body: Body,
     /// Selected headers (a JSON object).
     pub headers: serde_json::Value,
     /// Whether the signature was verified.
     pub signature_verified: bool,
+}
+
+/// The body's columns as parameters: `body` (inline bytes) or `body_key`,
+/// `body_size` and `body_sha256` (a reference).
+fn with_body(params: Params, body: &Body) -> Params {
+    let (bytes, key, size, sha256): (Value, Value, Value, Value) = match body {
+        Body::Inline(b) => (b.as_slice().into(), Value::Null, Value::Null, Value::Null),
+        Body::Blob(r) => (
+            Value::Null,
+            r.key.as_str().into(),
+            // sizes are far below i64::MAX (a Lambda payload is 6 MB)
+            i64::try_from(r.size).unwrap_or(i64::MAX).into(),
+            r.sha256.as_slice().into(),
+        ),
+        // never written: only a statement's result has it
+        Body::InlineUnread { .. } => (Value::Null, Value::Null, Value::Null, Value::Null),
+    };
+    params
+        .with("body", bytes)
+        .with("body_key", key)
+        .with("body_size", size)
+        .with("body_sha256", sha256)
 }
 
 /// Result of [`insert_if_new`].
@@ -57,14 +82,77 @@ impl Inserted {
     }
 }
 
+/// Every inbox column a reader needs, with the body bounded: an inline body
+/// over [`super::body::READ_CHUNK_BYTES`] (a row from before bodies went to the blob
+/// store) comes back as NULL with its size, so no row of any statement
+/// passes the Data API's 64 KB (`inline_body_size` tells [`inbox_row`] to
+/// read it in pieces).
+macro_rules! inbox_columns {
+    ($t:literal) => {
+        concat!(
+            $t,
+            "id, ",
+            $t,
+            "partner, ",
+            $t,
+            "event_id, ",
+            $t,
+            "event_id_derived, ",
+            $t,
+            "event_type, ",
+            $t,
+            "ordering_key, ",
+            "CASE WHEN octet_length(",
+            $t,
+            "body) <= 40960 THEN ",
+            $t,
+            "body END AS body, ",
+            "octet_length(",
+            $t,
+            "body) AS inline_body_size, ",
+            $t,
+            "body_key, ",
+            $t,
+            "body_size, ",
+            $t,
+            "body_sha256, ",
+            $t,
+            "headers, ",
+            $t,
+            "signature_verified, ",
+            $t,
+            "status, ",
+            $t,
+            "attempts, ",
+            $t,
+            "next_attempt_at, ",
+            $t,
+            "locked_until, ",
+            $t,
+            "last_error, ",
+            $t,
+            "received_at, ",
+            $t,
+            "enqueued_at, ",
+            $t,
+            "deferred_since, ",
+            $t,
+            "processed_at"
+        )
+    };
+}
+
 pub const INSERT_IF_NEW: Statement = Statement::new(
     "inbox.insert_if_new",
     "WITH ins AS (
         INSERT INTO inbox (id, partner, event_id, event_id_derived, event_type, ordering_key,
-                           body, headers, signature_verified, status, next_attempt_at,
+                           body, body_key, body_size, body_sha256,
+                           headers, signature_verified, status, next_attempt_at,
                            received_at, enqueued_at)
         VALUES (:id, :partner, :event_id, :event_id_derived, :event_type, :ordering_key,
-                :body, CAST(:headers AS jsonb), :signature_verified, 'pending',
+                CAST(:body AS bytea), :body_key, CAST(:body_size AS bigint),
+                CAST(:body_sha256 AS bytea),
+                CAST(:headers AS jsonb), :signature_verified, 'pending',
                 CAST(:now AS timestamptz), CAST(:now AS timestamptz), CAST(:now AS timestamptz))
         ON CONFLICT (partner, event_id) DO NOTHING
         RETURNING id
@@ -98,11 +186,11 @@ pub async fn insert_if_new(
         "event_id_derived" => event.event_id_derived,
         "event_type" => event.event_type.clone(),
         "ordering_key" => event.ordering_key.clone(),
-        "body" => event.body.as_slice(),
         "headers" => event.headers.clone(),
         "signature_verified" => event.signature_verified,
         "now" => now,
     };
+    let params = with_body(params, &event.body);
     if let Some(row) = fetch_optional(db, &INSERT_IF_NEW, &params).await? {
         let id = row.uuid("id")?;
         return Ok(if row.bool("inserted")? {
@@ -159,11 +247,40 @@ pub enum Claim {
         /// The requested id.
         id: Uuid,
     },
+    /// The row was leased (when `token` is set) but cannot be read: the
+    /// caller deals with it alone (retry, then quarantine) while the other
+    /// rows of the claim proceed.
+    Unreadable {
+        /// The row.
+        id: Uuid,
+        /// The lease, when the claim took one.
+        token: Option<ClaimToken>,
+        /// What could not be read.
+        error: String,
+    },
 }
+
+impl Claim {
+    /// The row the claim is about.
+    pub fn id(&self) -> Uuid {
+        match self {
+            Claim::Claimed { token, .. } => token.id,
+            Claim::Finished { id, .. }
+            | Claim::Busy { id }
+            | Claim::Missing { id }
+            | Claim::Unreadable { id, .. } => *id,
+        }
+    }
+}
+
+/// Most ids per [`claim`]: every returned row is under 64 KB by
+/// construction, so 16 of them stay under the Data API's 1 MiB response.
+pub const MAX_CLAIM_IDS: usize = 16;
 
 pub const CLAIM: Statement = Statement::new(
     "inbox.claim",
-    "WITH wanted AS (
+    concat!(
+        "WITH wanted AS (
         SELECT DISTINCT CAST(value AS uuid) AS wanted_id
         FROM jsonb_array_elements_text(CAST(:ids AS jsonb))
     ), claimed AS (
@@ -171,27 +288,54 @@ pub const CLAIM: Statement = Statement::new(
            SET status = 'processing',
                attempts = i.attempts + 1,
                locked_until = CAST(:lease_until AS timestamptz),
+               locked_by = CAST(:claimer AS uuid),
                next_attempt_at = CAST(:lease_until AS timestamptz)
          WHERE i.id = ANY (ARRAY(SELECT wanted_id FROM wanted))
            -- a CASE, not OR/IN: the planner must not trade the key lookup
            -- for a scan of every active row (the partial indexes)
            AND CASE WHEN i.status IN ('pending', 'deferred') THEN true
-                    WHEN i.status = 'processing' THEN i.locked_until <= CAST(:now AS timestamptz)
+                    -- an expired lease, or one this claimer took (a retried
+                    -- claim whose first try committed its leases but could
+                    -- not return them)
+                    WHEN i.status = 'processing'
+                        THEN i.locked_until <= CAST(:now AS timestamptz)
+                          OR i.locked_by = CAST(:claimer AS uuid)
                     ELSE false END
         RETURNING i.*
     )
     SELECT w.wanted_id,
            (SELECT cur.status FROM inbox AS cur WHERE cur.id = w.wanted_id) AS current_status,
-           c.*
+           ",
+        inbox_columns!("c."),
+        "
       FROM wanted AS w
-      LEFT JOIN claimed AS c ON c.id = w.wanted_id",
+      LEFT JOIN claimed AS c ON c.id = w.wanted_id"
+    ),
 );
 
 /// Leases the rows with these ids in ONE statement: pending and deferred
 /// rows, and processing rows whose lease expired, become `processing` until
-/// `lease_until` with `attempts + 1`. Returns one [`Claim`] per distinct id.
+/// `lease_until` with `attempts + 1`. Returns one [`Claim`] per distinct id;
+/// a row that cannot be decoded is [`Claim::Unreadable`], not an error of
+/// the whole claim. Callers keep a claim to [`MAX_CLAIM_IDS`] ids, so its
+/// response stays under the Data API's 1 MiB.
 pub async fn claim(
     db: &dyn Executor,
+    ids: &[Uuid],
+    now: DateTime<Utc>,
+    lease_until: DateTime<Utc>,
+) -> Result<Vec<Claim>, DbError> {
+    claim_as(db, Uuid::new_v4(), ids, now, lease_until).await
+}
+
+/// [`claim`] under the caller's `claimer` token: rows this claimer already
+/// holds are claimed again (with `attempts + 1`). That is how a caller
+/// recovers from a claim that committed its leases but could not return its
+/// rows: it claims the same ids again with the same token (and
+/// [`release_lease`] gives back the leases of rows it cannot read).
+pub async fn claim_as(
+    db: &dyn Executor,
+    claimer: Uuid,
     ids: &[Uuid],
     now: DateTime<Utc>,
     lease_until: DateTime<Utc>,
@@ -203,7 +347,10 @@ pub async fn claim(
     let rows = db
         .execute(
             &CLAIM,
-            &params! { "ids" => ids_json, "now" => now, "lease_until" => lease_until },
+            &params! {
+                "ids" => ids_json, "now" => now, "lease_until" => lease_until,
+                "claimer" => claimer,
+            },
         )
         .await?
         .rows;
@@ -211,7 +358,20 @@ pub async fn claim(
         .map(|r| {
             let id = r.uuid("wanted_id")?;
             if r.opt_uuid("id")?.is_some() {
-                let row = Box::new(inbox_row(r)?);
+                let row = match inbox_row(r) {
+                    Ok(row) => Box::new(row),
+                    Err(e) => {
+                        let token = r
+                            .i64("attempts")
+                            .ok()
+                            .map(|attempt| ClaimToken { id, attempt });
+                        return Ok(Claim::Unreadable {
+                            id,
+                            token,
+                            error: e.to_string(),
+                        });
+                    }
+                };
                 let token = ClaimToken {
                     id,
                     attempt: row.attempts,
@@ -272,6 +432,22 @@ pub const MARK_DEAD: Statement = Statement::new(
       WHERE id = :id AND status = 'processing' AND attempts = :attempt",
 );
 
+/// Longest `last_error` written (bytes; the row budget): longer texts are
+/// cut at a character boundary and end with `…`.
+pub const MAX_LAST_ERROR_BYTES: usize = 8 * 1024;
+
+/// `text` within [`MAX_LAST_ERROR_BYTES`].
+fn bounded(text: &str) -> String {
+    if text.len() <= MAX_LAST_ERROR_BYTES {
+        return text.to_string();
+    }
+    let mut cut = MAX_LAST_ERROR_BYTES - '…'.len_utf8();
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &text[..cut])
+}
+
 async fn changed(
     db: &dyn Executor,
     statement: &Statement,
@@ -309,7 +485,7 @@ pub async fn mark_deferred(
         &MARK_DEFERRED,
         params! {
             "id" => token.id, "attempt" => token.attempt, "now" => now,
-            "next_attempt_at" => next_attempt_at, "reason" => reason,
+            "next_attempt_at" => next_attempt_at, "reason" => bounded(reason),
         },
     )
     .await
@@ -328,7 +504,7 @@ pub async fn mark_retry(
         &MARK_RETRY,
         params! {
             "id" => token.id, "attempt" => token.attempt,
-            "next_attempt_at" => next_attempt_at, "error" => error,
+            "next_attempt_at" => next_attempt_at, "error" => bounded(error),
         },
     )
     .await
@@ -344,7 +520,7 @@ pub async fn mark_quarantined(
     changed(
         db,
         &MARK_QUARANTINED,
-        params! { "id" => token.id, "attempt" => token.attempt, "now" => now, "reason" => reason },
+        params! { "id" => token.id, "attempt" => token.attempt, "now" => now, "reason" => bounded(reason) },
     )
     .await
 }
@@ -360,7 +536,58 @@ pub async fn mark_dead(
     changed(
         db,
         &MARK_DEAD,
-        params! { "id" => token.id, "attempt" => token.attempt, "now" => now, "error" => error },
+        params! { "id" => token.id, "attempt" => token.attempt, "now" => now, "error" => bounded(error) },
+    )
+    .await
+}
+
+pub const RELEASE_LEASE: Statement = Statement::new(
+    "inbox.release_lease",
+    "UPDATE inbox
+        SET status = 'pending', locked_until = NULL, locked_by = NULL,
+            next_attempt_at = CAST(:next_attempt_at AS timestamptz)
+      WHERE id = :id AND status = 'processing' AND locked_by = CAST(:claimer AS uuid)",
+);
+
+/// Gives back the lease `claimer` took on row `id`, if it took one: for a
+/// claim that failed after committing (its rows could not be returned), so
+/// the row is not held until the lease expires. The row is `pending` again,
+/// due at `next_attempt_at`. True when a lease was given back.
+pub async fn release_lease(
+    db: &dyn Executor,
+    claimer: Uuid,
+    id: Uuid,
+    next_attempt_at: DateTime<Utc>,
+) -> Result<bool, DbError> {
+    changed(
+        db,
+        &RELEASE_LEASE,
+        params! { "id" => id, "claimer" => claimer, "next_attempt_at" => next_attempt_at },
+    )
+    .await
+}
+
+pub const QUARANTINE_UNREADABLE: Statement = Statement::new(
+    "inbox.quarantine_unreadable",
+    "UPDATE inbox
+        SET status = 'quarantined', next_attempt_at = NULL, locked_until = NULL,
+            attempts = attempts + 1, last_error = :reason,
+            processed_at = CAST(:now AS timestamptz)
+      WHERE id = :id AND status IN ('pending', 'processing', 'deferred')",
+);
+
+/// Quarantines an active row that no claim can return (its claim fails on
+/// its own, every time), without reading it. True when it was active.
+pub async fn quarantine_unreadable(
+    db: &dyn Executor,
+    id: Uuid,
+    now: DateTime<Utc>,
+    reason: &str,
+) -> Result<bool, DbError> {
+    changed(
+        db,
+        &QUARANTINE_UNREADABLE,
+        params! { "id" => id, "now" => now, "reason" => bounded(reason) },
     )
     .await
 }
@@ -507,10 +734,13 @@ pub const INSERT_QUARANTINED: Statement = Statement::new(
     "inbox.insert_quarantined",
     "WITH ins AS (
         INSERT INTO inbox (id, partner, event_id, event_id_derived, event_type, ordering_key,
-                           body, headers, signature_verified, status, attempts, last_error,
+                           body, body_key, body_size, body_sha256,
+                           headers, signature_verified, status, attempts, last_error,
                            received_at, enqueued_at, processed_at)
         VALUES (:id, :partner, :event_id, :event_id_derived, :event_type, :ordering_key,
-                :body, CAST(:headers AS jsonb), :signature_verified, 'quarantined', 1, :reason,
+                CAST(:body AS bytea), :body_key, CAST(:body_size AS bigint),
+                CAST(:body_sha256 AS bytea),
+                CAST(:headers AS jsonb), :signature_verified, 'quarantined', 1, :reason,
                 CAST(:now AS timestamptz), CAST(:now AS timestamptz), CAST(:now AS timestamptz))
         ON CONFLICT (partner, event_id) DO NOTHING
         RETURNING id
@@ -537,12 +767,12 @@ pub async fn insert_quarantined(
         "event_id_derived" => event.event_id_derived,
         "event_type" => event.event_type.clone(),
         "ordering_key" => event.ordering_key.clone(),
-        "body" => event.body.as_slice(),
         "headers" => event.headers.clone(),
         "signature_verified" => event.signature_verified,
         "now" => now,
-        "reason" => reason,
+        "reason" => bounded(reason),
     };
+    let params = with_body(params, &event.body);
     if let Some(row) = fetch_optional(db, &INSERT_QUARANTINED, &params).await? {
         let id = row.uuid("id")?;
         return Ok(if row.bool("inserted")? {
@@ -637,7 +867,10 @@ pub async fn replay(db: &dyn Executor, id: Uuid, now: DateTime<Utc>) -> Result<R
     })
 }
 
-pub const GET: Statement = Statement::new("inbox.get", "SELECT * FROM inbox WHERE id = :id");
+pub const GET: Statement = Statement::new(
+    "inbox.get",
+    concat!("SELECT ", inbox_columns!(""), " FROM inbox WHERE id = :id"),
+);
 
 /// One row by id.
 pub async fn get(db: &dyn Executor, id: Uuid) -> Result<Option<InboxRow>, DbError> {
@@ -657,7 +890,41 @@ fn parse_status(r: &Row, column: &str, s: &str) -> Result<InboxStatus, DbError> 
         })
 }
 
-/// Reads an inbox row from a result that has all `inbox` columns.
+/// The body columns of a row read with [`inbox_columns`].
+fn row_body(r: &Row) -> Result<Body, DbError> {
+    if let Some(key) = r.opt_text("body_key")? {
+        let key = BlobKey::parse(&key).map_err(|e| DbError::Decode {
+            statement: r.statement(),
+            column: "body_key".into(),
+            detail: e.to_string(),
+        })?;
+        let sha256: [u8; 32] =
+            r.bytes("body_sha256")?
+                .try_into()
+                .map_err(|b: Vec<u8>| DbError::Decode {
+                    statement: r.statement(),
+                    column: "body_sha256".into(),
+                    detail: format!("{} bytes, a sha256 has 32", b.len()),
+                })?;
+        let size = u64::try_from(r.i64("body_size")?).map_err(|_| DbError::Decode {
+            statement: r.statement(),
+            column: "body_size".into(),
+            detail: "negative".into(),
+        })?;
+        return Ok(Body::Blob(BlobRef { key, size, sha256 }));
+    }
+    match r.opt_bytes("body")? {
+        Some(bytes) => Ok(Body::Inline(bytes)),
+        None => {
+            let size = r.i64("inline_body_size")?;
+            Ok(Body::InlineUnread {
+                size: u64::try_from(size).unwrap_or(0),
+            })
+        }
+    }
+}
+
+/// Reads an inbox row from a result of [`inbox_columns`].
 fn inbox_row(r: &Row) -> Result<InboxRow, DbError> {
     let status = r.text("status")?;
     Ok(InboxRow {
@@ -667,7 +934,7 @@ fn inbox_row(r: &Row) -> Result<InboxRow, DbError> {
         event_id_derived: r.bool("event_id_derived")?,
         event_type: r.opt_text("event_type")?,
         ordering_key: r.opt_text("ordering_key")?,
-        body: r.bytes("body")?,
+        body: row_body(r)?,
         headers: r.json("headers")?,
         signature_verified: r.bool("signature_verified")?,
         status: parse_status(r, "status", &status)?,
@@ -680,4 +947,29 @@ fn inbox_row(r: &Row) -> Result<InboxRow, DbError> {
         deferred_since: r.opt_timestamp("deferred_since")?,
         processed_at: r.opt_timestamp("processed_at")?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_errors_are_bounded_on_a_char_boundary() {
+        assert_eq!(bounded("short"), "short");
+        let long = "é".repeat(MAX_LAST_ERROR_BYTES);
+        let cut = bounded(&long);
+        assert!(cut.len() <= MAX_LAST_ERROR_BYTES, "{}", cut.len());
+        assert!(cut.ends_with('…'));
+        assert!(cut.len() > MAX_LAST_ERROR_BYTES - 8);
+    }
+
+    #[test]
+    fn readers_return_inline_bodies_only_up_to_the_chunk_size() {
+        let bound = format!(
+            "octet_length(c.body) <= {} THEN",
+            super::super::body::READ_CHUNK_BYTES
+        );
+        assert!(CLAIM.sql.contains(&bound), "{}", CLAIM.sql);
+        assert!(GET.sql.contains(&bound.replace("c.", "")), "{}", GET.sql);
+    }
 }

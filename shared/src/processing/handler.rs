@@ -39,6 +39,10 @@ use crate::store::{DbError, Transaction};
 pub struct InboxEvent<'a> {
     /// The inbox row (status `processing`, leased to this processor).
     pub row: &'a InboxRow,
+    /// The raw body, exactly as received, whether the row keeps it inline
+    /// or by reference to the blob store (read and sha256-checked by the
+    /// processor before the handler runs).
+    pub body: &'a [u8],
     /// The processor's "now" (pass it to `outbox::enqueue` and use it for
     /// your own timestamps, so tests control time).
     pub now: DateTime<Utc>,
@@ -57,7 +61,7 @@ impl InboxEvent<'_> {
     /// poison pill (the message names the partner and event id, never the
     /// body).
     pub fn json<T: DeserializeOwned>(&self) -> Result<T, PoisonPill> {
-        serde_json::from_slice(&self.row.body).map_err(|e| {
+        serde_json::from_slice(self.body).map_err(|e| {
             PoisonPill(format!(
                 "payload of {}/{} is not the expected JSON: {}",
                 self.row.partner,

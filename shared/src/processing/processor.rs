@@ -15,7 +15,9 @@ use uuid::Uuid;
 use super::config::ProcessorConfig;
 use super::handler::{BusinessHandler, InboxEvent, Outcome};
 use super::{clip, json_error};
+use crate::blob::BlobStore;
 use crate::clock::Clock;
+use crate::inbox::body::{self, DEFAULT_INLINE_MAX_BYTES};
 use crate::inbox::{self, Claim, ClaimToken, InboxMessage, InboxRow, InboxStatus, NewInboxEvent};
 use crate::metrics::{Metrics, Unit};
 use crate::queue::{Queue, Received};
@@ -224,6 +226,9 @@ pub struct Processor<'a> {
     pub db: &'a dyn Database,
     /// The queue the messages came from (for `change_visibility`).
     pub queue: &'a dyn Queue,
+    /// Where bodies above the inline threshold are (read and checked
+    /// before the handler runs).
+    pub blobs: &'a dyn BlobStore,
     /// Time.
     pub clock: &'a dyn Clock,
     /// The business logic.
@@ -238,6 +243,8 @@ struct Slot<'m> {
     span: tracing::Span,
     inbox_id: Option<Uuid>,
     claimed: Option<(Box<InboxRow>, ClaimToken)>,
+    /// The claimed row's body, once read (kept across deferral passes).
+    body: Option<Vec<u8>>,
     run: Option<Run>,
     outcome: Option<MessageOutcome>,
 }
@@ -302,6 +309,7 @@ impl Processor<'_> {
                 ),
                 inbox_id: None,
                 claimed: None,
+                body: None,
                 run: None,
                 outcome: None,
             })
@@ -409,13 +417,30 @@ impl Processor<'_> {
     /// Keeps an unreadable message as a quarantined row, acknowledged.
     async fn store_unreadable(&self, slot: &mut Slot<'_>, reason: &str) {
         let body = slot.msg.body.as_bytes();
+        // a queue message may be 1 MiB: above the threshold it goes to the
+        // blob store like any large body
+        let stored = match body::store(
+            self.blobs,
+            UNREADABLE_PARTNER,
+            body.to_vec(),
+            DEFAULT_INLINE_MAX_BYTES,
+        )
+        .await
+        {
+            Ok(stored) => stored,
+            Err(e) => {
+                let error = format!("storing an unreadable message's body failed: {e}");
+                slot.outcome = Some(self.fail(slot.msg, error).await);
+                return;
+            }
+        };
         let event = NewInboxEvent {
             partner: UNREADABLE_PARTNER.into(),
             event_id: format!("sha256:{}", hex::encode(Sha256::digest(body))),
             event_id_derived: true,
             event_type: None,
             ordering_key: None,
-            body: body.to_vec(),
+            body: stored,
             headers: serde_json::json!({ "sqs-message-id": slot.msg.message_id }),
             signature_verified: false,
         };
@@ -460,28 +485,57 @@ impl Processor<'_> {
         if let Some(deadline) = deadline {
             lease_until = lease_until.max(after(deadline, self.config.deadline_margin));
         }
-        let claims = match inbox::claim(self.db, &ids, now, lease_until).await {
-            Ok(claims) => claims,
-            Err(e) => {
-                let error = format!("claiming the batch's rows failed: {e}");
-                for slot in slots.iter_mut().filter(|s| s.outcome.is_none()) {
-                    let span = slot.span.clone();
-                    let outcome = self.fail(slot.msg, error.clone()).instrument(span).await;
-                    slot.outcome = Some(outcome);
+        // one token for every claim of this batch: a retried claim takes back
+        // the leases a failed one committed
+        let claimer = Uuid::new_v4();
+        let mut by_id: HashMap<Uuid, Claim> = HashMap::new();
+        for chunk in ids.chunks(inbox::MAX_CLAIM_IDS) {
+            match inbox::claim_as(self.db, claimer, chunk, now, lease_until).await {
+                Ok(claims) => by_id.extend(claims.into_iter().map(|c| (c.id(), c))),
+                Err(e) if e.is_retryable() => {
+                    let error = format!("claiming the batch's rows failed: {e}");
+                    for slot in slots.iter_mut().filter(|s| {
+                        s.outcome.is_none() && s.inbox_id.is_some_and(|id| chunk.contains(&id))
+                    }) {
+                        let span = slot.span.clone();
+                        let outcome = self.fail(slot.msg, error.clone()).instrument(span).await;
+                        slot.outcome = Some(outcome);
+                    }
                 }
-                return;
+                Err(e) => {
+                    // One row can make the whole statement fail (the Data API
+                    // refusing a row it cannot return, say): claim each row
+                    // alone, so that only that row is held up. The same
+                    // claimer takes back the leases the failed statement may
+                    // have committed.
+                    tracing::warn!(error = %e, rows = chunk.len(), "claim failed; claiming the rows one by one");
+                    for id in chunk {
+                        match inbox::claim_as(self.db, claimer, &[*id], now, lease_until).await {
+                            Ok(claims) => by_id.extend(claims.into_iter().map(|c| (c.id(), c))),
+                            Err(e) => {
+                                // it may have committed a lease it could not
+                                // return: give it back, or the row would wait
+                                // for the lease to expire on every receive
+                                let due = after(now, self.config.backoff(1));
+                                if let Err(release) =
+                                    inbox::release_lease(self.db, claimer, *id, due).await
+                                {
+                                    tracing::warn!(error = %release, inbox_id = %id, "releasing the lease of an unreturnable row failed");
+                                }
+                                by_id.insert(
+                                    *id,
+                                    Claim::Unreadable {
+                                        id: *id,
+                                        token: None,
+                                        error: format!("claiming the row failed: {e}"),
+                                    },
+                                );
+                            }
+                        }
+                    }
+                }
             }
-        };
-        let mut by_id: HashMap<Uuid, Claim> = claims
-            .into_iter()
-            .map(|c| {
-                let id = match &c {
-                    Claim::Claimed { token, .. } => token.id,
-                    Claim::Finished { id, .. } | Claim::Busy { id } | Claim::Missing { id } => *id,
-                };
-                (id, c)
-            })
-            .collect();
+        }
         for slot in slots.iter_mut().filter(|s| s.outcome.is_none()) {
             let Some(id) = slot.inbox_id else { continue };
             let _enter = slot.span.enter();
@@ -506,7 +560,50 @@ impl Processor<'_> {
                     tracing::warn!("no such inbox row: acknowledged");
                     Some(MessageOutcome::Missing)
                 }
+                Some(Claim::Unreadable { token, error, .. }) => {
+                    drop(_enter);
+                    let span = slot.span.clone();
+                    Some(
+                        self.unreadable_row(slot.msg, id, token, &error)
+                            .instrument(span)
+                            .await,
+                    )
+                }
             };
+        }
+    }
+
+    /// A row the database cannot give us: retried like any failure, and
+    /// quarantined with the reason on the queue's last receive (retrying it
+    /// for ever would help nobody; an operator replays it once fixed).
+    async fn unreadable_row(
+        &self,
+        msg: &Received,
+        id: Uuid,
+        token: Option<ClaimToken>,
+        error: &str,
+    ) -> MessageOutcome {
+        let now = self.clock.now();
+        let error = clip(&format!("the inbox row cannot be read: {error}"));
+        if !self.config.is_last_receive(msg.receive_count) {
+            return match token {
+                Some(token) => self.retry(msg, token, now, error).await,
+                None => self.fail(msg, error).await,
+            };
+        }
+        let quarantined = match token {
+            Some(token) => inbox::mark_quarantined(self.db, token, now, &error).await,
+            None => inbox::quarantine_unreadable(self.db, id, now, &error).await,
+        };
+        match quarantined {
+            Ok(_) => {
+                tracing::warn!(reason = %error, "unreadable row quarantined");
+                MessageOutcome::Quarantined { reason: error }
+            }
+            Err(e) => {
+                self.fail(msg, format!("{error}; quarantining it failed: {e}"))
+                    .await
+            }
         }
     }
 
@@ -545,9 +642,26 @@ impl Processor<'_> {
             ));
             return;
         }
+        if slot.body.is_none() {
+            match body::read(self.db, self.blobs, row.id, &row.body).await {
+                Ok(bytes) => slot.body = Some(bytes),
+                Err(e) if e.is_lost() => {
+                    slot.run = Some(Run::Quarantine(format!(
+                        "the body cannot be processed: {e} (restore the object, then replay)"
+                    )));
+                    return;
+                }
+                Err(e) => {
+                    slot.run = Some(Run::Retry(e.to_string()));
+                    return;
+                }
+            }
+        }
+        let body = slot.body.as_deref().unwrap_or_default();
         let now = self.clock.now();
         let event = InboxEvent {
             row,
+            body,
             now,
             receive_count: slot.msg.receive_count,
         };

@@ -323,8 +323,15 @@ impl Row {
 
     /// A non-null bytea column.
     pub fn bytes(&self, column: &str) -> Result<Vec<u8>, DbError> {
+        self.opt_bytes(column)?
+            .ok_or_else(|| self.decode_error(column, "unexpected NULL".into()))
+    }
+
+    /// A nullable bytea column.
+    pub fn opt_bytes(&self, column: &str) -> Result<Option<Vec<u8>>, DbError> {
         match self.value(column)? {
-            Value::Bytes(b) => Ok(b.clone()),
+            Value::Null => Ok(None),
+            Value::Bytes(b) => Ok(Some(b.clone())),
             other => Err(self.mismatch(column, "bytes", other)),
         }
     }

@@ -13,9 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use hookbox::blob::memory::MemoryBlobStore;
 use hookbox::clock::{Clock, ManualClock};
 use hookbox::example::OrdersHandler;
-use hookbox::inbox::{self, InboxMessage, NewInboxEvent};
+use hookbox::inbox::{self, Body, InboxMessage, NewInboxEvent};
 use hookbox::processing::{
     BatchReport, BusinessHandler, HandlerError, InboxEvent, Outcome, Processor, ProcessorConfig,
 };
@@ -53,7 +54,7 @@ pub fn new_event(event_id: &str, event_type: &str, body: Vec<u8>) -> NewInboxEve
         event_id_derived: false,
         event_type: Some(event_type.into()),
         ordering_key: None,
-        body,
+        body: Body::Inline(body),
         headers: serde_json::json!({}),
         signature_verified: true,
     }
@@ -302,6 +303,7 @@ pub struct ScriptedHandler {
     pub orders: OrdersHandler,
     scripts: Mutex<HashMap<String, Script>>,
     calls: Mutex<HashMap<String, u32>>,
+    bodies: Mutex<HashMap<String, [u8; 32]>>,
 }
 
 impl Default for ScriptedHandler {
@@ -310,6 +312,7 @@ impl Default for ScriptedHandler {
             orders: OrdersHandler::new(DESTINATION),
             scripts: Mutex::default(),
             calls: Mutex::default(),
+            bodies: Mutex::default(),
         }
     }
 }
@@ -324,6 +327,11 @@ impl ScriptedHandler {
 
     pub fn unscript(&self, event_id: &str) {
         self.scripts.lock().expect("lock").remove(event_id);
+    }
+
+    /// sha256 of the body the handler last saw for `event_id`.
+    pub fn body_sha256(&self, event_id: &str) -> Option<[u8; 32]> {
+        self.bodies.lock().expect("lock").get(event_id).copied()
     }
 
     /// How many times the handler ran for `event_id`.
@@ -350,6 +358,10 @@ impl BusinessHandler for ScriptedHandler {
             .expect("lock")
             .entry(event.row.event_id.clone())
             .or_default() += 1;
+        self.bodies.lock().expect("lock").insert(
+            event.row.event_id.clone(),
+            hookbox::blob::sha256(event.body),
+        );
         let script = self
             .scripts
             .lock()
@@ -399,6 +411,7 @@ pub struct Harness {
     pub queue: RecordingQueue<MemoryQueue>,
     pub handler: ScriptedHandler,
     pub config: ProcessorConfig,
+    pub blobs: MemoryBlobStore,
 }
 
 impl Harness {
@@ -419,6 +432,7 @@ impl Harness {
             memory,
             handler: ScriptedHandler::default(),
             config: ProcessorConfig::default(),
+            blobs: MemoryBlobStore::new(),
         }
     }
 
@@ -426,6 +440,7 @@ impl Harness {
         Processor {
             db: &self.counting,
             queue: &self.queue,
+            blobs: &self.blobs,
             clock: self.clock.as_ref(),
             handler: &self.handler,
             config: &self.config,
@@ -435,6 +450,28 @@ impl Harness {
     /// What ingest does: store the event, send its message. Returns the row id.
     pub async fn ingest(&self, event_id: &str, event_type: &str, body: Vec<u8>) -> Uuid {
         let event = new_event(event_id, event_type, body);
+        let id = inbox::insert_if_new(self.db.as_ref(), &event, self.clock.now())
+            .await
+            .expect("insert")
+            .id();
+        self.send(&InboxMessage::stored(id, PARTNER, event_id))
+            .await;
+        id
+    }
+
+    /// What ingest does with a body of any size: above the inline
+    /// threshold it goes to the blob store first. Returns the row id.
+    pub async fn ingest_stored(&self, event_id: &str, event_type: &str, body: Vec<u8>) -> Uuid {
+        let stored = hookbox::inbox::body::store(
+            &self.blobs,
+            PARTNER,
+            body,
+            hookbox::inbox::body::DEFAULT_INLINE_MAX_BYTES,
+        )
+        .await
+        .expect("blob store");
+        let mut event = new_event(event_id, event_type, Vec::new());
+        event.body = stored;
         let id = inbox::insert_if_new(self.db.as_ref(), &event, self.clock.now())
             .await
             .expect("insert")

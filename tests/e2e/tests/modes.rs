@@ -62,7 +62,7 @@ async fn a_restart_picks_up_rows_a_previous_run_left_pending() {
             event_id_derived: false,
             event_type: Some("payment.received".into()),
             ordering_key: Some("o-left".into()),
-            body: body.into_bytes(),
+            body: hookbox::inbox::Body::Inline(body.into_bytes()),
             headers: json!({}),
             signature_verified: true,
         },

@@ -106,6 +106,37 @@ pub async fn connect(args: &DbArgs) -> Result<Arc<dyn Database>, Failure> {
     })
 }
 
+/// Where bodies over the inline threshold are: the functions' blob store.
+#[derive(Debug, Clone, Args)]
+pub struct BlobArgs {
+    /// The S3 bucket of large bodies (AWS from the environment;
+    /// AWS_ENDPOINT_URL_S3 is honoured).
+    #[arg(long, value_name = "BUCKET", env = "HOOKBOX_BLOB_BUCKET")]
+    pub blob_bucket: Option<String>,
+    /// A directory holding them instead (the local stack's --blob-dir).
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "HOOKBOX_BLOB_DIR",
+        conflicts_with = "blob_bucket"
+    )]
+    pub blob_dir: Option<std::path::PathBuf>,
+}
+
+impl BlobArgs {
+    /// The blob store, when one is configured.
+    pub async fn store(&self) -> Option<Arc<dyn hookbox::blob::BlobStore>> {
+        let bucket = self.blob_bucket.clone();
+        let dir = self.blob_dir.as_ref().map(|d| d.display().to_string());
+        let env = move |name: &str| match name {
+            hookbox::blob::BUCKET_VAR => bucket.clone(),
+            hookbox::blob::DIR_VAR => dir.clone(),
+            _ => std::env::var(name).ok(),
+        };
+        hookbox::blob::from_env(env).await.ok()
+    }
+}
+
 /// Which queue: the processor's inbox queue.
 #[derive(Debug, Clone, Args)]
 pub struct QueueArgs {

@@ -1,20 +1,23 @@
 //! `hookbox inbox list|show|replay`: the inbound side for operators.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use clap::{Args, Subcommand, ValueEnum};
 use hookbox::admin::{self, AttentionStatus, InboxCursor, InboxFilter};
+use hookbox::blob::memory::MemoryBlobStore;
 use hookbox::clock::SystemClock;
-use hookbox::inbox::{self, InboxStatus};
+use hookbox::inbox::{self, Body, InboxStatus};
 use hookbox::processing::replay::{ReplayOutcome, replay};
 use hookbox::store::Executor;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use uuid::Uuid;
 
 use crate::common::{
-    DbArgs, Failure, OrFail as _, Outcome, QueueArgs, connect, opt_time, print_table, shorten, time,
+    BlobArgs, DbArgs, Failure, OrFail as _, Outcome, QueueArgs, connect, opt_time, print_table,
+    shorten, time,
 };
 
 /// `last_error` in listings is cut to this many characters.
@@ -55,6 +58,8 @@ pub struct ShowArgs {
     id: Uuid,
     #[command(flatten)]
     db: DbArgs,
+    #[command(flatten)]
+    blobs: BlobArgs,
 }
 
 /// The statuses a replay takes rows from.
@@ -192,12 +197,36 @@ async fn show(args: &ShowArgs) -> Outcome {
     }
     let headers = serde_json::to_string_pretty(&row.headers).or_failed("cannot show headers")?;
     println!("headers:\n{headers}");
-    match std::str::from_utf8(&row.body) {
-        Ok(body) => println!("body (utf-8, {} bytes):\n{body}", row.body.len()),
+    if let Some(r) = row.body.blob() {
+        println!(
+            "body_ref:           {} ({} bytes, sha256 {})",
+            r.key,
+            r.size,
+            r.sha256_hex()
+        );
+    }
+    let bytes = match (&row.body, args.blobs.store().await) {
+        (Body::Blob(_), None) => {
+            println!(
+                "body: in the blob store; pass --blob-bucket or --blob-dir (or set \
+                 HOOKBOX_BLOB_BUCKET / HOOKBOX_BLOB_DIR) to show it"
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        (body, store) => {
+            // an inline body never touches the store: any will do
+            let store = store.unwrap_or_else(|| Arc::new(MemoryBlobStore::new()));
+            hookbox::inbox::body::read(db.as_ref(), store.as_ref(), row.id, body)
+                .await
+                .or_failed(format!("cannot read the body of inbox row {}", row.id))?
+        }
+    };
+    match std::str::from_utf8(&bytes) {
+        Ok(body) => println!("body (utf-8, {} bytes):\n{body}", bytes.len()),
         Err(_) => println!(
             "body (base64, {} bytes, not UTF-8):\n{}",
-            row.body.len(),
-            BASE64.encode(&row.body)
+            bytes.len(),
+            BASE64.encode(&bytes)
         ),
     }
     Ok(ExitCode::SUCCESS)

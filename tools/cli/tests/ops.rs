@@ -95,7 +95,7 @@ fn event(partner: &str, event_id: &str, body: &[u8]) -> NewInboxEvent {
         event_id_derived: false,
         event_type: Some("order.paid".into()),
         ordering_key: Some("order-7".into()),
-        body: body.to_vec(),
+        body: hookbox::inbox::Body::Inline(body.to_vec()),
         headers: serde_json::json!({"webhook-id": event_id, "content-type": "application/json"}),
         signature_verified: true,
     }

@@ -29,6 +29,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
+use hookbox::blob::BlobStore;
+use hookbox::blob::fs::FsBlobStore;
 use hookbox::clock::{Clock, SystemClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::processing::ProcessorConfig;
@@ -84,6 +86,10 @@ pub struct Options {
     pub sweep_after: Duration,
     /// The processor's backoff by receive count (Retry and Defer).
     pub retry_schedule: Vec<Duration>,
+    /// Where bodies over the inline threshold go (the blob store; S3 when
+    /// deployed). `None`: a temporary directory removed with a throwaway
+    /// database, or `<tmp>/hookbox-local-blobs` (kept) with an existing one.
+    pub blob_dir: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -99,6 +105,7 @@ impl Default for Options {
             max_receive_count: 4,
             sweep_after: Duration::from_secs(300),
             retry_schedule: ProcessorConfig::default().retry_schedule,
+            blob_dir: None,
         }
     }
 }
@@ -143,7 +150,9 @@ pub struct LocalStack {
     memory_queue: Option<Arc<MemoryQueue>>,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
+    blob_dir: PathBuf,
     // dropped last: the data API and the cluster outlive the tasks
+    _blob_tmp: Option<tempfile::TempDir>,
     _data_api: Option<local_data_api::BackgroundServer>,
     _cluster: Option<hookbox_testkit::PrivateCluster>,
 }
@@ -183,6 +192,18 @@ impl LocalStack {
                 (Some(cluster), url)
             }
         };
+        let (blob_dir, blob_tmp) = match (&options.blob_dir, &cluster) {
+            (Some(dir), _) => (dir.clone(), None),
+            (None, Some(_)) => {
+                let tmp = tempfile::Builder::new()
+                    .prefix("hookbox-local-blobs-")
+                    .tempdir()
+                    .context("creating a directory for large bodies")?;
+                (tmp.path().to_path_buf(), Some(tmp))
+            }
+            (None, None) => (std::env::temp_dir().join("hookbox-local-blobs"), None),
+        };
+        let blobs: Arc<dyn BlobStore> = Arc::new(FsBlobStore::new(blob_dir.clone()));
         let (db, data_api): (Arc<dyn Database>, _) = if options.data_api {
             let server =
                 local_data_api::spawn_background(local_data_api::Config::new(database_url.clone()))
@@ -261,6 +282,7 @@ impl LocalStack {
                     config.clone(),
                     db.clone(),
                     queue.clone(),
+                    blobs.clone(),
                     clock.clone(),
                 ),
                 clock.clone(),
@@ -312,6 +334,7 @@ impl LocalStack {
         let processor = ProcessorFunction::new(
             db.clone(),
             queue.clone(),
+            blobs.clone(),
             clock.clone(),
             Arc::new(demo::LocalHandler::new(options.demo_types.clone())),
             ProcessorConfig {
@@ -374,9 +397,16 @@ impl LocalStack {
             memory_queue,
             stop,
             tasks,
+            blob_dir,
+            _blob_tmp: blob_tmp,
             _data_api: data_api,
             _cluster: cluster,
         })
+    }
+
+    /// The directory of the blob store (bodies over the inline threshold).
+    pub fn blob_dir(&self) -> &std::path::Path {
+        &self.blob_dir
     }
 
     /// `http://127.0.0.1:<port>`.

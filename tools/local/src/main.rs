@@ -49,6 +49,11 @@ struct Args {
     /// repeats).
     #[arg(long, value_delimiter = ',', default_values_t = [60, 300, 900])]
     retry_schedule: Vec<u64>,
+    /// Directory for bodies over the inline threshold (the blob store; S3
+    /// when deployed). Default: a temporary one, removed on exit with the
+    /// throwaway database, or <tmp>/hookbox-local-blobs with --database-url.
+    #[arg(long)]
+    blob_dir: Option<PathBuf>,
 }
 
 #[tokio::main]
@@ -84,6 +89,7 @@ async fn main() -> anyhow::Result<()> {
             .iter()
             .map(|s| Duration::from_secs(*s))
             .collect(),
+        blob_dir: args.blob_dir,
     };
     hookbox_local::check(&options)?;
     if let Some(url) = &options.database_url {

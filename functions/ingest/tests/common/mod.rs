@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use aws_lambda_events::apigw::ApiGatewayProxyRequest;
 use chrono::TimeZone;
+use hookbox::blob::s3::S3BlobStore;
 use hookbox::clock::ManualClock;
 use hookbox::config::{ConfigSource, ConfigStore};
 use hookbox::inbox::ingest::Ingest;
@@ -22,6 +23,8 @@ pub struct Rig {
     pub function: IngestFunction,
     pub db: Arc<dyn Database>,
     pub queue: SqsQueue,
+    /// Large bodies: an S3 bucket of moto's.
+    pub blobs: Arc<S3BlobStore>,
     _t: TestDb,
 }
 
@@ -45,16 +48,20 @@ pub async fn rig() -> Rig {
     )
     .await
     .expect("config");
+    let (client, bucket) = hookbox_testkit::s3::bucket().await;
+    let blobs = Arc::new(S3BlobStore::new(client, bucket));
     let ingest = Ingest::new(
         Arc::new(config),
         db.clone(),
         Arc::new(queue.clone()),
+        blobs.clone(),
         clock.clone(),
     );
     Rig {
         function: IngestFunction::new(ingest, clock),
         db,
         queue,
+        blobs,
         _t: t,
     }
 }
