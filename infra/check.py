@@ -24,7 +24,12 @@
    Resource "*".
 5. Consistency: the inbox queue's maxReceiveCount is the processor's
    HOOKBOX_MAX_RECEIVE_COUNT, its VisibilityTimeout is at least 6x the
-   processor timeout, and the SQS event uses ReportBatchItemFailures.
+   processor timeout, its MaximumMessageSize is 1 MiB (the code's limit),
+   and the SQS event uses ReportBatchItemFailures.
+6. The blob store: ingest, processor and relay (the functions that read
+   large bodies and payloads) set HOOKBOX_BLOB_BUCKET to a bucket of the
+   template that blocks public access, encrypts at rest and denies
+   non-TLS requests.
 
 Usage: python3 infra/check.py [TEMPLATE] (default infra/template.yaml).
 Prints OK and exits 0, or prints every problem and exits 1 (2 when
@@ -258,12 +263,56 @@ def check_queue_consistency(template: dict) -> None:
             f"InboxQueue maxReceiveCount ({receive!r}) must be the processor's "
             f"HOOKBOX_MAX_RECEIVE_COUNT ({env.get('HOOKBOX_MAX_RECEIVE_COUNT')!r})"
         )
+    if queue.get("MaximumMessageSize") != 1048576:
+        problem(
+            f"InboxQueue MaximumMessageSize must be 1048576 (1 MiB, what "
+            f"hookbox::queue::MAX_MESSAGE_BYTES assumes), is {queue.get('MaximumMessageSize')!r}"
+        )
     sqs_events = [e for e in (processor.get("Events") or {}).values() if e.get("Type") == "SQS"]
     if len(sqs_events) != 1:
         problem("ProcessorFunction needs exactly one SQS event")
     for e in sqs_events:
         if "ReportBatchItemFailures" not in (e.get("Properties") or {}).get("FunctionResponseTypes", []):
             problem("ProcessorFunction's SQS event must set FunctionResponseTypes [ReportBatchItemFailures]")
+
+
+BLOB_FUNCTIONS = ("IngestFunction", "ProcessorFunction", "RelayFunction")
+
+
+def check_blob_store(template: dict) -> None:
+    resources = template.get("Resources") or {}
+    buckets = set()
+    for name in BLOB_FUNCTIONS:
+        env = ((resources.get(name, {}).get("Properties", {}).get("Environment") or {}).get("Variables")) or {}
+        ref = env.get("HOOKBOX_BLOB_BUCKET")
+        if not (isinstance(ref, dict) and ref.get("Ref") in resources):
+            problem(f"{name}: HOOKBOX_BLOB_BUCKET must be !Ref to the template's bucket, is {ref!r}")
+            continue
+        buckets.add(ref["Ref"])
+    for bucket in sorted(buckets):
+        res = resources[bucket]
+        props = res.get("Properties") or {}
+        if res.get("Type") != "AWS::S3::Bucket":
+            problem(f"{bucket}: HOOKBOX_BLOB_BUCKET must name an AWS::S3::Bucket")
+            continue
+        block = props.get("PublicAccessBlockConfiguration") or {}
+        for flag in ("BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"):
+            if block.get(flag) is not True:
+                problem(f"{bucket}: PublicAccessBlockConfiguration.{flag} must be true")
+        if not (props.get("BucketEncryption") or {}).get("ServerSideEncryptionConfiguration"):
+            problem(f"{bucket}: BucketEncryption must be set")
+        tls_only = any(
+            r.get("Type") == "AWS::S3::BucketPolicy"
+            and (r.get("Properties") or {}).get("Bucket") == {"Ref": bucket}
+            and any(
+                st.get("Effect") == "Deny"
+                and ((st.get("Condition") or {}).get("Bool") or {}).get("aws:SecureTransport") == "false"
+                for st in ((r.get("Properties") or {}).get("PolicyDocument") or {}).get("Statement", [])
+            )
+            for r in resources.values()
+        )
+        if not tls_only:
+            problem(f"{bucket}: a bucket policy must deny requests without TLS (aws:SecureTransport false)")
 
 
 def check_translated(cfn: dict) -> None:
@@ -327,6 +376,7 @@ def main() -> int:
         lint_translated(cfn)
     check_functions(template)
     check_queue_consistency(template)
+    check_blob_store(template)
     for n in notes:
         print(f"  {n}")
     if problems:

@@ -80,3 +80,41 @@ fn cfn_lint_is_clean() {
         describe("cfn-lint infra/template.yaml", &output)
     );
 }
+
+#[test]
+fn the_check_refuses_a_template_that_loses_the_blob_store_or_the_queue_size() {
+    let root = repo_root();
+    let template = std::fs::read_to_string(root.join("infra/template.yaml")).expect("template");
+    let broken = template
+        .replacen(
+            "MaximumMessageSize: 1048576",
+            "MaximumMessageSize: 262144",
+            1,
+        )
+        .replacen("          HOOKBOX_BLOB_BUCKET: !Ref BlobBucket\n", "", 1)
+        .replacen("BlockPublicPolicy: true", "BlockPublicPolicy: false", 1);
+    assert_ne!(broken, template, "the edits apply");
+    // under infra/, one level deeper: CodeUri is relative to the template
+    let dir = tempfile::Builder::new()
+        .prefix(".check-")
+        .tempdir_in(root.join("infra"))
+        .expect("temp dir in infra/");
+    let path = dir.path().join("broken-template.yaml");
+    std::fs::write(&path, broken.replace("CodeUri: ../", "CodeUri: ../../")).expect("write");
+    let python = python();
+    let output =
+        run(&python, &["infra/check.py", path.to_str().expect("utf-8")]).expect("run check.py");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success(),
+        "{}",
+        describe("check.py", &output)
+    );
+    for expected in [
+        "InboxQueue MaximumMessageSize must be 1048576",
+        "IngestFunction: HOOKBOX_BLOB_BUCKET must be !Ref",
+        "BlobBucket: PublicAccessBlockConfiguration.BlockPublicPolicy must be true",
+    ] {
+        assert!(stderr.contains(expected), "{expected}\n{stderr}");
+    }
+}
