@@ -28,8 +28,11 @@ use crate::outbox::OutboxStatus;
 use crate::params;
 use crate::store::{DbError, Executor, Params, Row, Statement};
 
-/// Largest page any listing returns (bigger requests are clamped).
-pub const MAX_PAGE: i64 = 1000;
+/// Largest page any listing returns (bigger requests are clamped). A listed
+/// row is at most about 3 KB (event id 512 B, event type 256 B, partner 64 B,
+/// `last_error` cut to 500 characters; outbox text columns cut in the
+/// statement), so a page stays under the Data API's 1 MiB response.
+pub const MAX_PAGE: i64 = 250;
 
 /// `last_error` is cut to this many characters in listings (`inbox::get`
 /// and `outbox::get` return it whole); the statements say `left(last_error, 500)`.
@@ -305,7 +308,9 @@ impl OutboxSummary {
 
 macro_rules! outbox_summary_select {
     () => {
-        "SELECT id, seq, destination, event_type, aggregate_type, aggregate_id, status, attempts,
+        "SELECT id, seq, destination, left(event_type, 256) AS event_type,
+                left(aggregate_type, 256) AS aggregate_type,
+                left(aggregate_id, 512) AS aggregate_id, status, attempts,
                 next_attempt_at, last_status_code, left(last_error, 500) AS last_error, created_at
            FROM outbox "
     };

@@ -274,8 +274,9 @@ impl Claim {
 }
 
 /// Most ids per [`claim`]: every returned row is under 64 KB by
-/// construction, so 16 of them stay under the Data API's 1 MiB response.
-pub const MAX_CLAIM_IDS: usize = 16;
+/// construction (at most about 59 KB), so 10 of them (an SQS batch) stay
+/// well under the Data API's 1 MiB response.
+pub const MAX_CLAIM_IDS: usize = 10;
 
 pub const CLAIM: Statement = Statement::new(
     "inbox.claim",

@@ -92,7 +92,7 @@ pub struct ReplayArgs {
     partner: Option<String>,
     /// With --status: rows read per batch.
     #[arg(long, value_name = "N", default_value_t = 100,
-          value_parser = clap::value_parser!(i64).range(1..=1000))]
+          value_parser = clap::value_parser!(i64).range(1..=hookbox::admin::MAX_PAGE))]
     batch_size: i64,
     #[command(flatten)]
     db: DbArgs,

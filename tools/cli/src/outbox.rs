@@ -61,7 +61,7 @@ pub struct RetryArgs {
     destination: Option<String>,
     /// Rows handled per statement.
     #[arg(long, value_name = "N", default_value_t = 100,
-          value_parser = clap::value_parser!(i64).range(1..=1000))]
+          value_parser = clap::value_parser!(i64).range(1..=hookbox::admin::MAX_PAGE))]
     batch_size: i64,
     #[command(flatten)]
     db: DbArgs,

@@ -208,7 +208,7 @@ async fn inbox_rows(State(admin): State<Admin>, Query(q): Query<ListQuery>) -> R
         status,
         partner: None,
     };
-    let limit = q.limit.unwrap_or(50).clamp(1, 500);
+    let limit = q.limit.unwrap_or(50).clamp(1, hookbox::admin::MAX_PAGE);
     match hookbox::admin::list_inbox(admin.db.as_ref(), &filter, InboxCursor::start(), limit).await
     {
         Ok(rows) => Json(json!({ "rows": rows.iter().map(|r| json!({
@@ -235,7 +235,7 @@ async fn outbox_rows(State(admin): State<Admin>, Query(q): Query<ListQuery>) -> 
         status: Some(status),
         destination: None,
     };
-    let limit = q.limit.unwrap_or(50).clamp(1, 500);
+    let limit = q.limit.unwrap_or(50).clamp(1, hookbox::admin::MAX_PAGE);
     match hookbox::admin::list_outbox(admin.db.as_ref(), &filter, OutboxCursor::start(), limit)
         .await
     {

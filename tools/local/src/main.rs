@@ -106,6 +106,10 @@ async fn main() -> anyhow::Result<()> {
         "DATABASE_URL={}",
         hookbox_local::redact(stack.database_url())
     );
+    println!(
+        "HOOKBOX_BLOB_DIR={} (bodies over the inline threshold)",
+        stack.blob_dir().display()
+    );
     println!("{}", try_it(stack.url())?);
     tokio::signal::ctrl_c()
         .await
