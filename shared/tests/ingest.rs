@@ -543,7 +543,60 @@ async fn fields_past_the_row_budget_are_400_or_cut_and_documented(adapter: Adapt
     assert!(agent.len() <= hookbox::inbox::ingest::MAX_STORED_HEADER_VALUE_BYTES + 30);
 }
 
+async fn text_the_storage_refuses_is_stored_escaped_and_deduplicated(adapter: Adapter) {
+    let (t, db) = migrated_db_with(adapter, 10).await;
+    let rig = rig_with(db, t, moto_queue().await).await;
+    // NUL in the event type and the ordering key (PostgreSQL text refuses it)
+    let body =
+        serde_json::json!({"type": "payment\u{0}received", "order_id": "o\u{0}1"}).to_string();
+    let s = signed("msg_nul", &body, rig.clock.now());
+    let (r, _) = send(&rig, "demo", &s).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let id: Uuid = r.body["id"].as_str().expect("id").parse().expect("uuid");
+    let row = hookbox::inbox::get(rig.db.as_ref(), id)
+        .await
+        .expect("get")
+        .expect("row");
+    assert_eq!(row.event_type.as_deref(), Some(r"esc:payment\0received"));
+    assert_eq!(row.ordering_key.as_deref(), Some(r"esc:o\01"));
+    assert_eq!(
+        row.body.inline(),
+        Some(body.as_bytes()),
+        "the raw body byte-exact"
+    );
+    let (again, _) = send(&rig, "demo", &s).await;
+    assert_eq!(again.body["status"], "duplicate");
+
+    // an event id with NUL and U+FFFE (SQS refuses U+FFFE in a message)
+    let odd = "d\u{0}\u{FFFE}-1";
+    let body = serde_json::json!({ "delivery": odd }).to_string();
+    let s = github(&body, &[]);
+    let (r, metrics) = send(&rig, "gh", &s).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        metrics.values("enqueue_failed"),
+        None,
+        "the message was sent"
+    );
+    let (again, _) = send(&rig, "gh", &s).await;
+    assert_eq!(again.body["status"], "duplicate", "the same dedupe key");
+    assert_eq!(rows(rig.db.as_ref()).await, 2);
+    let messages = drain(&rig.queue).await;
+    let keys: Vec<(String, String)> = messages
+        .iter()
+        .map(|m| {
+            let (p, e) = m.key();
+            (p.to_string(), e.to_string())
+        })
+        .collect();
+    assert!(
+        keys.contains(&("gh".to_string(), "esc:d\\0\u{FFFE}-1".to_string())),
+        "{keys:?}"
+    );
+}
+
 for_each_adapter!(
+    text_the_storage_refuses_is_stored_escaped_and_deduplicated,
     fields_past_the_row_budget_are_400_or_cut_and_documented,
     a_large_body_is_stored_by_reference_once,
     the_blob_store_down_is_503_and_nothing_is_stored,

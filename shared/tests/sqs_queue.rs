@@ -81,6 +81,14 @@ async fn oversize_messages_are_refused_without_a_call_and_a_dead_service_is_unav
         q.send(&big).await,
         Err(QueueError::TooLarge { .. })
     ));
+    // what SQS would refuse is refused the same way, without a call
+    assert!(matches!(
+        q.send("id-\u{FFFE}").await,
+        Err(QueueError::Rejected {
+            operation: "send",
+            ..
+        })
+    ));
 
     let private = moto::Moto::start();
     let names = moto::create_queue(private.endpoint(), "doomed", 30, 4).await;

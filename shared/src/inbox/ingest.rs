@@ -340,6 +340,30 @@ impl Ingest {
     }
 }
 
+/// Marks a value that [`storable`] escaped.
+pub const ESCAPED_PREFIX: &str = "esc:";
+
+/// `text` as PostgreSQL's `text` and `jsonb` can hold it: they refuse
+/// U+0000. A value without it is unchanged; a value with it becomes
+/// `esc:` + the value with `\` written `\\` and U+0000 written `\0`. The
+/// mapping is deterministic (a resend has the same dedupe key) and
+/// injective (two values never meet), and the raw body keeps the bytes.
+pub fn storable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains('\0') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    out.push_str(ESCAPED_PREFIX);
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\0' => out.push_str("\\0"),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// The JSON value at `pointer` as text (strings as is, numbers printed).
 fn pointer_text(body: &serde_json::Value, pointer: &str) -> Option<String> {
     match body.pointer(pointer)? {
@@ -357,6 +381,7 @@ fn kept_headers(partner: &Partner, headers: &Headers<'_>) -> serde_json::Value {
     let mut size = 2; // {}
     for name in &partner.keep_headers {
         let Some(v) = headers.get(name) else { continue };
+        let v = storable(v);
         let value = if v.len() > MAX_STORED_HEADER_VALUE_BYTES {
             let mut cut = MAX_STORED_HEADER_VALUE_BYTES;
             while !v.is_char_boundary(cut) {
@@ -427,6 +452,7 @@ fn build_event(
         }
         EventIdSource::BodyHash => (hex::encode(Sha256::digest(request.body)), true),
     };
+    let event_id = storable(&event_id).into_owned();
     if event_id.len() > MAX_EVENT_ID_BYTES {
         return Err(IngestResponse::rejected(
             400,
@@ -442,8 +468,8 @@ fn build_event(
             .as_ref()
             .and_then(|p| json.as_ref().and_then(|j| pointer_text(j, p)))
     };
-    let event_type = extract(&partner.event_type);
-    let ordering_key = extract(&partner.ordering_key);
+    let event_type = extract(&partner.event_type).map(|t| storable(&t).into_owned());
+    let ordering_key = extract(&partner.ordering_key).map(|k| storable(&k).into_owned());
     for (field, value, max) in [
         ("event_type", &event_type, MAX_EVENT_TYPE_BYTES),
         ("ordering_key", &ordering_key, MAX_ORDERING_KEY_BYTES),
@@ -470,4 +496,20 @@ fn build_event(
         headers: kept_headers(partner, &request.headers),
         signature_verified: true,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_text_with_nul_is_escaped_and_the_mapping_is_injective() {
+        assert_eq!(storable("evt_1"), "evt_1");
+        assert!(matches!(storable(r"a\b"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(storable("a\0b"), r"esc:a\0b");
+        assert_eq!(storable("a\\\0"), r"esc:a\\\0");
+        // a backslash-zero typed by the partner never meets a NUL
+        assert_ne!(storable("a\\0\0"), storable("a\0\0"));
+        assert!(!storable("\0\0").contains('\0'));
+    }
 }

@@ -143,9 +143,13 @@ impl InboxMessage {
     }
 
     /// The JSON body for the queue, refused when over the queue's limit.
+    /// ASCII only: every non-ASCII character is a `\uXXXX` escape, so no
+    /// partner text (an event id with U+FFFE, say) can put a character SQS
+    /// refuses into a message.
     pub fn to_body(&self) -> Result<String, MessageError> {
         let body = serde_json::to_string(self)
             .map_err(|e| MessageError::Invalid(format!("cannot serialise: {e}")))?;
+        let body = ascii_json(&body);
         if body.len() > MAX_MESSAGE_BYTES {
             return Err(MessageError::TooLarge {
                 bytes: body.len(),
@@ -169,6 +173,27 @@ impl InboxMessage {
             InboxMessage::Spooled(e) => (&e.partner, &e.event_id),
         }
     }
+}
+
+/// `json` with every non-ASCII character written as a JSON `\uXXXX` escape
+/// (a surrogate pair above U+FFFF). Valid because serde_json only writes
+/// non-ASCII characters inside strings, where the escape means the same.
+fn ascii_json(json: &str) -> String {
+    if json.is_ascii() {
+        return json.to_string();
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    let mut units = [0u16; 2];
+    for c in json.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out
 }
 
 impl SpooledEvent {
@@ -308,6 +333,25 @@ mod tests {
             both.to_new_event(),
             Err(MessageError::BadBody { .. })
         ));
+    }
+
+    #[test]
+    fn messages_are_ascii_whatever_the_partner_sent() {
+        let id = Uuid::nil();
+        let odd = "evt-\u{FFFE}-\u{0}-é-😀";
+        let body = InboxMessage::stored(id, "acme", odd)
+            .to_body()
+            .expect("body");
+        assert!(body.is_ascii(), "{body}");
+        assert!(
+            body.contains(r"\ufffe") && body.contains(r"\ud83d\ude00"),
+            "{body}"
+        );
+        assert_eq!(
+            InboxMessage::from_body(&body).expect("parse"),
+            InboxMessage::stored(id, "acme", odd),
+            "the same text after the round trip"
+        );
     }
 
     #[test]

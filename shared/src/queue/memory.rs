@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{Queue, QueueConsumer, QueueError, Received, check_size, check_visibility};
+use super::{Queue, QueueConsumer, QueueError, Received, check_body, check_visibility};
 use crate::clock::Clock;
 
 #[derive(Debug, Clone)]
@@ -131,7 +131,7 @@ impl MemoryQueue {
 #[async_trait]
 impl Queue for MemoryQueue {
     async fn send(&self, body: &str) -> Result<String, QueueError> {
-        check_size(body)?;
+        check_body(body)?;
         let now = self.clock.now();
         let id = Uuid::new_v4().to_string();
         self.lock().messages.push_back(Message {
@@ -325,5 +325,22 @@ mod tests {
             })
         ));
         assert!(q.is_empty());
+    }
+
+    #[tokio::test]
+    async fn it_refuses_the_characters_sqs_refuses() {
+        let (q, _) = queue(30, 4);
+        for bad in ["a\u{0}b", "\u{FFFE}", "\u{FFFF}", "\u{1F}", "\u{8}"] {
+            let e = q.send(bad).await.expect_err("refused like SQS");
+            assert!(
+                matches!(&e, QueueError::Rejected { reason, .. } if reason.contains("SQS refuses")),
+                "{e:?}"
+            );
+            assert!(!e.is_retryable());
+        }
+        for good in ["tab\t nl\n cr\r", "\u{D7FF}\u{E000}\u{FFFD}", "😀 é"] {
+            q.send(good).await.expect("allowed");
+        }
+        assert_eq!(q.len(), 3);
     }
 }

@@ -67,8 +67,9 @@ impl QueueError {
 #[async_trait]
 pub trait Queue: Send + Sync + fmt::Debug {
     /// Sends one message; returns its queue message id. Bodies over
-    /// [`MAX_MESSAGE_BYTES`] are refused with [`QueueError::TooLarge`]
-    /// without a call.
+    /// [`MAX_MESSAGE_BYTES`] are refused with [`QueueError::TooLarge`], and
+    /// bodies with a character SQS refuses ([`sqs_allows`]) with
+    /// [`QueueError::Rejected`], without a call.
     async fn send(&self, body: &str) -> Result<String, QueueError>;
 
     /// Makes a received message invisible for `timeout` from now (0 makes
@@ -105,15 +106,33 @@ pub trait QueueConsumer: Send + Sync + fmt::Debug {
     async fn delete(&self, receipt_handle: &str) -> Result<(), QueueError>;
 }
 
-fn check_size(body: &str) -> Result<(), QueueError> {
+/// True for the characters SQS accepts in a message body: #x9 | #xA | #xD |
+/// #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF.
+pub fn sqs_allows(c: char) -> bool {
+    matches!(c, '\u{9}' | '\u{A}' | '\u{D}' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
+}
+
+/// What SQS refuses before any call: a body over [`MAX_MESSAGE_BYTES`], or
+/// one with a character outside [`sqs_allows`] (every adapter refuses the
+/// same, so the in-memory queue of the local stack cannot hide such a body).
+fn check_body(body: &str) -> Result<(), QueueError> {
     if body.len() > MAX_MESSAGE_BYTES {
-        Err(QueueError::TooLarge {
+        return Err(QueueError::TooLarge {
             bytes: body.len(),
             limit: MAX_MESSAGE_BYTES,
-        })
-    } else {
-        Ok(())
+        });
     }
+    if let Some((at, c)) = body.char_indices().find(|(_, c)| !sqs_allows(*c)) {
+        return Err(QueueError::Rejected {
+            operation: "send",
+            reason: format!(
+                "the message body has U+{:04X} at byte {at}, a character SQS refuses \
+                 (allowed: #x9 #xA #xD #x20-#xD7FF #xE000-#xFFFD #x10000-#x10FFFF)",
+                u32::from(c)
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn check_visibility(operation: &'static str, timeout: Duration) -> Result<(), QueueError> {

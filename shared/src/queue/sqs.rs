@@ -14,7 +14,7 @@ use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_sqs::types::MessageSystemAttributeName;
 use chrono::{DateTime, Utc};
 
-use super::{Queue, QueueConsumer, QueueError, Received, check_size, check_visibility};
+use super::{Queue, QueueConsumer, QueueError, Received, check_body, check_visibility};
 
 /// The SQS queue.
 #[derive(Clone)]
@@ -128,7 +128,7 @@ fn chain(e: &dyn std::error::Error) -> String {
 #[async_trait]
 impl Queue for SqsQueue {
     async fn send(&self, body: &str) -> Result<String, QueueError> {
-        check_size(body)?;
+        check_body(body)?;
         let out = self
             .client
             .send_message()
