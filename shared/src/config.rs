@@ -239,12 +239,12 @@ impl HookboxConfig {
         let raw: RawConfig = if text.trim_start().starts_with('{') {
             serde_json::from_str(text).map_err(|e| ConfigError::Syntax {
                 source_name: source_name.to_string(),
-                detail: e.to_string(),
+                detail: json_syntax_detail(&e),
             })?
         } else {
             toml::from_str(text).map_err(|e| ConfigError::Syntax {
                 source_name: source_name.to_string(),
-                detail: e.to_string(),
+                detail: toml_syntax_detail(&e, text),
             })?
         };
         let mut partners = BTreeMap::new();
@@ -261,6 +261,67 @@ impl HookboxConfig {
             partners,
             destinations,
         })
+    }
+}
+
+/// A parser's complaint with any quoted input taken out: serde's "invalid
+/// type: string \"whsec_…\", expected a sequence" would put a secret in the
+/// error text and the logs. Field names (`unknown field \`secret\``) and the
+/// position stay.
+fn without_values(message: &str) -> String {
+    if let Some(rest) = message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "))
+    {
+        // "<what> <value>, expected <shape>": keep the kind and the shape
+        let kind = rest.split([' ', ',']).next().unwrap_or("value");
+        let expected = rest
+            .rsplit_once("expected ")
+            .map_or("another type", |(_, e)| e);
+        return format!("a {kind} where {expected} belongs");
+    }
+    // any other message: drop whatever it quotes
+    let mut out = String::with_capacity(message.len());
+    let mut quoted = false;
+    for c in message.chars() {
+        match c {
+            '"' if !quoted => {
+                quoted = true;
+                out.push_str("\"…\"");
+            }
+            '"' => quoted = false,
+            c if !quoted => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn json_syntax_detail(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    // serde_json appends " at line L column C"; rebuild it after cleaning
+    let message = text
+        .rsplit_once(" at line ")
+        .map_or(text.as_str(), |(m, _)| m);
+    format!(
+        "{} at line {} column {}",
+        without_values(message),
+        e.line(),
+        e.column()
+    )
+}
+
+fn toml_syntax_detail(e: &toml::de::Error, text: &str) -> String {
+    // never Display: it quotes the offending source line
+    let message = without_values(e.message().trim());
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            format!("{message} at line {line} column {column}")
+        }
+        None => message,
     }
 }
 
@@ -790,6 +851,9 @@ pub struct ConfigStore {
     current: std::sync::RwLock<(Arc<HookboxConfig>, DateTime<Utc>)>,
     /// Held by the one caller refreshing from the source.
     refreshing: tokio::sync::Mutex<()>,
+    /// Refreshes that failed (each also prints the `ConfigRefreshFailed`
+    /// metric).
+    refresh_failures: std::sync::atomic::AtomicU64,
 }
 
 impl ConfigStore {
@@ -808,6 +872,7 @@ impl ConfigStore {
             clock,
             current: std::sync::RwLock::new((Arc::new(config), now)),
             refreshing: tokio::sync::Mutex::new(()),
+            refresh_failures: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -820,6 +885,7 @@ impl ConfigStore {
             clock,
             current: std::sync::RwLock::new((Arc::new(config), now)),
             refreshing: tokio::sync::Mutex::new(()),
+            refresh_failures: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -861,12 +927,25 @@ impl ConfigStore {
         match fetched {
             Ok(config) => *current = (Arc::new(config), now),
             Err(e) => {
+                // the error names the source and the position, never secret material
                 tracing::warn!(error = %e, "configuration refresh failed; keeping the last good one");
+                self.refresh_failures
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                crate::metrics::Metrics::new()
+                    .dimension("Component", "config")
+                    .count("ConfigRefreshFailed", 1)
+                    .flush(now.timestamp_millis());
                 // try again after another TTL, not on every request
                 current.1 = now;
             }
         }
         current.0.clone()
+    }
+
+    /// How many refreshes have failed so far.
+    pub fn refresh_failures(&self) -> u64 {
+        self.refresh_failures
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn snapshot(&self) -> (Arc<HookboxConfig>, DateTime<Utc>) {

@@ -287,10 +287,74 @@ async fn secrets_manager_configuration_is_refreshed_after_the_ttl() {
         .await
         .expect("break");
     clock.advance(chrono::Duration::seconds(300));
+    assert_eq!(store.refresh_failures(), 0);
     assert_eq!(
         secret_of(&store.current().await),
         new_secret,
         "last good kept"
+    );
+    assert_eq!(
+        store.refresh_failures(),
+        1,
+        "counted (and a metric printed)"
+    );
+}
+
+/// Syntax errors in a partner configuration name where, never what: the
+/// neighbourhood of a mistake is usually a secret.
+#[test]
+fn syntax_errors_never_echo_secret_material() {
+    let a = "whsec_c2VjcmV0LW51bWJlci1vbmUtMTIzNA==";
+    let b = "whsec_c2VjcmV0LW51bWJlci10d28tNTY3OA==";
+    let cases = [
+        // a missing comma between two secrets (JSON)
+        format!(
+            "{{\"partners\": {{\"demo\": {{\"signature\": {{\"scheme\": \"standard-webhooks\"}},\n  \"secrets\": [\"{a}\" \"{b}\"]}}}}}}"
+        ),
+        // a string where the list belongs (JSON)
+        format!(
+            "{{\"partners\": {{\"demo\": {{\"signature\": {{\"scheme\": \"standard-webhooks\"}}, \"secrets\": \"{a}\"}}}}}}"
+        ),
+        // the same two mistakes in TOML
+        format!(
+            "[partners.demo]\nsignature = {{ scheme = \"standard-webhooks\" }}\nsecrets = [\"{a}\" \"{b}\"]\n"
+        ),
+        format!(
+            "[partners.demo]\nsignature = {{ scheme = \"standard-webhooks\" }}\nsecrets = \"{a}\"\n"
+        ),
+        // an unterminated string holding a secret
+        format!("[partners.demo]\nsecrets = [\"{a}\n"),
+    ];
+    for text in cases {
+        let Err(error) = HookboxConfig::parse(&text, "HOOKBOX_PARTNERS") else {
+            panic!("invalid: {text}");
+        };
+        let error = error.to_string();
+        for secret in [a, b, "c2VjcmV0", "whsec_"] {
+            assert!(!error.contains(secret), "secret material in: {error}");
+        }
+        assert!(
+            error.starts_with("invalid configuration in HOOKBOX_PARTNERS: "),
+            "{error}"
+        );
+        assert!(
+            error.contains(" line ") && error.contains(" column "),
+            "says where: {error}"
+        );
+    }
+    // a string where a list belongs says so
+    let Err(error) = HookboxConfig::parse(
+        &format!(
+            "[partners.demo]\nsignature = {{ scheme = \"standard-webhooks\" }}\nsecrets = \"{a}\"\n"
+        ),
+        "x",
+    ) else {
+        panic!("invalid");
+    };
+    let error = error.to_string();
+    assert!(
+        error.contains("a string where a sequence belongs"),
+        "{error}"
     );
 }
 

@@ -529,6 +529,42 @@ async fn a_duplicate_racing_an_uncommitted_insert_learns_the_winners_id(adapter:
     assert_eq!(count(db.as_ref(), "event_id = 'evt_slow'").await, 1);
 }
 
+async fn a_row_locked_by_another_transaction_is_busy_and_the_others_are_claimed(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let locked = new_row(db.as_ref(), "locked", 0).await;
+    let free = new_row(db.as_ref(), "free", 0).await;
+    // another transaction holds the row (a processor committing it, a replay)
+    let other = db.begin().await.expect("begin");
+    other
+        .execute(
+            &sql("SELECT id FROM inbox WHERE id = :id FOR UPDATE"),
+            &params! { "id" => locked },
+        )
+        .await
+        .expect("lock the row");
+    // before: the claim waited for the lock (45 s on the Data API) and held
+    // the whole batch; a guard keeps a regression from hanging the suite
+    let claims = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        inbox::claim(db.as_ref(), &[locked, free], at(1), at(60)),
+    )
+    .await
+    .expect("the claim does not wait for the lock")
+    .expect("claim");
+    assert_eq!(claims.len(), 2);
+    for claim in &claims {
+        match claim {
+            Claim::Busy { id } => assert_eq!(*id, locked),
+            Claim::Claimed { token, .. } => assert_eq!(token.id, free),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    other.rollback().await.expect("rollback");
+    // once released, it is claimable
+    let token = claim_one(db.as_ref(), locked, 2, 60).await;
+    assert_eq!(token.attempt, 1);
+}
+
 for_each_adapter!(
     insert_if_new_stores_the_event_verbatim_once,
     fifty_concurrent_inserts_of_one_event_make_one_row_and_one_new,
@@ -539,4 +575,5 @@ for_each_adapter!(
     counts_and_oldest_active_reflect_the_rows,
     retention_deletes_or_archives_old_processed_rows_in_bounded_batches,
     a_duplicate_racing_an_uncommitted_insert_learns_the_winners_id,
+    a_row_locked_by_another_transaction_is_busy_and_the_others_are_claimed,
 );

@@ -645,3 +645,80 @@ async fn a_large_spooled_body_travels_as_its_reference() {
         .expect("the object is there before the message");
     assert!(bytes == body.as_bytes());
 }
+
+/// A database that never answers (a stuck connection, a cluster resuming).
+#[derive(Debug)]
+struct Hanging;
+
+#[async_trait::async_trait]
+impl Executor for Hanging {
+    async fn execute(
+        &self,
+        _statement: &hookbox::store::Statement,
+        _params: &hookbox::store::Params,
+    ) -> Result<hookbox::store::Rows, hookbox::store::DbError> {
+        std::future::pending().await
+    }
+}
+
+#[async_trait::async_trait]
+impl Database for Hanging {
+    async fn begin(&self) -> Result<Box<dyn hookbox::store::Transaction>, hookbox::store::DbError> {
+        std::future::pending().await
+    }
+}
+
+// Paused time: the deadline passes without waiting for it.
+#[tokio::test(start_paused = true)]
+async fn a_database_that_does_not_answer_in_time_gets_the_event_spooled() {
+    use hookbox::queue::memory::{MemoryQueue, MemoryQueueConfig};
+    let clock = clock();
+    let config = HookboxConfig::parse(&config_json(), "test").expect("config");
+    let queue = Arc::new(MemoryQueue::new(
+        MemoryQueueConfig::default(),
+        clock.clone(),
+    ));
+    let ingest = Ingest::new(
+        Arc::new(ConfigStore::fixed(config, clock.clone())),
+        Arc::new(Hanging),
+        queue.clone(),
+        Arc::new(MemoryBlobStore::new()),
+        clock.clone(),
+    )
+    .with_db_deadline(Duration::from_secs(3));
+    let body = r#"{"type":"payment.received","order_id":"o-9","amount":1}"#;
+    let s = signed("msg_slow", body, clock.now());
+    let request = IngestRequest {
+        partner: "demo",
+        headers: Headers::from_pairs(s.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()))),
+        body: &s.body,
+        url: None,
+    };
+    let started = tokio::time::Instant::now();
+    let response = ingest.handle(&request, &mut Metrics::new()).await;
+    assert_eq!(response.status, 202, "{response:?}");
+    assert_eq!(response.outcome, Outcome::Spooled);
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_secs(3),
+        "exactly the deadline"
+    );
+    let got = queue.receive(10).await.expect("receive");
+    assert_eq!(got.len(), 1);
+    assert!(matches!(
+        InboxMessage::from_body(&got[0].body).expect("ours"),
+        InboxMessage::Spooled(_)
+    ));
+}
+
+#[test]
+fn the_database_deadline_comes_from_the_environment() {
+    use hookbox::inbox::ingest::{DB_DEADLINE_VAR, DEFAULT_DB_DEADLINE, db_deadline_from_env};
+    assert_eq!(db_deadline_from_env(|_| None), Ok(DEFAULT_DB_DEADLINE));
+    let set = |v: &'static str| move |k: &str| (k == DB_DEADLINE_VAR).then(|| v.to_string());
+    assert_eq!(db_deadline_from_env(set("2")), Ok(Duration::from_secs(2)));
+    for bad in ["0", "29", "5s"] {
+        let e = db_deadline_from_env(set(bad)).expect_err(bad);
+        assert!(e.to_string().contains(DB_DEADLINE_VAR), "{e}");
+    }
+}

@@ -35,7 +35,10 @@ async fn main() -> Result<(), Error> {
     let queue = Arc::new(SqsQueue::from_aws_env(queue_url).await);
     let blobs = hookbox::blob::from_env(env).await?;
     let inline_max = hookbox::inbox::body::inline_max_from_env(env)?;
-    let ingest = Ingest::new(config, db, queue, blobs, clock.clone()).with_inline_max(inline_max);
+    let db_deadline = hookbox::inbox::ingest::db_deadline_from_env(env)?;
+    let ingest = Ingest::new(config, db, queue, blobs, clock.clone())
+        .with_inline_max(inline_max)
+        .with_db_deadline(db_deadline);
     let function = IngestFunction::new(ingest, clock);
     run(service_fn(|event: LambdaEvent<ApiGatewayProxyRequest>| {
         let function = function.clone();

@@ -2,6 +2,9 @@
 //!
 //! - Create / Update → `hookbox::migrate::migrate` through the database port
 //!   (the Data API in production), then SUCCESS with the applied versions;
+//!   while the database is unavailable (Aurora Serverless v2 resuming from 0
+//!   ACU answers `DatabaseResumingException` for up to ~15 s) the run is
+//!   tried again with backoff, for up to 2 minutes within the deadline;
 //! - Delete → SUCCESS without touching the database (a schema is never
 //!   dropped by a stack operation);
 //! - any failure → FAILED with the reason, and always before the function's
@@ -76,7 +79,14 @@ pub struct Migrate {
     default_budget: Duration,
     response_attempts: u32,
     response_backoff: Duration,
+    /// How long a retryable database error (resuming, unavailable) is
+    /// waited out, and the first pause between tries (doubling, at most 8 s).
+    resume_wait: Duration,
+    resume_backoff: Duration,
 }
+
+/// Default time a resuming database is waited for.
+pub const DEFAULT_RESUME_WAIT: Duration = Duration::from_secs(120);
 
 impl Migrate {
     /// A handler applying hookbox's own migrations to `db`.
@@ -88,6 +98,36 @@ impl Migrate {
             default_budget: Duration::from_secs(300),
             response_attempts: 3,
             response_backoff: Duration::from_secs(1),
+            resume_wait: DEFAULT_RESUME_WAIT,
+            resume_backoff: Duration::from_secs(1),
+        }
+    }
+
+    /// How long an unavailable (e.g. resuming) database is waited out, and
+    /// the first pause between tries (doubling, at most 8 s). Always within
+    /// the invocation's budget.
+    pub fn with_resume_wait(mut self, wait: Duration, first_backoff: Duration) -> Self {
+        self.resume_wait = wait;
+        self.resume_backoff = first_backoff;
+        self
+    }
+
+    /// Runs the migrations, trying again while the database is unavailable,
+    /// until `resume_wait` has passed.
+    async fn migrate_waiting(&self) -> Result<MigrationReport, MigrateError> {
+        let started = tokio::time::Instant::now();
+        let mut backoff = self.resume_backoff;
+        loop {
+            match self.migrator.run(self.db.as_ref()).await {
+                Err(MigrateError::Db(e))
+                    if e.is_retryable() && started.elapsed() + backoff <= self.resume_wait =>
+                {
+                    tracing::warn!(error = %e, pause_ms = backoff.as_millis() as u64, "database unavailable (resuming?): trying again");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(8));
+                }
+                other => return other,
+            }
         }
     }
 
@@ -134,7 +174,7 @@ impl Migrate {
         );
         let outcome = match request_type.as_str() {
             "Create" | "Update" => {
-                match tokio::time::timeout(budget, self.migrator.run(self.db.as_ref())).await {
+                match tokio::time::timeout(budget, self.migrate_waiting()).await {
                     Ok(Ok(report)) => Ok(report_data(&report)),
                     Ok(Err(e)) => Err(describe(&e)),
                     Err(_) => Err(format!(

@@ -140,7 +140,7 @@ async fn delete_answers_success_without_touching_the_database() {
 #[tokio::test]
 async fn database_down_answers_failed_with_the_reason() {
     let sink = HttpSink::start().await;
-    let handler = Migrate::new(dead_db(), http());
+    let handler = Migrate::new(dead_db(), http()).with_resume_wait(Duration::ZERO, Duration::ZERO);
     handler
         .handle(event("create", &sink.url("/f")))
         .await
@@ -280,7 +280,9 @@ async fn aurora_down_behind_the_data_api_answers_failed_with_the_reason() {
     let db = data_api_db(&server.endpoint_url(), "postgres");
     cluster.kill().expect("kill PostgreSQL");
     let sink = HttpSink::start().await;
+    // a database that stays down: a short wait, then FAILED with the reason
     Migrate::new(db, http())
+        .with_resume_wait(Duration::from_millis(300), Duration::from_millis(100))
         .handle(event("update", &sink.url("/down")))
         .await
         .expect("answered");
@@ -290,4 +292,74 @@ async fn aurora_down_behind_the_data_api_answers_failed_with_the_reason() {
     let reason = body["Reason"].as_str().expect("reason");
     assert!(reason.contains("DatabaseUnavailableException"), "{reason}");
     assert!(reason.contains("retry the deployment"), "{reason}");
+}
+
+/// Fails every call with the Data API's `DatabaseResumingException` until
+/// `resumes_after` calls have been refused, then passes them through.
+#[derive(Debug)]
+struct Resuming {
+    inner: Arc<dyn Database>,
+    refused: std::sync::atomic::AtomicU32,
+    resumes_after: u32,
+}
+
+impl Resuming {
+    fn refuse(&self) -> Result<(), hookbox::store::DbError> {
+        use std::sync::atomic::Ordering;
+        if self.refused.load(Ordering::SeqCst) < self.resumes_after {
+            self.refused.fetch_add(1, Ordering::SeqCst);
+            return Err(hookbox::store::DbError::Unavailable {
+                statement: "begin",
+                reason: "DatabaseResumingException: The Aurora DB instance is resuming after \
+                         being auto-paused. Please wait a few seconds and try again."
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl hookbox::store::Executor for Resuming {
+    async fn execute(
+        &self,
+        statement: &hookbox::store::Statement,
+        params: &hookbox::store::Params,
+    ) -> Result<hookbox::store::Rows, hookbox::store::DbError> {
+        self.refuse()?;
+        self.inner.execute(statement, params).await
+    }
+}
+
+#[async_trait::async_trait]
+impl Database for Resuming {
+    async fn begin(&self) -> Result<Box<dyn hookbox::store::Transaction>, hookbox::store::DbError> {
+        self.refuse()?;
+        self.inner.begin().await
+    }
+}
+
+#[tokio::test]
+async fn a_database_resuming_from_zero_capacity_is_waited_out() {
+    let (t, live) = live_db().await;
+    let db = Arc::new(Resuming {
+        inner: live.clone(),
+        refused: std::sync::atomic::AtomicU32::new(0),
+        resumes_after: 3,
+    });
+    let sink = HttpSink::start().await;
+    Migrate::new(db.clone(), http())
+        .with_resume_wait(Duration::from_secs(60), Duration::from_millis(1))
+        .handle(event("create", &sink.url("/r")))
+        .await
+        .expect("answered");
+    let body = sink.wait_for(1).await[0].json();
+    assert_eq!(body["Status"], "SUCCESS", "{body}");
+    assert_eq!(
+        db.refused.load(std::sync::atomic::Ordering::SeqCst),
+        3,
+        "refused three times, then migrated"
+    );
+    assert!(applied_versions(live.as_ref()).await > 0);
+    drop(t);
 }

@@ -6,11 +6,13 @@
 //! threshold is put in the blob store first and the row keeps its reference
 //! (see [`super::body`]); when the blob store is down the partner gets 503
 //! and retries. When the database is unavailable the verified event itself
-//! is spooled to the queue (202) so nothing accepted is lost; when the
-//! queue is down too, 503 + Retry-After makes the partner retry later.
+//! is spooled to the queue (202) so nothing accepted is lost, and so is one
+//! that does not answer within the deadline (5 s by default, well under API
+//! Gateway's 29 s); when the queue is down too, 503 + Retry-After makes the
+//! partner retry later.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -47,6 +49,37 @@ pub const MAX_STORED_HEADERS_BYTES: usize = 8 * 1024;
 
 /// Seconds a partner is told to wait when we cannot store anything.
 pub const RETRY_AFTER_SECS: u64 = 30;
+
+/// How long ingest waits for the database before it spools the event
+/// instead (API Gateway gives up at 29 s and answers a bare 504).
+pub const DEFAULT_DB_DEADLINE: Duration = Duration::from_secs(5);
+
+/// The variable that sets that deadline, in seconds (1 to 20).
+pub const DB_DEADLINE_VAR: &str = "HOOKBOX_INGEST_DB_TIMEOUT_SECONDS";
+
+/// [`DB_DEADLINE_VAR`] holds something other than 1 to 20 seconds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "HOOKBOX_INGEST_DB_TIMEOUT_SECONDS={0:?} is not a number of seconds in 1..=20 (API Gateway \
+     stops waiting at 29 s; ingest must spool well before)"
+)]
+pub struct DbDeadlineError(pub String);
+
+/// The database deadline from [`DB_DEADLINE_VAR`], else [`DEFAULT_DB_DEADLINE`].
+pub fn db_deadline_from_env(
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Duration, DbDeadlineError> {
+    match env(DB_DEADLINE_VAR).filter(|v| !v.trim().is_empty()) {
+        None => Ok(DEFAULT_DB_DEADLINE),
+        Some(v) => v
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| (1..=20).contains(n))
+            .map(Duration::from_secs)
+            .ok_or(DbDeadlineError(v)),
+    }
+}
 
 /// A partner's request, as the edge (API Gateway) delivered it.
 #[derive(Debug, Clone)]
@@ -145,6 +178,7 @@ pub struct Ingest {
     blobs: Arc<dyn BlobStore>,
     clock: Arc<dyn Clock>,
     inline_max: usize,
+    db_deadline: Duration,
 }
 
 impl Ingest {
@@ -164,7 +198,15 @@ impl Ingest {
             blobs,
             clock,
             inline_max: DEFAULT_INLINE_MAX_BYTES,
+            db_deadline: DEFAULT_DB_DEADLINE,
         }
+    }
+
+    /// Spools the event when the database has not answered within
+    /// `deadline` (default [`DEFAULT_DB_DEADLINE`]).
+    pub fn with_db_deadline(mut self, deadline: Duration) -> Self {
+        self.db_deadline = deadline;
+        self
     }
 
     /// Bodies over `bytes` go to the blob store (at most
@@ -275,7 +317,22 @@ impl Ingest {
     }
 
     async fn store(&self, event: NewInboxEvent, now: DateTime<Utc>) -> IngestResponse {
-        match insert_if_new(self.db.as_ref(), &event, now).await {
+        let inserted = tokio::time::timeout(
+            self.db_deadline,
+            insert_if_new(self.db.as_ref(), &event, now),
+        )
+        .await;
+        let Ok(inserted) = inserted else {
+            // Safe even if the insert commits after all: the spooled copy's
+            // insert is idempotent, and it carries what the row would.
+            tracing::warn!(
+                partner = %event.partner,
+                deadline_ms = self.db_deadline.as_millis() as u64,
+                "the database did not answer in time: spooling"
+            );
+            return self.spool(&event, now).await;
+        };
+        match inserted {
             Ok(Inserted::New(id)) => {
                 let message = InboxMessage::stored(id, &event.partner, &event.event_id);
                 let enqueue_failed = match message.to_body() {

@@ -284,6 +284,13 @@ pub const CLAIM: Statement = Statement::new(
         "WITH wanted AS (
         SELECT DISTINCT CAST(value AS uuid) AS wanted_id
         FROM jsonb_array_elements_text(CAST(:ids AS jsonb))
+    ), free AS (
+        -- a row another transaction holds locked (a processor committing
+        -- it, a replay, the sweeper) is skipped, not waited for: it comes
+        -- back as busy and the other rows proceed
+        SELECT f.id FROM inbox AS f
+         WHERE f.id = ANY (ARRAY(SELECT wanted_id FROM wanted))
+           FOR UPDATE SKIP LOCKED
     ), claimed AS (
         UPDATE inbox AS i
            SET status = 'processing',
@@ -291,7 +298,7 @@ pub const CLAIM: Statement = Statement::new(
                locked_until = CAST(:lease_until AS timestamptz),
                locked_by = CAST(:claimer AS uuid),
                next_attempt_at = CAST(:lease_until AS timestamptz)
-         WHERE i.id = ANY (ARRAY(SELECT wanted_id FROM wanted))
+         WHERE i.id = ANY (ARRAY(SELECT id FROM free))
            -- a CASE, not OR/IN: the planner must not trade the key lookup
            -- for a scan of every active row (the partial indexes)
            AND CASE WHEN i.status IN ('pending', 'deferred') THEN true
@@ -316,7 +323,9 @@ pub const CLAIM: Statement = Statement::new(
 
 /// Leases the rows with these ids in ONE statement: pending and deferred
 /// rows, and processing rows whose lease expired, become `processing` until
-/// `lease_until` with `attempts + 1`. Returns one [`Claim`] per distinct id;
+/// `lease_until` with `attempts + 1`. A row another transaction holds locked
+/// is not waited for: it is [`Claim::Busy`] (or finished, by its status).
+/// Returns one [`Claim`] per distinct id;
 /// a row that cannot be decoded is [`Claim::Unreadable`], not an error of
 /// the whole claim. Callers keep a claim to [`MAX_CLAIM_IDS`] ids, so its
 /// response stays under the Data API's 1 MiB.
