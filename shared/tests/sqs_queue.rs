@@ -128,3 +128,15 @@ async fn an_unknown_queue_is_a_definite_refusal() {
         "{e:?}"
     );
 }
+
+#[tokio::test]
+async fn a_delayed_message_is_a_fresh_one_invisible_until_its_delay() {
+    let (q, _) = queue(4, 30).await;
+    q.send_delayed("later", std::time::Duration::from_secs(900))
+        .await
+        .expect("sent with DelaySeconds");
+    q.send("now").await.expect("sent");
+    let got = q.receive(10).await.expect("receive");
+    let bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
+    assert_eq!(bodies, ["now"], "the delayed one is not visible yet");
+}

@@ -45,6 +45,9 @@ impl Queue for NullQueue {
     async fn send(&self, _: &str) -> Result<String, QueueError> {
         Ok("null".into())
     }
+    async fn send_delayed(&self, _: &str, _: Duration) -> Result<String, QueueError> {
+        Ok("null".into())
+    }
     async fn change_visibility(&self, _: &str, _: Duration) -> Result<(), QueueError> {
         Ok(())
     }

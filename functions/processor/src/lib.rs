@@ -213,6 +213,7 @@ mod tests {
                 },
             ],
             handler_latencies: Vec::new(),
+            spooled_ages: Vec::new(),
         };
         let response = batch_response(&report);
         assert_eq!(response.batch_item_failures.len(), 1);

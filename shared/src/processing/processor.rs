@@ -29,6 +29,13 @@ use crate::store::{Database, Transaction};
 /// this name (partner names come from configuration).
 pub const UNREADABLE_PARTNER: &str = "_hookbox_unreadable";
 
+/// How long a spooled event (the database was down at ingest) keeps being
+/// sent again while the database stays unavailable. Past it the message
+/// takes the usual path (its receives run out and SQS moves it, event
+/// included, to the DLQ, which keeps it 14 days for `dlq redrive`). The
+/// `SpooledAgeSeconds` metric (and its alarm, at one hour) tells long before.
+pub const MAX_SPOOL_AGE: Duration = Duration::from_secs(3 * 24 * 60 * 60);
+
 /// What happened to one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MessageOutcome {
@@ -90,6 +97,17 @@ pub enum MessageOutcome {
     /// Not started before the invocation's deadline: the row was released
     /// and the message is retried (visibility unchanged).
     NotStarted,
+    /// The database was unavailable before anything happened to the event
+    /// (storing a spooled event, claiming): the message was sent again as a
+    /// fresh one, visible after `delay`, and this one is acknowledged, so an
+    /// outage never uses up the queue's receives (a spooled event would
+    /// otherwise reach the DLQ with no row, a stored one its last receive).
+    Requeued {
+        /// What failed.
+        error: String,
+        /// The new message's delay.
+        delay: Duration,
+    },
     /// The database failed outside the handler (storing a spooled event,
     /// claiming, recording an outcome): retried after `delay`, if the
     /// visibility could be set.
@@ -133,6 +151,7 @@ impl MessageOutcome {
             MessageOutcome::Quarantined { .. } => "quarantined",
             MessageOutcome::LeaseLost => "lease_lost",
             MessageOutcome::NotStarted => "not_started",
+            MessageOutcome::Requeued { .. } => "requeued",
             MessageOutcome::Failed { .. } => "failed",
         }
     }
@@ -156,6 +175,9 @@ pub struct BatchReport {
     pub results: Vec<MessageResult>,
     /// Time spent in the business handler, per call.
     pub handler_latencies: Vec<Duration>,
+    /// Age of each spooled event sent again because the database was
+    /// unavailable (what the `SpooledAgeSeconds` alarm watches).
+    pub spooled_ages: Vec<Duration>,
 }
 
 impl BatchReport {
@@ -208,6 +230,10 @@ impl BatchReport {
         );
         m.count("Busy", n(&|o| matches!(o, O::Busy | O::BusyOnLastReceive)));
         m.count("Missing", n(&|o| matches!(o, O::Missing)));
+        m.count("Requeued", n(&|o| matches!(o, O::Requeued { .. })));
+        for age in &self.spooled_ages {
+            m.record("SpooledAgeSeconds", Unit::Seconds, age.as_secs_f64());
+        }
         for latency in &self.handler_latencies {
             m.record(
                 "HandlerLatency",
@@ -245,6 +271,8 @@ struct Slot<'m> {
     claimed: Option<(Box<InboxRow>, ClaimToken)>,
     /// The claimed row's body, once read (kept across deferral passes).
     body: Option<Vec<u8>>,
+    /// Set when a spooled event was sent again (the database unavailable).
+    spooled_age: Option<Duration>,
     run: Option<Run>,
     outcome: Option<MessageOutcome>,
 }
@@ -310,6 +338,7 @@ impl Processor<'_> {
                 inbox_id: None,
                 claimed: None,
                 body: None,
+                spooled_age: None,
                 run: None,
                 outcome: None,
             })
@@ -357,7 +386,13 @@ impl Processor<'_> {
             self.settle(slot).instrument(span).await;
         }
 
+        let spooled_ages = slots
+            .iter()
+            .filter(|s| matches!(s.outcome, Some(MessageOutcome::Requeued { .. })))
+            .filter_map(|s| s.spooled_age)
+            .collect();
         BatchReport {
+            spooled_ages,
             results: slots
                 .into_iter()
                 .map(|s| MessageResult {
@@ -404,6 +439,14 @@ impl Processor<'_> {
                             .record("inbox_id", tracing::field::display(inserted.id()));
                         tracing::info!(new = inserted.is_new(), "spooled event stored");
                         slot.inbox_id = Some(inserted.id());
+                    }
+                    Err(e) if e.is_retryable() => {
+                        let error = format!("storing the spooled event failed: {e}");
+                        let age = (self.clock.now() - spooled.received_at)
+                            .to_std()
+                            .unwrap_or_default();
+                        slot.spooled_age = Some(age);
+                        slot.outcome = Some(self.requeue(slot.msg, error, Some(age)).await);
                     }
                     Err(e) => {
                         let error = format!("storing the spooled event failed: {e}");
@@ -498,7 +541,10 @@ impl Processor<'_> {
                         s.outcome.is_none() && s.inbox_id.is_some_and(|id| chunk.contains(&id))
                     }) {
                         let span = slot.span.clone();
-                        let outcome = self.fail(slot.msg, error.clone()).instrument(span).await;
+                        let outcome = self
+                            .requeue(slot.msg, error.clone(), None)
+                            .instrument(span)
+                            .await;
                         slot.outcome = Some(outcome);
                     }
                 }
@@ -860,6 +906,35 @@ impl Processor<'_> {
         }
     }
 
+    /// The database was unavailable before anything happened to the event:
+    /// send the message again as a fresh one (its receive count starts
+    /// over) after the backoff, and acknowledge this one. A spooled event
+    /// older than [`MAX_SPOOL_AGE`], or a queue that refuses the new
+    /// message, takes the usual path ([`Processor::fail`]).
+    async fn requeue(
+        &self,
+        msg: &Received,
+        error: String,
+        spooled_age: Option<Duration>,
+    ) -> MessageOutcome {
+        let error = clip(&error);
+        if spooled_age.is_some_and(|age| age > MAX_SPOOL_AGE) {
+            tracing::error!(error = %error, "spooled event older than the maximum spool age: left to the queue's receives and DLQ");
+            return self.fail(msg, error).await;
+        }
+        let delay = self.config.backoff(1).min(crate::queue::MAX_DELAY);
+        match self.queue.send_delayed(&msg.body, delay).await {
+            Ok(_) => {
+                tracing::warn!(error = %error, delay_s = delay.as_secs(), "database unavailable: sent again as a fresh message");
+                MessageOutcome::Requeued { error, delay }
+            }
+            Err(e) => {
+                self.fail(msg, format!("{error}; sending it again failed: {e}"))
+                    .await
+            }
+        }
+    }
+
     /// A failure outside the handler: back off and retry the message.
     async fn fail(&self, msg: &Received, error: String) -> MessageOutcome {
         let error = clip(&error);
@@ -927,10 +1002,27 @@ mod tests {
                 ),
                 result("b", MessageOutcome::NotStarted),
                 result("e", MessageOutcome::BusyOnLastReceive),
+                result(
+                    "f",
+                    MessageOutcome::Requeued {
+                        error: "down".into(),
+                        delay: Duration::from_secs(60),
+                    },
+                ),
             ],
             handler_latencies: vec![Duration::from_millis(2)],
+            spooled_ages: vec![Duration::from_secs(7200)],
         };
-        assert_eq!(report.retry_message_ids(), ["b", "d"]);
+        assert_eq!(
+            report.retry_message_ids(),
+            ["b", "d"],
+            "requeued: acknowledged"
+        );
+        assert_eq!(report.metrics().values("Requeued"), Some(&[1.0][..]));
+        assert_eq!(
+            report.metrics().values("SpooledAgeSeconds"),
+            Some(&[7200.0][..])
+        );
         let m = report.metrics();
         assert_eq!(m.values("Processed"), Some(&[1.0][..]));
         assert_eq!(m.values("Quarantined"), Some(&[1.0][..]));

@@ -131,14 +131,20 @@ impl MemoryQueue {
 #[async_trait]
 impl Queue for MemoryQueue {
     async fn send(&self, body: &str) -> Result<String, QueueError> {
+        self.send_delayed(body, Duration::ZERO).await
+    }
+
+    async fn send_delayed(&self, body: &str, delay: Duration) -> Result<String, QueueError> {
         check_body(body)?;
         let now = self.clock.now();
+        let delay = chrono::Duration::from_std(delay.min(super::MAX_DELAY))
+            .unwrap_or(chrono::Duration::zero());
         let id = Uuid::new_v4().to_string();
         self.lock().messages.push_back(Message {
             message_id: id.clone(),
             body: body.to_string(),
             sent_at: now,
-            visible_at: now,
+            visible_at: now + delay,
             receive_count: 0,
             receipt_handle: None,
         });

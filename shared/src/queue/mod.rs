@@ -22,6 +22,9 @@ pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 /// SQS's limit on a visibility timeout (12 hours).
 pub const MAX_VISIBILITY: Duration = Duration::from_secs(12 * 60 * 60);
 
+/// SQS's limit on a message's delay (`DelaySeconds`, 15 minutes).
+pub const MAX_DELAY: Duration = Duration::from_secs(15 * 60);
+
 /// What went wrong talking to the queue.
 ///
 /// Contract: [`QueueError::Unavailable`] is retryable (network, throttling,
@@ -71,6 +74,11 @@ pub trait Queue: Send + Sync + fmt::Debug {
     /// bodies with a character SQS refuses ([`sqs_allows`]) with
     /// [`QueueError::Rejected`], without a call.
     async fn send(&self, body: &str) -> Result<String, QueueError>;
+
+    /// Like [`Queue::send`], the message becoming visible only after
+    /// `delay` (clamped to [`MAX_DELAY`]): a fresh message, whose receive
+    /// count starts over.
+    async fn send_delayed(&self, body: &str, delay: Duration) -> Result<String, QueueError>;
 
     /// Makes a received message invisible for `timeout` from now (0 makes
     /// it visible at once). At most [`MAX_VISIBILITY`].

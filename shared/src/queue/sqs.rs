@@ -128,15 +128,21 @@ fn chain(e: &dyn std::error::Error) -> String {
 #[async_trait]
 impl Queue for SqsQueue {
     async fn send(&self, body: &str) -> Result<String, QueueError> {
+        self.send_delayed(body, Duration::ZERO).await
+    }
+
+    async fn send_delayed(&self, body: &str, delay: Duration) -> Result<String, QueueError> {
         check_body(body)?;
-        let out = self
+        let mut request = self
             .client
             .send_message()
             .queue_url(&self.queue_url)
-            .message_body(body)
-            .send()
-            .await
-            .map_err(|e| sqs_error("send", e))?;
+            .message_body(body);
+        if !delay.is_zero() {
+            let seconds = delay.min(super::MAX_DELAY).as_secs();
+            request = request.delay_seconds(i32::try_from(seconds).unwrap_or(900));
+        }
+        let out = request.send().await.map_err(|e| sqs_error("send", e))?;
         Ok(out.message_id().unwrap_or_default().to_string())
     }
 

@@ -94,6 +94,10 @@ impl<Q: Queue> Queue for RecordingQueue<Q> {
         self.inner.send(body).await
     }
 
+    async fn send_delayed(&self, body: &str, delay: Duration) -> Result<String, QueueError> {
+        self.inner.send_delayed(body, delay).await
+    }
+
     async fn change_visibility(
         &self,
         receipt_handle: &str,
