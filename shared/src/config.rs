@@ -177,6 +177,12 @@ pub struct Partner {
     /// The URL the partner calls, for schemes that sign it (Twilio) when the
     /// public URL differs from what API Gateway reports (custom domains).
     pub public_url: Option<String>,
+    /// Deduplicate on the body's sha256 as well as on the event id: a
+    /// captured request resent with a fresh id is a duplicate. Default: on
+    /// for schemes whose signature covers neither a timestamp nor an id
+    /// ([`Verifier::signs_a_timestamp_or_id`]). Trade-off: two genuinely
+    /// distinct events with byte-identical bodies are stored once.
+    pub dedupe_on_body: bool,
 }
 
 impl fmt::Debug for Partner {
@@ -191,6 +197,7 @@ impl fmt::Debug for Partner {
             .field("event_id", &self.event_id)
             .field("allowed_cidrs", &self.allowed_cidrs)
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("dedupe_on_body", &self.dedupe_on_body)
             .finish_non_exhaustive()
     }
 }
@@ -353,6 +360,8 @@ struct RawPartner {
     keep_headers: Option<Vec<String>>,
     #[serde(default)]
     public_url: Option<String>,
+    #[serde(default)]
+    dedupe_on_body: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -490,8 +499,12 @@ impl RawPartner {
                 ));
             }
         }
+        let dedupe_on_body = self
+            .dedupe_on_body
+            .unwrap_or(!verifier.signs_a_timestamp_or_id());
         Ok(Partner {
             name: name.to_string(),
+            dedupe_on_body,
             verifier,
             secrets: self.secrets.into_iter().map(Secret::new).collect(),
             event_id,

@@ -80,6 +80,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "inbox_body_by_reference",
         sql: include_str!("../migrations/0006_inbox_body_by_reference.sql"),
     },
+    Migration {
+        version: 8,
+        name: "inbox_body_dedupe",
+        sql: include_str!("../migrations/0008_inbox_body_dedupe.sql"),
+    },
 ];
 
 /// Why migrating failed.

@@ -81,6 +81,14 @@ fn json_and_toml_give_the_same_partners() {
     assert_eq!(gh.event_id, EventIdSource::JsonPointer("/delivery".into()));
     assert_eq!(gh.max_body_bytes, 1000);
     assert!(
+        gh.dedupe_on_body,
+        "GitHub signs neither a timestamp nor an id"
+    );
+    assert!(
+        !json.partner("demo").expect("demo").dedupe_on_body,
+        "Standard Webhooks signs both"
+    );
+    assert!(
         gh.allows("10.0.0.1".parse().expect("ip")),
         "no CIDRs: any address"
     );

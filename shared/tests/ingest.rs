@@ -44,6 +44,17 @@ fn config_json() -> String {
             "event_id": {"json_pointer": "/delivery"}
         },
         "anon": {"signature": {"scheme": "github"}, "secrets": ["It's a Secret to Everybody"]},
+        "ghh": {
+            "signature": {"scheme": "github"},
+            "secrets": ["It's a Secret to Everybody"],
+            "event_id": {"header": "x-github-delivery"}
+        },
+        "ghh-id-only": {
+            "signature": {"scheme": "github"},
+            "secrets": ["It's a Secret to Everybody"],
+            "event_id": {"header": "x-github-delivery"},
+            "dedupe_on_body": false
+        },
         "big": {
             "signature": {"scheme": "standard-webhooks"},
             "secrets": [SECRET],
@@ -595,7 +606,49 @@ async fn text_the_storage_refuses_is_stored_escaped_and_deduplicated(adapter: Ad
     );
 }
 
+async fn a_captured_request_resent_with_a_fresh_id_is_a_duplicate(adapter: Adapter) {
+    // GitHub signs the body only: X-GitHub-Delivery is not covered, so an
+    // attacker who captured a request can resend it with a new delivery id.
+    let (t, db) = migrated_db_with(adapter, 10).await;
+    let rig = rig_with(db, t, moto_queue().await).await;
+    let body = r#"{"action":"opened","number":7}"#;
+    let (first, _) = send(&rig, "ghh", &github(body, &[("X-GitHub-Delivery", "d-1")])).await;
+    assert_eq!(first.body["status"], "accepted", "{first:?}");
+    let (replayed, _) = send(&rig, "ghh", &github(body, &[("X-GitHub-Delivery", "d-2")])).await;
+    assert_eq!(replayed.status, 200);
+    assert_eq!(replayed.body["status"], "duplicate", "{replayed:?}");
+    assert_eq!(replayed.body["id"], first.body["id"], "the original row");
+    // another body is another event
+    let (other, _) = send(
+        &rig,
+        "ghh",
+        &github(
+            r#"{"action":"closed","number":7}"#,
+            &[("X-GitHub-Delivery", "d-3")],
+        ),
+    )
+    .await;
+    assert_eq!(other.body["status"], "accepted");
+    // a partner that opted out keeps the id as the only key
+    let (a, _) = send(
+        &rig,
+        "ghh-id-only",
+        &github(body, &[("X-GitHub-Delivery", "d-1")]),
+    )
+    .await;
+    let (b, _) = send(
+        &rig,
+        "ghh-id-only",
+        &github(body, &[("X-GitHub-Delivery", "d-2")]),
+    )
+    .await;
+    assert_eq!(a.body["status"], "accepted");
+    assert_eq!(b.body["status"], "accepted", "dedupe_on_body: false");
+    assert_eq!(rows(rig.db.as_ref()).await, 4);
+}
+
 for_each_adapter!(
+    a_captured_request_resent_with_a_fresh_id_is_a_duplicate,
     text_the_storage_refuses_is_stored_escaped_and_deduplicated,
     fields_past_the_row_budget_are_400_or_cut_and_documented,
     a_large_body_is_stored_by_reference_once,

@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 use super::InboxMessage;
 use super::body::{self, Body, DEFAULT_INLINE_MAX_BYTES, MAX_INLINE_MAX_BYTES};
-use super::repo::{Inserted, NewInboxEvent, insert_if_new};
+use super::repo::{Inserted, NewInboxEvent, insert_if_new_deduped};
 use crate::blob::BlobStore;
 use crate::clock::Clock;
 use crate::config::{ConfigStore, EventIdSource, Partner};
@@ -294,6 +294,11 @@ impl Ingest {
             Ok(event) => event,
             Err(response) => return response,
         };
+        // A scheme that signs neither a timestamp nor an id: a captured
+        // request resent under a fresh id must still be a duplicate.
+        let dedupe = partner
+            .dedupe_on_body
+            .then(|| crate::blob::sha256(request.body));
         // Into the blob store BEFORE the insert: a row never refers to an
         // object that is not there.
         if let Body::Inline(bytes) = &mut event.body {
@@ -313,13 +318,18 @@ impl Ingest {
                 }
             };
         }
-        self.store(event, now).await
+        self.store(event, dedupe, now).await
     }
 
-    async fn store(&self, event: NewInboxEvent, now: DateTime<Utc>) -> IngestResponse {
+    async fn store(
+        &self,
+        event: NewInboxEvent,
+        dedupe: Option<[u8; 32]>,
+        now: DateTime<Utc>,
+    ) -> IngestResponse {
         let inserted = tokio::time::timeout(
             self.db_deadline,
-            insert_if_new(self.db.as_ref(), &event, now),
+            insert_if_new_deduped(self.db.as_ref(), &event, now, dedupe),
         )
         .await;
         let Ok(inserted) = inserted else {
@@ -330,7 +340,7 @@ impl Ingest {
                 deadline_ms = self.db_deadline.as_millis() as u64,
                 "the database did not answer in time: spooling"
             );
-            return self.spool(&event, now).await;
+            return self.spool(&event, dedupe, now).await;
         };
         match inserted {
             Ok(Inserted::New(id)) => {
@@ -366,7 +376,7 @@ impl Ingest {
             }
             Err(e) if e.is_retryable() => {
                 tracing::warn!(error = %e, partner = %event.partner, "database unavailable: spooling");
-                self.spool(&event, now).await
+                self.spool(&event, dedupe, now).await
             }
             Err(e) => {
                 tracing::error!(error = %e, partner = %event.partner, "cannot store the event");
@@ -379,8 +389,13 @@ impl Ingest {
         }
     }
 
-    async fn spool(&self, event: &NewInboxEvent, now: DateTime<Utc>) -> IngestResponse {
-        let body = match InboxMessage::spooled(event, now).to_body() {
+    async fn spool(
+        &self,
+        event: &NewInboxEvent,
+        dedupe: Option<[u8; 32]>,
+        now: DateTime<Utc>,
+    ) -> IngestResponse {
+        let body = match InboxMessage::spooled_deduped(event, dedupe, now).to_body() {
             Ok(body) => body,
             Err(e) => {
                 tracing::warn!(error = %e, partner = %event.partner, "event too large to spool");

@@ -56,6 +56,9 @@ pub struct SpooledEvent {
     /// The body's blob reference, when it is above the inline threshold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body_ref: Option<SpooledBodyRef>,
+    /// The body's sha256 (hex), for partners deduplicated on the body too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedupe_digest: Option<String>,
     /// Selected request headers (a JSON object).
     pub headers: serde_json::Value,
     /// Whether ingest verified the signature (always true: unverified
@@ -115,6 +118,16 @@ impl InboxMessage {
 
     /// The message carrying an event that could not be stored.
     pub fn spooled(event: &NewInboxEvent, received_at: DateTime<Utc>) -> Self {
+        Self::spooled_deduped(event, None, received_at)
+    }
+
+    /// [`InboxMessage::spooled`], keeping the body digest of a partner
+    /// deduplicated on the body (see `inbox::insert_if_new_deduped`).
+    pub fn spooled_deduped(
+        event: &NewInboxEvent,
+        dedupe_digest: Option<[u8; 32]>,
+        received_at: DateTime<Utc>,
+    ) -> Self {
         let (body_base64, body_ref) = match &event.body {
             Body::Inline(bytes) => (STANDARD.encode(bytes), None),
             Body::Blob(r) => (
@@ -136,6 +149,7 @@ impl InboxMessage {
             ordering_key: event.ordering_key.clone(),
             body_base64,
             body_ref,
+            dedupe_digest: dedupe_digest.map(hex::encode),
             headers: event.headers.clone(),
             signature_verified: event.signature_verified,
             received_at,
@@ -197,6 +211,24 @@ fn ascii_json(json: &str) -> String {
 }
 
 impl SpooledEvent {
+    /// The body digest to deduplicate on, if the partner is deduplicated on
+    /// the body; malformed hex is [`MessageError::BadBody`].
+    pub fn dedupe_digest(&self) -> Result<Option<[u8; 32]>, MessageError> {
+        self.dedupe_digest
+            .as_ref()
+            .map(|hex| {
+                hex::decode(hex)
+                    .ok()
+                    .and_then(|b| b.try_into().ok())
+                    .ok_or_else(|| MessageError::BadBody {
+                        partner: self.partner.clone(),
+                        event_id: self.event_id.clone(),
+                        detail: format!("dedupe_digest {hex:?} is not 64 hex digits"),
+                    })
+            })
+            .transpose()
+    }
+
     /// The event to insert-if-new.
     pub fn to_new_event(&self) -> Result<NewInboxEvent, MessageError> {
         let bad = |detail: String| MessageError::BadBody {
@@ -310,7 +342,7 @@ mod tests {
             sha256: digest,
         };
         let original = with_body(Body::Blob(reference));
-        let text = InboxMessage::spooled(&original, at)
+        let text = InboxMessage::spooled_deduped(&original, Some(digest), at)
             .to_body()
             .expect("body");
         assert!(text.len() < 1024, "a reference, not the body: {text}");
@@ -319,6 +351,7 @@ mod tests {
             panic!("expected spooled");
         };
         assert_eq!(spooled.to_new_event().expect("event"), original);
+        assert_eq!(spooled.dedupe_digest().expect("digest"), Some(digest));
 
         // a tampered reference is refused, not followed
         let mut bad = spooled.clone();

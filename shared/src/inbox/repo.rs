@@ -146,25 +146,31 @@ pub const INSERT_IF_NEW: Statement = Statement::new(
     "inbox.insert_if_new",
     "WITH ins AS (
         INSERT INTO inbox (id, partner, event_id, event_id_derived, event_type, ordering_key,
-                           body, body_key, body_size, body_sha256,
+                           body, body_key, body_size, body_sha256, dedupe_digest,
                            headers, signature_verified, status, next_attempt_at,
                            received_at, enqueued_at)
         VALUES (:id, :partner, :event_id, :event_id_derived, :event_type, :ordering_key,
                 CAST(:body AS bytea), :body_key, CAST(:body_size AS bigint),
-                CAST(:body_sha256 AS bytea),
+                CAST(:body_sha256 AS bytea), CAST(:dedupe_digest AS bytea),
                 CAST(:headers AS jsonb), :signature_verified, 'pending',
                 CAST(:now AS timestamptz), CAST(:now AS timestamptz), CAST(:now AS timestamptz))
-        ON CONFLICT (partner, event_id) DO NOTHING
+        -- any unique key: (partner, event_id), or (partner, dedupe_digest)
+        ON CONFLICT DO NOTHING
         RETURNING id
     )
     SELECT id, true AS inserted FROM ins
     UNION ALL
-    SELECT id, false AS inserted FROM inbox WHERE partner = :partner AND event_id = :event_id",
+    SELECT id, false AS inserted FROM inbox
+     WHERE partner = :partner
+       AND (event_id = :event_id OR dedupe_digest = CAST(:dedupe_digest AS bytea))",
 );
 
 pub const FIND_BY_KEY: Statement = Statement::new(
     "inbox.find_by_key",
-    "SELECT id FROM inbox WHERE partner = :partner AND event_id = :event_id",
+    "SELECT id FROM inbox
+      WHERE partner = :partner
+        AND (event_id = :event_id OR dedupe_digest = CAST(:dedupe_digest AS bytea))
+      LIMIT 1",
 );
 
 /// Stores `event` unless (partner, event_id) is already stored: one INSERT …
@@ -179,6 +185,19 @@ pub async fn insert_if_new(
     event: &NewInboxEvent,
     now: DateTime<Utc>,
 ) -> Result<Inserted, DbError> {
+    insert_if_new_deduped(db, event, now, None).await
+}
+
+/// [`insert_if_new`], where the same `dedupe_digest` (the body's sha256,
+/// for partners deduplicated on the body) from the same partner is a
+/// duplicate too, whatever the event id.
+pub async fn insert_if_new_deduped(
+    db: &dyn Executor,
+    event: &NewInboxEvent,
+    now: DateTime<Utc>,
+    dedupe_digest: Option<[u8; 32]>,
+) -> Result<Inserted, DbError> {
+    let digest: Value = dedupe_digest.map(|d| d.to_vec()).into();
     let params = params! {
         "id" => Uuid::now_v7(),
         "partner" => event.partner.as_str(),
@@ -190,7 +209,7 @@ pub async fn insert_if_new(
         "signature_verified" => event.signature_verified,
         "now" => now,
     };
-    let params = with_body(params, &event.body);
+    let params = with_body(params, &event.body).with("dedupe_digest", digest.clone());
     if let Some(row) = fetch_optional(db, &INSERT_IF_NEW, &params).await? {
         let id = row.uuid("id")?;
         return Ok(if row.bool("inserted")? {
@@ -202,7 +221,10 @@ pub async fn insert_if_new(
     let row = fetch_one(
         db,
         &FIND_BY_KEY,
-        &params! { "partner" => event.partner.as_str(), "event_id" => event.event_id.as_str() },
+        &params! {
+            "partner" => event.partner.as_str(), "event_id" => event.event_id.as_str(),
+            "dedupe_digest" => digest,
+        },
     )
     .await?;
     Ok(Inserted::Duplicate(row.uuid("id")?))
@@ -794,7 +816,10 @@ pub async fn insert_quarantined(
     let row = fetch_one(
         db,
         &FIND_BY_KEY,
-        &params! { "partner" => event.partner.as_str(), "event_id" => event.event_id.as_str() },
+        &params! {
+            "partner" => event.partner.as_str(), "event_id" => event.event_id.as_str(),
+            "dedupe_digest" => Value::Null,
+        },
     )
     .await?;
     Ok(Inserted::Duplicate(row.uuid("id")?))

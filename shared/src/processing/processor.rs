@@ -427,13 +427,16 @@ impl Processor<'_> {
                 slot.inbox_id = Some(inbox_id);
             }
             InboxMessage::Spooled(spooled) => {
-                let event = match spooled.to_new_event() {
-                    Ok(event) => event,
+                let (event, dedupe) = match spooled
+                    .to_new_event()
+                    .and_then(|event| Ok((event, spooled.dedupe_digest()?)))
+                {
+                    Ok(pair) => pair,
                     Err(e) => return self.store_unreadable(slot, &e.to_string()).await,
                 };
                 // Stored as received by ingest (the lag stays honest).
                 let received_at = spooled.received_at.min(self.clock.now());
-                match inbox::insert_if_new(self.db, &event, received_at).await {
+                match inbox::insert_if_new_deduped(self.db, &event, received_at, dedupe).await {
                     Ok(inserted) => {
                         slot.span
                             .record("inbox_id", tracing::field::display(inserted.id()));

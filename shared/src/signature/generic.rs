@@ -92,6 +92,12 @@ fn compile_template(template: &str) -> Result<Vec<Segment>, ConfigError> {
 }
 
 impl Compiled {
+    /// True when the signed content includes the checked timestamp (a
+    /// captured request cannot be replayed after the tolerance).
+    pub(crate) fn signs_timestamp(&self) -> bool {
+        self.timestamp_header.is_some() && self.template.contains(&Segment::Timestamp)
+    }
+
     pub(crate) fn new(config: &GenericHmacConfig) -> Result<Self, ConfigError> {
         if !is_header_name(&config.header) {
             return Err(invalid("header", "must be a non-empty HTTP header name"));

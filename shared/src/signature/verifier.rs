@@ -178,6 +178,23 @@ impl Verifier {
 
     /// Verifies `request` against `secrets` (any one may match) at time `now`.
     ///
+    /// True when the signature covers a timestamp checked against the
+    /// tolerance, or a message id (Standard Webhooks, Stripe, Slack, a
+    /// generic scheme whose template signs `{timestamp}`): a captured request
+    /// cannot be sent again later, or under another id. False for GitHub,
+    /// Shopify, Twilio and a generic scheme signing only the body: their
+    /// event id header is not signed, so a captured request resent with a
+    /// fresh id verifies (hookbox then deduplicates on the body as well).
+    pub fn signs_a_timestamp_or_id(&self) -> bool {
+        match &self.compiled {
+            Compiled::StandardWebhooks { .. }
+            | Compiled::Stripe { .. }
+            | Compiled::Slack { .. } => true,
+            Compiled::Github | Compiled::Shopify | Compiled::Twilio => false,
+            Compiled::Generic(generic) => generic.signs_timestamp(),
+        }
+    }
+
     /// Order of checks: headers present and well formed, timestamp inside
     /// the tolerance, then the signatures. The first failing check is the
     /// error.
