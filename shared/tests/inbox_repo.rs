@@ -390,8 +390,15 @@ async fn sweeper_returns_overdue_rows_once_per_grace_period(adapter: Adapter) {
         .await
         .expect("sweep");
     assert_eq!(swept.len(), 4, "{swept:?}");
-    // bounded batches
-    let limited = inbox::sweep_stranded(d, at(2000), grace, 1)
+    // bounded batches (sent at 1300, 1300 s after they came in: again from
+    // 2600, not every grace period)
+    assert!(
+        inbox::sweep_stranded(d, at(2000), grace, 100)
+            .await
+            .expect("sweep")
+            .is_empty()
+    );
+    let limited = inbox::sweep_stranded(d, at(2600), grace, 1)
         .await
         .expect("sweep");
     assert_eq!(limited.len(), 1);
@@ -565,6 +572,24 @@ async fn a_row_locked_by_another_transaction_is_busy_and_the_others_are_claimed(
     assert_eq!(token.attempt, 1);
 }
 
+async fn a_row_still_queued_behind_a_backlog_is_swept_at_doubling_intervals(adapter: Adapter) {
+    // Its message is on the queue, behind a slow processor: each sweep adds
+    // a message. Every 5 minutes for 4 hours would be 48 of them.
+    let (_t, db) = migrated_db(adapter).await;
+    let d = db.as_ref();
+    let id = new_row(d, "queued", 0).await;
+    let mut sent_at = Vec::new();
+    for t in (0..=4 * 3600).step_by(60) {
+        let swept = inbox::sweep_stranded(d, at(t), Duration::seconds(300), 100)
+            .await
+            .expect("sweep");
+        if swept.iter().any(|r| r.id == id) {
+            sent_at.push(t);
+        }
+    }
+    assert_eq!(sent_at, [300, 600, 1200, 2400, 4800, 8400, 12000]);
+}
+
 for_each_adapter!(
     insert_if_new_stores_the_event_verbatim_once,
     fifty_concurrent_inserts_of_one_event_make_one_row_and_one_new,
@@ -576,4 +601,5 @@ for_each_adapter!(
     retention_deletes_or_archives_old_processed_rows_in_bounded_batches,
     a_duplicate_racing_an_uncommitted_insert_learns_the_winners_id,
     a_row_locked_by_another_transaction_is_busy_and_the_others_are_claimed,
+    a_row_still_queued_behind_a_backlog_is_swept_at_doubling_intervals,
 );

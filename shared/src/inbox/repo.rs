@@ -641,7 +641,14 @@ pub const SWEEP_STRANDED: Statement = Statement::new(
         SELECT id FROM inbox
          WHERE status IN ('pending', 'processing', 'deferred')
            AND next_attempt_at <= CAST(:cutoff AS timestamptz)
-           AND (enqueued_at IS NULL OR enqueued_at <= CAST(:cutoff AS timestamptz))
+           -- not re-sent every grace period while its message merely waits
+           -- behind a backlog: the pause since the last send must also be
+           -- as long as the row had waited before it (doubling: 5, 10, 20,
+           -- 40 min...), at most an hour
+           AND (enqueued_at IS NULL
+                OR (enqueued_at <= CAST(:cutoff AS timestamptz)
+                    AND CAST(:now AS timestamptz) - enqueued_at
+                        >= LEAST(enqueued_at - received_at, INTERVAL '1 hour')))
          ORDER BY next_attempt_at
          LIMIT :limit
          FOR UPDATE SKIP LOCKED
@@ -654,7 +661,10 @@ pub const SWEEP_STRANDED: Statement = Statement::new(
 
 /// Finds active rows overdue by more than `grace` (pending rows the queue
 /// never delivered, deferred rows whose retry never came, processing rows
-/// whose lease expired long ago) and not enqueued within `grace`, marks them
+/// whose lease expired long ago) and not enqueued within `grace`, nor within
+/// the time the row had waited before its last send (at most an hour: a row
+/// whose message is merely queued behind a slow processor is sent again at
+/// 5, 10, 20, 40, 80 minutes, then hourly, not every 5 minutes), marks them
 /// enqueued at `now` and returns them, oldest due first, at most `limit`.
 /// One statement; concurrent sweepers skip each other's rows.
 pub async fn sweep_stranded(
