@@ -66,6 +66,7 @@ for_each_blob_adapter!(
     a_corrupted_object_fails_verification_naming_the_key_and_both_hashes,
     a_size_mismatch_is_corrupt,
     an_owner_that_is_not_one_segment_is_refused_before_the_store,
+    a_delete_removes_only_its_object_and_an_absent_key_is_a_success,
 );
 
 /// A store and a way behind its back (to count and to damage objects).
@@ -412,6 +413,55 @@ async fn an_owner_that_is_not_one_segment_is_refused_before_the_store(adapter: A
     }
 }
 
+async fn a_delete_removes_only_its_object_and_an_absent_key_is_a_success(adapter: Adapter) {
+    let fx = Fixture::new(adapter).await;
+    let never = BlobKey::content(OUTBOX_PREFIX, "erp", &sha256(b"never stored")).expect("key");
+    // on an empty store (for the filesystem: before its root exists)
+    fx.store()
+        .delete(&never)
+        .await
+        .expect("deleting an absent key succeeds");
+    let gone = put_content(
+        fx.store(),
+        OUTBOX_PREFIX,
+        "erp",
+        Bytes::from(noise(70_000, 11)),
+    )
+    .await
+    .expect("put");
+    let kept = put_content(
+        fx.store(),
+        OUTBOX_PREFIX,
+        "erp",
+        Bytes::from_static(b"{\"kept\":1}"),
+    )
+    .await
+    .expect("put");
+    fx.store().delete(&gone.key).await.expect("delete");
+    assert_eq!(fx.stored_keys().await, vec![kept.key.to_string()]);
+    let e = get_verified(fx.store(), &gone).await.fails("deleted");
+    assert!(matches!(e, BlobError::NotFound { .. }), "{e:?}");
+    assert_eq!(
+        get_verified(fx.store(), &kept)
+            .await
+            .expect("the other object"),
+        Bytes::from_static(b"{\"kept\":1}")
+    );
+    // again, and an absent key next to other objects: still a success
+    fx.store().delete(&gone.key).await.expect("delete again");
+    fx.store().delete(&never).await.expect("absent");
+    // and the key can be stored again
+    put_content(
+        fx.store(),
+        OUTBOX_PREFIX,
+        "erp",
+        Bytes::from(noise(70_000, 11)),
+    )
+    .await
+    .expect("put again");
+    get_verified(fx.store(), &gone).await.expect("back");
+}
+
 // ---- keys -----------------------------------------------------------------
 
 #[test]
@@ -582,7 +632,7 @@ async fn fs_a_second_put_writes_nothing_and_leaves_no_temporary_files() {
 }
 
 #[tokio::test]
-async fn fs_a_root_that_is_a_file_is_refused_on_put_and_not_found_on_get() {
+async fn fs_a_root_that_is_a_file_is_refused_on_put_and_not_found_on_get_or_delete() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let root = dir.path().join("not-a-dir");
     std::fs::write(&root, b"").expect("a file");
@@ -604,6 +654,10 @@ async fn fs_a_root_that_is_a_file_is_refused_on_put_and_not_found_on_get() {
     let key = BlobKey::content(INBOX_PREFIX, "demo", &sha256(b"x")).expect("key");
     let e = store.get(&key).await.fails("no object");
     assert!(matches!(e, BlobError::NotFound { .. }), "{e:?}");
+    store
+        .delete(&key)
+        .await
+        .expect("no object under a key that runs through a file: nothing to delete");
 }
 
 // ---- in-memory fake only ------------------------------------------------------
@@ -706,7 +760,24 @@ async fn memory_hooks_count_calls_damage_objects_and_inject_failures() {
     assert!(matches!(e, BlobError::NotFound { .. }), "{e:?}");
     let never = BlobKey::content(INBOX_PREFIX, "demo", &sha256(b"never")).expect("key");
     assert!(!store.corrupt(&never));
-    assert_eq!(store.keys(), vec![empty.key]);
+    assert_eq!(store.keys(), vec![empty.key.clone()]);
+
+    // delete: counted, failures injected like the others
+    store.fail_next(BlobError::Unavailable {
+        operation: "delete",
+        key: empty.key.to_string(),
+        reason: "injected".into(),
+    });
+    let e = store.delete(&empty.key).await.expect_err("injected");
+    assert!(e.is_retryable());
+    assert!(
+        store.contains(&empty.key),
+        "a failed delete deletes nothing"
+    );
+    store.delete(&empty.key).await.expect("delete");
+    store.delete(&never).await.expect("absent: a success");
+    assert!(store.is_empty());
+    assert_eq!(store.deletes(), 3);
 }
 
 // ---- S3 only ------------------------------------------------------------------
@@ -733,6 +804,12 @@ async fn s3_a_bucket_that_does_not_exist_is_refused_not_retryable() {
         "a missing bucket is not a missing object: {e:?}"
     );
     assert!(!e.is_retryable());
+    let e = store.delete(&key).await.expect_err("no bucket");
+    assert!(
+        matches!(&e, BlobError::Refused { operation: "delete", reason, .. }
+            if reason.contains("NoSuchBucket")),
+        "{e:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -781,6 +858,18 @@ async fn s3_a_dead_endpoint_is_unavailable_and_retryable() {
     );
     assert!(e.is_retryable());
     assert!(!e.to_string().contains("test"), "no credentials in {e}");
+    let e = store.delete(&key).await.expect_err("nobody listens");
+    assert!(
+        matches!(
+            &e,
+            BlobError::Unavailable {
+                operation: "delete",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.is_retryable());
 }
 
 fn sdk_config(endpoint: Option<&str>) -> aws_config::SdkConfig {

@@ -7,6 +7,8 @@
 //! [`BlobKey`] may, so they never collide with an object. A put of a key
 //! whose file exists is a success that writes nothing. Keys cannot leave the
 //! root: [`BlobKey`] refuses `..`, `.`, empty segments and absolute paths.
+//! A delete removes the file (an absent one is a success) and leaves the
+//! directories in place.
 //!
 //! Work runs on tokio's blocking pool (`spawn_blocking`).
 
@@ -70,6 +72,16 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     written
 }
 
+/// Removes the file of an object; no file (or a key that runs through a
+/// file, or names a directory: no object is stored under it) is a success.
+fn remove_if_present(path: &Path) -> io::Result<()> {
+    use io::ErrorKind::*;
+    match std::fs::remove_file(path) {
+        Err(e) if matches!(e.kind(), NotFound | NotADirectory | IsADirectory) => Ok(()),
+        other => other,
+    }
+}
+
 fn io_error(operation: &'static str, key: &BlobKey, e: &io::Error) -> BlobError {
     use io::ErrorKind::*;
     let key = key.to_string();
@@ -122,5 +134,10 @@ impl BlobStore for FsBlobStore {
     async fn get(&self, key: &BlobKey) -> Result<Bytes, BlobError> {
         let path = self.path_of(key);
         blocking("get", key, move || std::fs::read(&path).map(Bytes::from)).await
+    }
+
+    async fn delete(&self, key: &BlobKey) -> Result<(), BlobError> {
+        let path = self.path_of(key);
+        blocking("delete", key, move || remove_if_present(&path)).await
     }
 }

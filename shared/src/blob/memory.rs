@@ -1,7 +1,8 @@
 //! An in-memory blob store for tests: the port's semantics (keys validated
 //! by [`BlobKey`], a second put of a key keeps the first object, absent keys
-//! are [`BlobError::NotFound`]) plus hooks a test needs: call counts,
-//! corrupting or removing an object, failing the next call, or being down.
+//! are [`BlobError::NotFound`], deleting an absent key succeeds) plus hooks
+//! a test needs: call counts, corrupting or removing an object, failing the
+//! next call, or being down.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -17,6 +18,7 @@ struct State {
     objects: BTreeMap<BlobKey, Bytes>,
     puts: u64,
     gets: u64,
+    deletes: u64,
     fail_next: Option<BlobError>,
     unavailable: bool,
 }
@@ -34,6 +36,7 @@ impl fmt::Debug for MemoryBlobStore {
             .field("objects", &state.objects.len())
             .field("puts", &state.puts)
             .field("gets", &state.gets)
+            .field("deletes", &state.deletes)
             .field("unavailable", &state.unavailable)
             .finish_non_exhaustive()
     }
@@ -79,6 +82,11 @@ impl MemoryBlobStore {
         self.lock().gets
     }
 
+    /// Calls of `delete` so far (failed ones included).
+    pub fn deletes(&self) -> u64 {
+        self.lock().deletes
+    }
+
     /// Damages the object under `key`: flips the bits of its first byte, or
     /// gives an empty object one byte. False when there is no such object.
     pub fn corrupt(&self, key: &BlobKey) -> bool {
@@ -101,7 +109,7 @@ impl MemoryBlobStore {
         self.lock().objects.remove(key).is_some()
     }
 
-    /// The next call (`put` or `get`) fails with `error`, doing nothing.
+    /// The next call (`put`, `get` or `delete`) fails with `error`, doing nothing.
     pub fn fail_next(&self, error: BlobError) {
         self.lock().fail_next = Some(error);
     }
@@ -148,5 +156,15 @@ impl BlobStore for MemoryBlobStore {
             .ok_or_else(|| BlobError::NotFound {
                 key: key.to_string(),
             })
+    }
+
+    async fn delete(&self, key: &BlobKey) -> Result<(), BlobError> {
+        let mut state = self.lock();
+        state.deletes += 1;
+        if let Some(e) = Self::injected(&mut state, "delete", key) {
+            return Err(e);
+        }
+        state.objects.remove(key);
+        Ok(())
     }
 }

@@ -7,7 +7,9 @@
 //! row), so they are stored here under a content-addressed key and the row
 //! keeps a [`BlobRef`]: key, size and sha256. Callers use the two domain
 //! helpers, [`put_content`] (hash, key, put, ref) and [`get_verified`] (get,
-//! then check size and sha256), rather than the trait directly.
+//! then check size and sha256), rather than the trait directly. Objects are
+//! deleted only by retention (see [`BlobStore::delete`]), once no row refers
+//! to them.
 //!
 //! Keys ([`BlobKey`]) are `{prefix}/{owner}/{sha256 hex}`, e.g.
 //! `inbox/acme/9f86…` or `outbox/erp/9f86…`. They are validated on every
@@ -174,8 +176,9 @@ impl BlobRef {
 ///
 /// Contract: [`BlobError::Unavailable`] is retryable (network, timeouts,
 /// throttling, 5xx, a full disk); the others are definite: the object is
-/// absent ([`BlobError::NotFound`]), its bytes are not what the reference
-/// says ([`BlobError::Corrupt`]), or the store refused the request
+/// absent ([`BlobError::NotFound`], from reads only: a delete of an absent
+/// key succeeds), its bytes are not what the reference says
+/// ([`BlobError::Corrupt`]), or the store refused the request
 /// ([`BlobError::Refused`]: access denied, no such bucket, invalid key).
 /// Texts name the operation and the key, never credentials.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -206,7 +209,7 @@ pub enum BlobError {
     /// The store could not be reached or asked to slow down; try later.
     #[error("blob store unavailable during {operation} of {key}: {reason}")]
     Unavailable {
-        /// `put` or `get`.
+        /// `put`, `get` or `delete`.
         operation: &'static str,
         /// The key.
         key: String,
@@ -216,7 +219,7 @@ pub enum BlobError {
     /// The store refused the request; trying again will not help.
     #[error("blob store refused {operation} of {key}: {reason}")]
     Refused {
-        /// `put`, `get` or `key` (validation).
+        /// `put`, `get`, `delete` or `key` (validation).
         operation: &'static str,
         /// The key.
         key: String,
@@ -248,10 +251,16 @@ impl From<BlobKeyError> for BlobError {
 /// that exists succeeds and leaves one object (S3 replaces it, the
 /// filesystem and the fake keep the first; with content-addressed keys the
 /// bytes are the same). `get` of an absent key is [`BlobError::NotFound`],
-/// never an empty body. Adapters return the bytes as stored; checking them
-/// against a [`BlobRef`] is [`get_verified`]'s job. An adapter may retry
-/// internally (both operations are safe to repeat) and reports
+/// never an empty body. `delete` is idempotent too: deleting an absent key
+/// succeeds (it never returns [`BlobError::NotFound`]), so a retried or
+/// repeated delete is harmless. Adapters return the bytes as stored;
+/// checking them against a [`BlobRef`] is [`get_verified`]'s job. An adapter
+/// may retry internally (every operation is safe to repeat) and reports
 /// [`BlobError::Unavailable`] only when its attempts are spent.
+///
+/// Deleting is retention's job alone (`hookbox::relay::Relay::purge`): an
+/// object may be shared by several rows (content addressing), and only
+/// retention checks that no row refers to it any more.
 #[async_trait]
 pub trait BlobStore: Send + Sync + fmt::Debug {
     /// Stores `bytes` under `key`.
@@ -259,6 +268,9 @@ pub trait BlobStore: Send + Sync + fmt::Debug {
 
     /// The bytes stored under `key`.
     async fn get(&self, key: &BlobKey) -> Result<Bytes, BlobError>;
+
+    /// Removes the object under `key`; an absent key is a success.
+    async fn delete(&self, key: &BlobKey) -> Result<(), BlobError>;
 }
 
 /// sha256 of `bytes`.

@@ -4,8 +4,9 @@
 //! (`Content-Length`) and the SDK's default request checksum (CRC32); the
 //! sha256 of the reference is checked on read by
 //! [`get_verified`](super::get_verified), so no server-side checksum is
-//! asked for. Retries stay on (3 attempts): both operations are safe to
+//! asked for. Retries stay on (3 attempts): every operation is safe to
 //! repeat, and a content-addressed put writes the same bytes again.
+//! DeleteObject of an absent key succeeds (S3 answers 204 either way).
 
 use std::fmt;
 use std::time::Duration;
@@ -223,6 +224,22 @@ impl BlobStore for S3BlobStore {
                 reason: format!("reading the body: {}", chain(&e)),
             })?;
         Ok(body.into_bytes())
+    }
+
+    async fn delete(&self, key: &BlobKey) -> Result<(), BlobError> {
+        let deleted = self
+            .client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .send()
+            .await;
+        match deleted {
+            Ok(_) => Ok(()),
+            // S3 answers 204 for an absent key; an emulator may say so
+            Err(SdkError::ServiceError(ctx)) if ctx.err().code() == Some("NoSuchKey") => Ok(()),
+            Err(e) => Err(s3_error("delete", key, e)),
+        }
     }
 }
 
