@@ -81,6 +81,11 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/0006_inbox_body_by_reference.sql"),
     },
     Migration {
+        version: 7,
+        name: "outbox_payload_by_reference",
+        sql: include_str!("../migrations/0007_outbox_payload_by_reference.sql"),
+    },
+    Migration {
         version: 8,
         name: "inbox_body_dedupe",
         sql: include_str!("../migrations/0008_inbox_body_dedupe.sql"),

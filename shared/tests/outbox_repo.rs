@@ -136,7 +136,7 @@ async fn claim_due_leases_due_rows_in_order_and_hides_them_until_the_lease_ends(
         .iter()
         .find(|id| !again.iter().any(|r| r.id == **id))
         .expect("one old row not claimed again");
-    let rest = outbox::claim_due(d, common::claim("relay-b", at(100), at(130), 10))
+    let rest = outbox::claim_due(d, common::claim("relay-c", at(100), at(130), 10))
         .await
         .expect("claim");
     let rest_ids: HashSet<Uuid> = rest.iter().map(|r| r.id).collect();
@@ -156,8 +156,10 @@ async fn two_concurrent_claimers_never_receive_the_same_row(adapter: Adapter) {
                 barrier.wait().await;
                 let mut mine = Vec::new();
                 loop {
+                    // a token per claim, as the relay's batches have
+                    let token = format!("{worker}/{}", mine.len());
                     let batch =
-                        outbox::claim_due(db.as_ref(), common::claim(worker, at(1), at(600), 25))
+                        outbox::claim_due(db.as_ref(), common::claim(&token, at(1), at(600), 25))
                             .await
                             .expect("claim");
                     if batch.is_empty() {
@@ -370,6 +372,10 @@ async fn step(
         },
     )
     .await
+    .map(|(recorded, claimed)| {
+        assert_eq!(claimed.unreadable, [], "every claimed row decodes");
+        (recorded, claimed.rows)
+    })
     .unwrap_or_else(|e| panic!("step of {worker} at {now}: {e}"))
 }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use common::{Adapter, at, migrated_db};
+use hookbox::blob::memory::MemoryBlobStore;
 use hookbox::clock::{Clock, ManualClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::outbox::{self, NewOutboxEvent, OutboxStatus};
@@ -72,8 +73,15 @@ fn one_lane(db: Arc<dyn Database>, clock: Arc<ManualClock>, worker: &str) -> Rel
 }
 
 fn relay_with(db: Arc<dyn Database>, clock: Arc<ManualClock>, settings: RelaySettings) -> Relay {
-    Relay::new(db, Arc::new(HttpSender::default()), None, clock, settings)
-        .with_jitter(Arc::new(FixedJitter(0.0)))
+    Relay::new(
+        db,
+        Arc::new(MemoryBlobStore::new()),
+        Arc::new(HttpSender::default()),
+        None,
+        clock,
+        settings,
+    )
+    .with_jitter(Arc::new(FixedJitter(0.0)))
 }
 
 async fn batch(
@@ -797,6 +805,7 @@ async fn no_request_outlives_its_batch_and_late_rows_are_released_unattempted() 
     let ids = enqueue(db.as_ref(), "o-7", 5, at(0)).await;
     let relay = Relay::new(
         db.clone(),
+        Arc::new(MemoryBlobStore::new()),
         fake.clone(),
         None,
         clock.clone(),
@@ -885,6 +894,7 @@ async fn a_run_loops_until_its_deadline_and_delivers_rows_written_meanwhile() {
     settings.lanes = 1; // one lane: one pause per idle second
     let relay = Relay::new(
         db.clone(),
+        Arc::new(MemoryBlobStore::new()),
         Arc::new(HttpSender::default()),
         None,
         clock.clone(),
@@ -932,6 +942,7 @@ async fn retention_purges_old_finished_rows_in_bounded_batches(adapter: Adapter)
     settings.purge_max_batches = 2;
     let purging = Relay::new(
         db.clone(),
+        Arc::new(MemoryBlobStore::new()),
         Arc::new(HttpSender::default()),
         None,
         clock.clone(),
@@ -1013,7 +1024,14 @@ async fn a_destination_with_hanging_requests_does_not_hold_the_batch() {
     // far shorter than the stuck request (2 s), so the other stuck rows
     // give up their wait for its only slot long before it ends
     settings.slot_wait = Duration::from_millis(100);
-    let relay = Relay::new(db.clone(), fake.clone(), None, clock.clone(), settings);
+    let relay = Relay::new(
+        db.clone(),
+        Arc::new(MemoryBlobStore::new()),
+        fake.clone(),
+        None,
+        clock.clone(),
+        settings,
+    );
     let report = relay
         .deliver_batch(&cfg, clock.now() + chrono::Duration::seconds(30))
         .await
@@ -1148,7 +1166,14 @@ async fn lanes_deliver_concurrently_but_share_each_destinations_in_flight_limit(
             let mut settings = RelaySettings::new("relay-a");
             settings.lanes = 3;
             settings.batch_size = 2;
-            let relay = Relay::new(db, probe.clone(), None, clock.clone(), settings);
+            let relay = Relay::new(
+                db,
+                Arc::new(MemoryBlobStore::new()),
+                probe.clone(),
+                None,
+                clock.clone(),
+                settings,
+            );
             let cfg = config(
                 "http://127.0.0.1:9/unused",
                 serde_json::json!({ "max_in_flight": max_in_flight }),

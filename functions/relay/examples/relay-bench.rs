@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
+use hookbox::blob::memory::MemoryBlobStore;
 use hookbox::clock::{Clock, SystemClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::outbox::{self, NewOutboxEvent};
@@ -270,6 +271,7 @@ async fn main() {
         };
         let relay = Relay::new(
             counting.clone(),
+            Arc::new(MemoryBlobStore::new()),
             sender,
             None,
             Arc::new(SystemClock),

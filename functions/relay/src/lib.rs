@@ -6,8 +6,9 @@
 //! [`hookbox::relay::Relay`]; this crate only adapts the schedule event and
 //! prints the run's EMF line (namespace `hookbox`, dimension
 //! `Function=relay`: `Delivered`, `Failed`, `Dead`, `Gone`, `Refused`,
-//! `NotAttempted`, `Swept`, `SweepSendFailed`, `Purged`, `RelayErrors`,
-//! `OutboxPending`, `OutboxLagSeconds`).
+//! `NotAttempted`, `Unreadable`, `Swept`, `SweepSendFailed`, `Purged`,
+//! `BlobsDeleted`, `BlobDeleteFailed`, `RelayErrors`, `OutboxPending`,
+//! `OutboxLagSeconds`).
 //!
 //! Overlapping invocations are safe: rows are leased (`FOR UPDATE SKIP
 //! LOCKED`), so two relays never deliver the same row at once.
@@ -86,9 +87,16 @@ pub fn summary(report: &RunReport) -> serde_json::Value {
         "gone": d.gone,
         "refused": d.refused,
         "not_attempted": d.not_attempted,
+        "unreadable": d.unreadable,
         "swept": report.sweep.swept,
         "sweep_send_failed": report.sweep.send_failed,
-        "purged": { "inbox": report.purge.inbox, "outbox": report.purge.outbox },
+        "purged": {
+            "inbox": report.purge.inbox,
+            "outbox": report.purge.outbox,
+            "blobs_deleted": report.purge.blobs_deleted,
+            "blobs_kept": report.purge.blobs_kept,
+            "blob_delete_failed": report.purge.blob_delete_failed,
+        },
         "pending": report.pending,
         "lag_seconds": report.lag_seconds,
         "errors": report.errors,

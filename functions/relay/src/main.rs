@@ -41,8 +41,14 @@ async fn main() -> Result<(), Error> {
         .filter(|u| !u.trim().is_empty())
         .context("HOOKBOX_QUEUE_URL must be set to the inbox queue's URL (the sweeper sends stranded rows there)")?;
     let queue: Arc<dyn Queue> = Arc::new(SqsQueue::from_aws_env(queue_url).await);
+    // payloads stored by reference are read from it; retention deletes
+    // the objects no row refers to any more
+    let blobs = hookbox::blob::from_env(env)
+        .await
+        .context("blob store (large payloads)")?;
     let relay = Relay::new(
         db,
+        blobs,
         Arc::new(HttpSender::default()),
         Some(queue),
         clock.clone(),

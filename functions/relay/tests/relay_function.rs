@@ -82,6 +82,7 @@ async fn env() -> Env {
     settings.lanes = 1;
     let relay = Relay::new(
         db.clone(),
+        Arc::new(hookbox::blob::memory::MemoryBlobStore::new()),
         Arc::new(HttpSender::default()),
         Some(Arc::new(sqs.clone()) as Arc<dyn Queue>),
         clock.clone(),

@@ -163,7 +163,8 @@ impl BusinessHandler for OrdersHandler {
                         "at": event.now.to_rfc3339(),
                     }),
                 };
-                outbox::enqueue(tx, &out, event.now).await?;
+                // with the blob store: a payload of any size can be enqueued
+                outbox::enqueue_with_blobs(tx, event.blobs, &out, event.now).await?;
                 Ok(Outcome::Processed)
             }
             Decision::Ignore(why) => {

@@ -736,8 +736,14 @@ pub const PURGE_DELETE: Statement = Statement::new(
          WHERE status = 'processed' AND received_at < CAST(:cutoff AS timestamptz)
          LIMIT :limit
          FOR UPDATE SKIP LOCKED
+    ), deleted AS (
+        DELETE FROM inbox AS i USING old WHERE i.id = old.id RETURNING i.body_key
+    ), queued AS (
+        INSERT INTO blob_deletions (key)
+        SELECT DISTINCT body_key FROM deleted WHERE body_key IS NOT NULL
+        ON CONFLICT (key) DO NOTHING
     )
-    DELETE FROM inbox AS i USING old WHERE i.id = old.id",
+    SELECT count(*) AS purged FROM deleted",
 );
 
 pub const PURGE_ARCHIVE: Statement = Statement::new(
@@ -756,20 +762,24 @@ pub const PURGE_ARCHIVE: Statement = Statement::new(
 /// Deletes (or archives) at most `limit` processed rows received before
 /// `cutoff`; returns how many. Call repeatedly until it returns less than
 /// `limit`. Quarantined and dead rows are kept: they wait for an operator.
+/// One statement. Deleting queues the blob keys of the deleted rows in
+/// `blob_deletions` (the relay's retention deletes the objects no row
+/// refers to any more); archived rows keep their references, and so their
+/// objects.
 pub async fn purge_finished(
     db: &dyn Executor,
     cutoff: DateTime<Utc>,
     limit: i64,
     mode: Retention,
 ) -> Result<u64, DbError> {
-    let statement = match mode {
-        Retention::Delete => &PURGE_DELETE,
-        Retention::Archive => &PURGE_ARCHIVE,
-    };
-    Ok(db
-        .execute(statement, &params! { "cutoff" => cutoff, "limit" => limit })
-        .await?
-        .affected)
+    let params = params! { "cutoff" => cutoff, "limit" => limit };
+    match mode {
+        Retention::Delete => {
+            let purged = fetch_one(db, &PURGE_DELETE, &params).await?.i64("purged")?;
+            Ok(u64::try_from(purged).unwrap_or(0))
+        }
+        Retention::Archive => Ok(db.execute(&PURGE_ARCHIVE, &params).await?.affected),
+    }
 }
 
 pub const INSERT_QUARANTINED: Statement = Statement::new(

@@ -11,7 +11,16 @@
 //! A claim sets `locked_until` (the lease); a row is claimable when it is due
 //! and not leased, so a crashed relay's rows become claimable again by
 //! themselves when the lease ends.
+//!
+//! A payload up to 32 KiB of JSON is kept in the row; a larger one is put in
+//! the blob store before the row is written ([`enqueue_with_blobs`]) and the
+//! row keeps the reference ([`payload`]). Every row any statement returns
+//! stays inside the Data API's 64 KB, and every claim inside its 1 MiB
+//! ([`repo::CLAIM_BUDGET_BYTES`]).
 
+pub mod blob_refs;
+pub mod enqueue;
+pub mod payload;
 pub mod relay;
 pub mod repo;
 
@@ -22,10 +31,12 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 pub use crate::store::Retention;
+pub use enqueue::{EnqueueError, NewOutboxEvent, enqueue, enqueue_with_blobs};
+pub use payload::{PayloadError, PayloadStorage};
 pub use repo::{
-    ClaimRequest, DeliveryOutcome, DeliveryResult, NewOutboxEvent, PendingSummary, Unrecorded,
-    claim_due, counts_by_status, enqueue, get, oldest_pending_created_at, pending_summary,
-    purge_finished, record_and_claim, record_results,
+    ClaimRequest, Claimed, DeliveryOutcome, DeliveryResult, PendingSummary, UnreadableRow,
+    Unrecorded, claim_batch, claim_due, claim_ids, counts_by_status, get,
+    oldest_pending_created_at, pending_summary, purge_finished, record_and_claim, record_results,
 };
 
 /// Status of an outbox row (the `outbox_status_check` constraint lists the same values).
@@ -94,8 +105,13 @@ pub struct OutboxRow {
     pub event_type: String,
     /// Destination name from configuration.
     pub destination: String,
-    /// The JSON payload as text: the exact bytes to sign and send.
+    /// The JSON payload as text when it is in the row and was returned
+    /// (jsonb's canonical form: the exact bytes to sign and send); empty
+    /// otherwise, see `payload_storage` and [`payload::read`].
     pub payload: String,
+    /// Where the payload is: inline, inline but too large to be returned
+    /// whole, or in the blob store by reference.
+    pub payload_storage: PayloadStorage,
     /// Current status.
     pub status: OutboxStatus,
     /// Delivery attempts so far.

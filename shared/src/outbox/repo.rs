@@ -6,63 +6,21 @@ use std::collections::HashMap;
 use chrono::{DateTime, SecondsFormat, Utc};
 use uuid::Uuid;
 
+use super::payload::PayloadStorage;
 use super::{OutboxRow, OutboxStatus};
+use crate::blob::{BlobKey, BlobRef};
 use crate::params;
 use crate::store::{
-    DbError, Executor, Retention, Row, Statement, Transaction, fetch_one, fetch_optional,
+    DbError, Executor, Params, Retention, Row, Statement, fetch_one, fetch_optional,
 };
 
-/// An outbound event, written by business code inside its transaction.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewOutboxEvent {
-    /// What kind of thing changed (e.g. `order`).
-    pub aggregate_type: String,
-    /// Which one (e.g. the order id).
-    pub aggregate_id: String,
-    /// Event type (e.g. `order.paid`).
-    pub event_type: String,
-    /// Destination name from configuration.
-    pub destination: String,
-    /// The payload.
-    pub payload: serde_json::Value,
-}
-
-pub const ENQUEUE: Statement = Statement::new(
-    "outbox.enqueue",
-    "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination, payload,
-                         status, next_attempt_at, created_at)
-     VALUES (:id, :aggregate_type, :aggregate_id, :event_type, :destination,
-             CAST(:payload AS jsonb), 'pending', CAST(:now AS timestamptz),
-             CAST(:now AS timestamptz))",
-);
-
-/// Writes an outbound event inside the caller's transaction (so it exists
-/// if and only if the business change commits). Due at once. Returns its id,
-/// which every delivery will carry as `webhook-id`.
-pub async fn enqueue(
-    tx: &dyn Transaction,
-    event: &NewOutboxEvent,
-    now: DateTime<Utc>,
-) -> Result<Uuid, DbError> {
-    let id = Uuid::now_v7();
-    tx.execute(
-        &ENQUEUE,
-        &params! {
-            "id" => id,
-            "aggregate_type" => event.aggregate_type.as_str(),
-            "aggregate_id" => event.aggregate_id.as_str(),
-            "event_type" => event.event_type.as_str(),
-            "destination" => event.destination.as_str(),
-            "payload" => event.payload.clone(),
-            "now" => now,
-        },
-    )
-    .await?;
-    Ok(id)
-}
-
-/// Columns every outbox read returns, the payload as text (jsonb's canonical
-/// form, identical on every adapter and on every attempt).
+/// Columns every outbox read returns. The payload as text (jsonb's
+/// canonical form, identical on every adapter and on every attempt) only up
+/// to [`READ_CHUNK_BYTES`](super::payload::READ_CHUNK_BYTES) (40960): a larger inline payload comes back as
+/// NULL with its size, so no row of any statement passes the Data API's
+/// 64 KB (`payload::read` fetches it in pieces). `payload_size` is the size
+/// of what the relay POSTs (rows written before migration 7 have none
+/// stored for an inline payload: it is computed).
 macro_rules! outbox_columns {
     ($p:literal) => {
         concat!(
@@ -77,9 +35,23 @@ macro_rules! outbox_columns {
             $p,
             "event_type, ",
             $p,
-            "destination, CAST(",
+            "destination, ",
+            "CASE WHEN coalesce(",
             $p,
-            "payload AS text) AS payload, ",
+            "payload_size, octet_length(CAST(",
+            $p,
+            "payload AS text))) <= 40960 THEN CAST(",
+            $p,
+            "payload AS text) END AS payload, ",
+            "coalesce(",
+            $p,
+            "payload_size, octet_length(CAST(",
+            $p,
+            "payload AS text))) AS payload_size, ",
+            $p,
+            "payload_key, ",
+            $p,
+            "payload_sha256, ",
             $p,
             "status, ",
             $p,
@@ -102,20 +74,54 @@ macro_rules! outbox_columns {
     };
 }
 
+/// The claim function's arguments (migration 7).
+macro_rules! claim_args {
+    () => {
+        "CAST(:now AS timestamptz), CAST(:lease_until AS timestamptz), :worker,
+         CAST(:limit AS bigint), CAST(:ordered AS jsonb), CAST(:budget AS bigint)"
+    };
+}
+
 pub const CLAIM_DUE: Statement = Statement::new(
     "outbox.claim_due",
     concat!(
         "SELECT ",
         outbox_columns!("o."),
-        " FROM outbox_claim_due(CAST(:now AS timestamptz), CAST(:lease_until AS timestamptz),
-                                :worker, CAST(:limit AS bigint), CAST(:ordered AS jsonb)) AS o"
+        " FROM outbox_claim_due(",
+        claim_args!(),
+        ") AS o"
     ),
 );
+
+/// The same claim, returning ids only: rows that cannot be too large for
+/// any response. How a relay recovers from a claim that failed as a whole
+/// ([`claim_ids`]).
+pub const CLAIM_IDS: Statement = Statement::new(
+    "outbox.claim_ids",
+    concat!(
+        "SELECT o.id FROM outbox_claim_due(",
+        claim_args!(),
+        ") AS o"
+    ),
+);
+
+/// The Data API's limit on one response, bytes.
+pub const MAX_RESPONSE_BYTES: i64 = 1024 * 1024;
+
+/// The budget of the relay's claims, bytes: 7/8 of the Data API's 1 MiB
+/// response. A claim stops leasing rows once the bytes they add to its
+/// answer would pass its budget (and always takes one): each row counts its
+/// inline payload, its other variable columns and 128 for the fixed ones
+/// (migration 7). 50 due rows of 30 KB are claimed over two claims.
+pub const CLAIM_BUDGET_BYTES: i64 = MAX_RESPONSE_BYTES / 8 * 7;
 
 /// What [`claim_due`] claims.
 #[derive(Debug, Clone, Copy)]
 pub struct ClaimRequest<'a> {
-    /// The relay taking the lease (recorded in `locked_by`).
+    /// The lease token (recorded in `locked_by`): one per claim, naming the
+    /// relay and its batch. A claim takes back rows its own token leases
+    /// (how a claim whose answer was lost is recovered), so two claims must
+    /// never share a token.
     pub worker: &'a str,
     /// Rows due at or before this time are claimable.
     pub now: DateTime<Utc>,
@@ -128,35 +134,120 @@ pub struct ClaimRequest<'a> {
     pub ordered_destinations: &'a [String],
 }
 
+impl ClaimRequest<'_> {
+    fn params(&self, budget: i64) -> Params {
+        params! {
+            "now" => self.now,
+            "lease_until" => self.lease_until,
+            "worker" => self.worker,
+            "limit" => self.limit,
+            "ordered" => serde_json::Value::from(self.ordered_destinations.to_vec()),
+            "budget" => budget,
+        }
+    }
+}
+
+/// A claimed (so leased) row that could not be decoded: it can never be
+/// delivered as written; the relay marks it dead with `error`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreadableRow {
+    /// The row.
+    pub id: Uuid,
+    /// What could not be read.
+    pub error: String,
+}
+
+/// What a claim returned: the rows, in insertion order, and the rows it
+/// leased but could not decode.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Claimed {
+    /// Readable rows, in insertion order.
+    pub rows: Vec<OutboxRow>,
+    /// Leased rows that could not be decoded (each alone; the others are
+    /// unaffected).
+    pub unreadable: Vec<UnreadableRow>,
+}
+
+impl Claimed {
+    /// Rows claimed, readable or not.
+    pub fn len(&self) -> usize {
+        self.rows.len() + self.unreadable.len()
+    }
+
+    /// True when nothing was claimed.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Decodes the rows of a claim, each on its own; rows without an id
+    /// (the claim half of [`RECORD_AND_CLAIM`] found nothing) are skipped.
+    fn decode(rows: &[Row]) -> Result<Claimed, DbError> {
+        let mut out = Claimed::default();
+        for r in rows {
+            let Some(id) = r.opt_uuid("id")? else {
+                continue;
+            };
+            match outbox_row(r) {
+                Ok(row) => out.rows.push(row),
+                Err(e) => out.unreadable.push(UnreadableRow {
+                    id,
+                    error: e.to_string(),
+                }),
+            }
+        }
+        out.rows.sort_by_key(|r| r.seq);
+        Ok(out)
+    }
+}
+
 /// Leases up to `limit` due rows until `lease_until`, in ONE statement
-/// (`FOR UPDATE SKIP LOCKED`: concurrent relays get disjoint rows). The
+/// (`FOR UPDATE SKIP LOCKED`: concurrent relays get disjoint rows), within
+/// [`CLAIM_BUDGET_BYTES`] of answer. The
 /// lease only sets `locked_until`/`locked_by`, columns no index covers, so
 /// PostgreSQL updates the row in place (HOT) without touching any index. For
 /// ordered destinations only the oldest undelivered row of each aggregate is
 /// claimable. Returned in insertion order. The SQL is the function
-/// `outbox_claim_due` (migration 0005), which pins the plan to a walk of the
-/// due index whatever the table's statistics say.
+/// `outbox_claim_due` (migrations 5 and 7), which pins the plan to a walk of
+/// the due index whatever the table's statistics say. A row that cannot be
+/// decoded fails the call (its lease stays): the relay uses [`claim_batch`].
 pub async fn claim_due(
     db: &dyn Executor,
     request: ClaimRequest<'_>,
 ) -> Result<Vec<OutboxRow>, DbError> {
-    let ordered = serde_json::Value::from(request.ordered_destinations.to_vec());
+    let claimed = claim_batch(db, request, CLAIM_BUDGET_BYTES).await?;
+    if let Some(bad) = claimed.unreadable.first() {
+        return Err(DbError::Decode {
+            statement: CLAIM_DUE.name,
+            column: "*".into(),
+            detail: format!("outbox row {}: {}", bad.id, bad.error),
+        });
+    }
+    Ok(claimed.rows)
+}
+
+/// [`claim_due`] with an explicit budget (bytes of answer: inline payloads
+/// and the other columns; always at least one row), each row decoded on its
+/// own.
+pub async fn claim_batch(
+    db: &dyn Executor,
+    request: ClaimRequest<'_>,
+    budget: i64,
+) -> Result<Claimed, DbError> {
+    let rows = db.execute(&CLAIM_DUE, &request.params(budget)).await?.rows;
+    Claimed::decode(&rows)
+}
+
+/// The claim of [`claim_due`], returning only the ids (in no particular
+/// order), for rows that a whole answer could not carry:
+/// the caller then reads each row alone. Under the token of a claim that
+/// failed, it takes that claim's leases back first (they are the oldest
+/// due rows).
+pub async fn claim_ids(db: &dyn Executor, request: ClaimRequest<'_>) -> Result<Vec<Uuid>, DbError> {
     let rows = db
-        .execute(
-            &CLAIM_DUE,
-            &params! {
-                "now" => request.now,
-                "lease_until" => request.lease_until,
-                "worker" => request.worker,
-                "limit" => request.limit,
-                "ordered" => ordered,
-            },
-        )
+        .execute(&CLAIM_IDS, &request.params(CLAIM_BUDGET_BYTES))
         .await?
         .rows;
-    let mut out = rows.iter().map(outbox_row).collect::<Result<Vec<_>, _>>()?;
-    out.sort_by_key(|r| r.seq);
-    Ok(out)
+    rows.iter().map(|r| r.uuid("id")).collect()
 }
 
 /// What happened to one delivery attempt.
@@ -248,6 +339,23 @@ pub async fn record_results(
         .affected)
 }
 
+/// Longest `last_error` recorded, bytes: errors come back with every claim
+/// of the row, so they are cut (on a character boundary) to keep claimed
+/// rows small.
+pub const MAX_LAST_ERROR_BYTES: usize = 2048;
+
+/// `error` cut to [`MAX_LAST_ERROR_BYTES`], marked with `…` when cut.
+fn bounded(error: &str) -> String {
+    if error.len() <= MAX_LAST_ERROR_BYTES {
+        return error.to_string();
+    }
+    let mut end = MAX_LAST_ERROR_BYTES - '…'.len_utf8();
+    while !error.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &error[..end])
+}
+
 /// `:results` of [`RECORD_RESULTS`] and [`RECORD_AND_CLAIM`].
 fn results_json(results: &[DeliveryResult]) -> serde_json::Value {
     results
@@ -270,7 +378,7 @@ fn results_json(results: &[DeliveryResult]) -> serde_json::Value {
                 "attempted": attempted,
                 "next_attempt_at": next,
                 "status_code": r.status_code,
-                "error": r.error,
+                "error": r.error.as_deref().map(bounded),
             })
         })
         .collect::<Vec<_>>()
@@ -294,9 +402,9 @@ pub const RECORD_AND_CLAIM: Statement = Statement::new(
         SELECT r.n AS recorded, ",
         outbox_columns!("c."),
         " FROM (SELECT count(*) AS n FROM recorded) AS r
-          LEFT JOIN LATERAL outbox_claim_due(
-                CAST(:now AS timestamptz), CAST(:lease_until AS timestamptz), :worker,
-                CAST(:limit AS bigint), CAST(:ordered AS jsonb)) AS c ON true"
+          LEFT JOIN LATERAL outbox_claim_due(",
+        claim_args!(),
+        ") AS c ON true"
     ),
 );
 
@@ -309,44 +417,29 @@ pub struct Unrecorded<'a> {
     pub results: &'a [DeliveryResult],
 }
 
-/// [`record_results`] of the previous batch and [`claim_due`] of the next in
-/// ONE statement (one round trip, one commit per batch of a relay lane).
-/// The claim runs after the recording (it is the outer side of a lateral
-/// join), so it sees its changes: the next row of an ordered aggregate whose
-/// row was just delivered is claimable at once. Returns the rows recorded
-/// and the rows claimed (in insertion order).
+/// [`record_results`] of the previous batch and [`claim_batch`] of the next
+/// (within [`CLAIM_BUDGET_BYTES`]) in ONE statement (one round
+/// trip, one commit per batch of a relay lane). The claim runs after the
+/// recording (it is the outer side of a lateral join), so it sees its
+/// changes: the next row of an ordered aggregate whose row was just
+/// delivered is claimable at once. Returns the rows recorded and what was
+/// claimed (rows in insertion order, and the claimed rows that could not be
+/// decoded, each alone).
 pub async fn record_and_claim(
     db: &dyn Executor,
     previous: Unrecorded<'_>,
     request: ClaimRequest<'_>,
-) -> Result<(u64, Vec<OutboxRow>), DbError> {
-    let rows = db
-        .execute(
-            &RECORD_AND_CLAIM,
-            &params! {
-                "results" => results_json(previous.results),
-                "recorded_by" => previous.recorded_by,
-                "now" => request.now,
-                "lease_until" => request.lease_until,
-                "worker" => request.worker,
-                "limit" => request.limit,
-                "ordered" => serde_json::Value::from(request.ordered_destinations.to_vec()),
-            },
-        )
-        .await?
-        .rows;
+) -> Result<(u64, Claimed), DbError> {
+    let params = request
+        .params(CLAIM_BUDGET_BYTES)
+        .with("results", results_json(previous.results))
+        .with("recorded_by", previous.recorded_by);
+    let rows = db.execute(&RECORD_AND_CLAIM, &params).await?.rows;
     let recorded = match rows.first() {
         Some(r) => u64::try_from(r.i64("recorded")?).unwrap_or(0),
         None => 0,
     };
-    let mut claimed = Vec::with_capacity(rows.len());
-    for r in &rows {
-        if !matches!(r.value("id")?, crate::store::Value::Null) {
-            claimed.push(outbox_row(r)?);
-        }
-    }
-    claimed.sort_by_key(|r| r.seq);
-    Ok((recorded, claimed))
+    Ok((recorded, Claimed::decode(&rows)?))
 }
 
 pub const COUNTS: Statement = Statement::new(
@@ -409,8 +502,14 @@ pub const PURGE_DELETE: Statement = Statement::new(
          WHERE status = 'delivered' AND created_at < CAST(:cutoff AS timestamptz)
          LIMIT :limit
          FOR UPDATE SKIP LOCKED
+    ), deleted AS (
+        DELETE FROM outbox AS o USING old WHERE o.id = old.id RETURNING o.payload_key
+    ), queued AS (
+        INSERT INTO blob_deletions (key)
+        SELECT DISTINCT payload_key FROM deleted WHERE payload_key IS NOT NULL
+        ON CONFLICT (key) DO NOTHING
     )
-    DELETE FROM outbox AS o USING old WHERE o.id = old.id",
+    SELECT count(*) AS purged FROM deleted",
 );
 
 pub const PURGE_ARCHIVE: Statement = Statement::new(
@@ -427,21 +526,25 @@ pub const PURGE_ARCHIVE: Statement = Statement::new(
 );
 
 /// Deletes (or archives) at most `limit` delivered rows created before
-/// `cutoff`; returns how many. Dead rows are kept for the operator.
+/// `cutoff`; returns how many. Dead rows are kept for the operator. One
+/// statement. Deleting queues the blob keys of the deleted rows in
+/// `blob_deletions` (the relay's retention deletes the objects no row
+/// refers to any more); archived rows keep their references, and so their
+/// objects.
 pub async fn purge_finished(
     db: &dyn Executor,
     cutoff: DateTime<Utc>,
     limit: i64,
     mode: Retention,
 ) -> Result<u64, DbError> {
-    let statement = match mode {
-        Retention::Delete => &PURGE_DELETE,
-        Retention::Archive => &PURGE_ARCHIVE,
-    };
-    Ok(db
-        .execute(statement, &params! { "cutoff" => cutoff, "limit" => limit })
-        .await?
-        .affected)
+    let params = params! { "cutoff" => cutoff, "limit" => limit };
+    match mode {
+        Retention::Delete => {
+            let purged = fetch_one(db, &PURGE_DELETE, &params).await?.i64("purged")?;
+            Ok(u64::try_from(purged).unwrap_or(0))
+        }
+        Retention::Archive => Ok(db.execute(&PURGE_ARCHIVE, &params).await?.affected),
+    }
 }
 
 pub const GET: Statement = Statement::new(
@@ -471,7 +574,48 @@ fn parse_status(r: &Row, s: &str) -> Result<OutboxStatus, DbError> {
         })
 }
 
+/// The payload columns of a row read with [`outbox_columns`]: the inline
+/// text (empty unless inline and returned) and where the payload is.
+fn row_payload(r: &Row) -> Result<(String, PayloadStorage), DbError> {
+    let decode = |column: &str, detail: String| DbError::Decode {
+        statement: r.statement(),
+        column: column.into(),
+        detail,
+    };
+    let size = r
+        .opt_i64("payload_size")?
+        .map(|n| u64::try_from(n).map_err(|_| decode("payload_size", format!("{n} is negative"))))
+        .transpose()?;
+    if let Some(key) = r.opt_text("payload_key")? {
+        let key = BlobKey::parse(&key).map_err(|e| decode("payload_key", e.to_string()))?;
+        let sha256: [u8; 32] = r
+            .bytes("payload_sha256")?
+            .try_into()
+            .map_err(|b: Vec<u8>| {
+                decode(
+                    "payload_sha256",
+                    format!("{} bytes, a sha256 has 32", b.len()),
+                )
+            })?;
+        let size = size.ok_or_else(|| decode("payload_size", "unexpected NULL".into()))?;
+        return Ok((
+            String::new(),
+            PayloadStorage::Blob(BlobRef { key, size, sha256 }),
+        ));
+    }
+    match r.opt_text("payload")? {
+        Some(text) => Ok((text, PayloadStorage::Inline)),
+        None => Ok((
+            String::new(),
+            PayloadStorage::InlineUnread {
+                size: size.unwrap_or(0),
+            },
+        )),
+    }
+}
+
 fn outbox_row(r: &Row) -> Result<OutboxRow, DbError> {
+    let (payload, payload_storage) = row_payload(r)?;
     Ok(OutboxRow {
         id: r.uuid("id")?,
         seq: r.i64("seq")?,
@@ -479,7 +623,8 @@ fn outbox_row(r: &Row) -> Result<OutboxRow, DbError> {
         aggregate_id: r.text("aggregate_id")?,
         event_type: r.text("event_type")?,
         destination: r.text("destination")?,
-        payload: r.text("payload")?,
+        payload,
+        payload_storage,
         status: parse_status(r, &r.text("status")?)?,
         attempts: r.i64("attempts")?,
         next_attempt_at: r.timestamp("next_attempt_at")?,
@@ -490,4 +635,39 @@ fn outbox_row(r: &Row) -> Result<OutboxRow, DbError> {
         created_at: r.timestamp("created_at")?,
         processed_at: r.opt_timestamp("processed_at")?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::payload::READ_CHUNK_BYTES;
+    use super::*;
+
+    #[test]
+    fn reads_return_inline_payloads_only_up_to_the_chunk_size() {
+        let bound = format!("<= {READ_CHUNK_BYTES} THEN CAST(o.payload AS text)");
+        assert!(CLAIM_DUE.sql.contains(&bound), "{}", CLAIM_DUE.sql);
+        assert!(
+            RECORD_AND_CLAIM.sql.contains(&bound.replace("o.", "c.")),
+            "{}",
+            RECORD_AND_CLAIM.sql
+        );
+        assert!(GET.sql.contains(&bound.replace("o.", "")), "{}", GET.sql);
+    }
+
+    #[test]
+    fn the_claim_budget_leaves_an_eighth_of_the_response_spare() {
+        assert_eq!(CLAIM_BUDGET_BYTES, 917_504);
+        // 30 KB payloads: a batch of 50 takes two claims
+        const { assert!(CLAIM_BUDGET_BYTES < 50 * 30_000) };
+        const { assert!(CLAIM_BUDGET_BYTES > 25 * 30_000) };
+    }
+
+    #[test]
+    fn last_errors_are_cut_on_a_char_boundary() {
+        assert_eq!(bounded("short"), "short");
+        let long = "é".repeat(MAX_LAST_ERROR_BYTES);
+        let cut = bounded(&long);
+        assert!(cut.len() <= MAX_LAST_ERROR_BYTES, "{}", cut.len());
+        assert!(cut.ends_with('…'));
+    }
 }

@@ -31,6 +31,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 
+use crate::blob::BlobStore;
 use crate::inbox::InboxRow;
 use crate::store::{DbError, Transaction};
 
@@ -46,6 +47,12 @@ pub struct InboxEvent<'a> {
     /// The processor's "now" (pass it to `outbox::enqueue` and use it for
     /// your own timestamps, so tests control time).
     pub now: DateTime<Utc>,
+    /// The blob store, for `outbox::enqueue_with_blobs(tx, event.blobs, …)`:
+    /// a payload over the inline threshold (32 KiB of JSON) is put there,
+    /// before its row is written, and the row keeps the reference. The put
+    /// is not undone if the transaction rolls back: the object stays, with
+    /// no row referring to it (see docs/blobs.md, orphans).
+    pub blobs: &'a dyn BlobStore,
     /// How many times the queue has delivered this message (1 on the first try).
     pub receive_count: u32,
 }

@@ -712,6 +712,7 @@ impl Processor<'_> {
             row,
             body,
             now,
+            blobs: self.blobs,
             receive_count: slot.msg.receive_count,
         };
         let tx = match self.db.begin().await {

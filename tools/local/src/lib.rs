@@ -359,6 +359,7 @@ impl LocalStack {
         startup.sweep_after = Duration::ZERO;
         let startup_sweep = Relay::new(
             db.clone(),
+            blobs.clone(),
             Arc::new(HttpSender::default()),
             Some(queue.clone()),
             clock.clone(),
@@ -374,6 +375,7 @@ impl LocalStack {
         let relay = RelayFunction::new(
             Relay::new(
                 db.clone(),
+                blobs.clone(),
                 Arc::new(HttpSender::default()),
                 Some(queue.clone()),
                 clock.clone(),

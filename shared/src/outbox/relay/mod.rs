@@ -7,12 +7,23 @@
 //! ```text
 //! `lanes` loops, each until the deadline (minus a margin):
 //!   record the previous batch's results
-//!     + claim ≤ batch_size due rows, leased to this batch  (1 statement)
+//!     + claim ≤ batch_size due rows, leased to this batch,
+//!       within the claim's byte budget                    (1 statement)
+//!   read payloads stored by reference (blob store, sha256 checked)
 //!   POST each, ≤ max_in_flight at once per destination
 //!   nothing was due → pause ~1 s
 //! every minute: sweep stranded inbox rows → queue
-//! once a run:   purge finished rows older than the retention
+//! once a run:   purge finished rows older than the retention, then the
+//!               blob objects no row refers to any more (`retention`)
 //! ```
+//!
+//! A row that can never be delivered as written (its payload object is
+//! missing or corrupt, the row cannot be decoded or returned) is dead at once
+//! with the reason, alone; a blob store outage is a failed attempt like a
+//! failed POST. A claim that fails as a whole, not retryably, is claimed
+//! again under its token, row by row ([`Relay::deliver_batch`] and the lanes
+//! alike): no lane stops, or claims the same failing rows forever, because
+//! of one row.
 //!
 //! Outcomes: 2xx → delivered. 410 → dead at once, and the destination is
 //! reported gone (log + `Gone` metric). Anything else (3xx, 4xx, 5xx, no
@@ -27,8 +38,10 @@
 //! `webhook-id`, when the lease ends.
 //! Details and the configuration are in `docs/relay.md`.
 
+mod attempt;
 pub mod backoff;
 pub mod guard;
+pub mod retention;
 pub mod sender;
 pub mod settings;
 
@@ -41,17 +54,20 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use tokio::sync::Semaphore;
 
+use crate::blob::BlobStore;
 use crate::clock::Clock;
 use crate::config::{ConfigStore, Destination, HookboxConfig};
 use crate::inbox::{self, InboxMessage};
 use crate::metrics::{Metrics, Unit};
-use crate::outbox::{self, ClaimRequest, DeliveryOutcome, DeliveryResult, OutboxRow, Unrecorded};
+use crate::outbox::repo::CLAIM_BUDGET_BYTES;
+use crate::outbox::{self, ClaimRequest, Claimed, DeliveryResult, UnreadableRow, Unrecorded};
 use crate::queue::Queue;
-use crate::signature::sign_standard_webhooks;
 use crate::store::{Database, DbError};
+use attempt::Kind;
 
 pub use backoff::{FixedJitter, Jitter, RandomJitter};
 pub use guard::{NetworkGuard, Refused};
+pub use retention::PurgeReport;
 pub use sender::{HttpSender, OutboundRequest, SendOutcome, WebhookSender};
 pub use settings::{RelaySettings, SettingsError};
 
@@ -91,6 +107,10 @@ pub struct BatchReport {
     pub refused: u64,
     /// Released unattempted (the batch ran out of time).
     pub not_attempted: u64,
+    /// Of `dead`: rows that can never be delivered as written (their
+    /// payload object is missing or corrupt, or the row itself cannot be
+    /// read or decoded).
+    pub unreadable: u64,
     /// Rows the result statement changed (less than the results when a
     /// lease had run out and another relay took the row).
     pub recorded: u64,
@@ -105,6 +125,7 @@ impl BatchReport {
         self.gone += other.gone;
         self.refused += other.refused;
         self.not_attempted += other.not_attempted;
+        self.unreadable += other.unreadable;
         self.recorded += other.recorded;
     }
 }
@@ -117,15 +138,6 @@ pub struct SweepReport {
     /// Rows found stranded whose message could not be sent (they are swept
     /// again after another `sweep_after`).
     pub send_failed: u64,
-}
-
-/// What retention did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PurgeReport {
-    /// Inbox rows deleted or archived.
-    pub inbox: u64,
-    /// Outbox rows deleted or archived.
-    pub outbox: u64,
 }
 
 /// What a whole run did.
@@ -159,9 +171,12 @@ impl RunReport {
             .count("Gone", d.gone)
             .count("Refused", d.refused)
             .count("NotAttempted", d.not_attempted)
+            .count("Unreadable", d.unreadable)
             .count("Swept", self.sweep.swept)
             .count("SweepSendFailed", self.sweep.send_failed)
             .count("Purged", self.purge.inbox + self.purge.outbox)
+            .count("BlobsDeleted", self.purge.blobs_deleted)
+            .count("BlobDeleteFailed", self.purge.blob_delete_failed)
             .count("RelayErrors", self.errors.len() as u64);
         if let Some(pending) = self.pending {
             m.record("OutboxPending", Unit::Count, pending as f64);
@@ -199,6 +214,7 @@ impl Slots {
 #[derive(Debug, Clone)]
 pub struct Relay {
     db: Arc<dyn Database>,
+    blobs: Arc<dyn BlobStore>,
     sender: Arc<dyn WebhookSender>,
     queue: Option<Arc<dyn Queue>>,
     clock: Arc<dyn Clock>,
@@ -208,9 +224,12 @@ pub struct Relay {
 }
 
 impl Relay {
-    /// A relay; `queue` is the inbox queue for the sweeper (`None`: no sweeping).
+    /// A relay; `blobs` holds the payloads stored by reference (read before
+    /// they are POSTed) and the objects retention deletes; `queue` is the
+    /// inbox queue for the sweeper (`None`: no sweeping).
     pub fn new(
         db: Arc<dyn Database>,
+        blobs: Arc<dyn BlobStore>,
         sender: Arc<dyn WebhookSender>,
         queue: Option<Arc<dyn Queue>>,
         clock: Arc<dyn Clock>,
@@ -218,6 +237,7 @@ impl Relay {
     ) -> Self {
         Self {
             db,
+            blobs,
             sender,
             queue,
             clock,
@@ -242,21 +262,31 @@ impl Relay {
     /// result (one statement). A row that waited `slot_wait` for one of its
     /// destination's `max_in_flight` slots, or would start too close to
     /// `batch_deadline`, is released unattempted; no request outlives the
-    /// deadline. (A lane of [`Relay::run`] records each batch together with
-    /// its next claim instead: one statement per batch.)
+    /// deadline. A claim that fails as a whole, not retryably, is claimed
+    /// again row by row ([`Relay::reclaim`]). (A lane of [`Relay::run`]
+    /// records each batch together with its next claim instead: one
+    /// statement per batch.)
     pub async fn deliver_batch(
         &self,
         config: &HookboxConfig,
         batch_deadline: DateTime<Utc>,
     ) -> Result<BatchReport, DbError> {
         let lease = self.lease(config, batch_deadline);
-        let rows =
-            outbox::claim_due(self.db.as_ref(), lease.request(self.settings.batch_size)).await?;
-        if rows.is_empty() {
+        let request = lease.request(self.settings.batch_size);
+        let claimed = match outbox::claim_batch(self.db.as_ref(), request, CLAIM_BUDGET_BYTES).await
+        {
+            Ok(claimed) => claimed,
+            Err(e) if !e.is_retryable() => {
+                tracing::error!(error = %e, "the claim failed; claiming its rows again one by one");
+                self.reclaim(&lease).await?
+            }
+            Err(e) => return Err(e),
+        };
+        if claimed.is_empty() {
             return Ok(BatchReport::default());
         }
         let delivered = self
-            .deliver(config, lease.token, rows, batch_deadline)
+            .deliver(config, lease.token, claimed, batch_deadline)
             .await;
         let recorded = outbox::record_results(
             self.db.as_ref(),
@@ -287,25 +317,65 @@ impl Relay {
         }
     }
 
+    /// After a claim statement failed as a whole and not retryably (the Data
+    /// API refusing an answer it cannot carry, after the statement ran and
+    /// committed its leases; a row no statement can decode): claims again
+    /// under the same token, ids only, which takes that claim's leases back
+    /// first (they are the oldest due rows), then reads each row on its own.
+    /// A row that cannot be read on its own either is returned as
+    /// unreadable (the caller records it dead with the reason); the others
+    /// are delivered as usual. A retryable error while reading ends it.
+    async fn reclaim(&self, lease: &Lease) -> Result<Claimed, DbError> {
+        let ids =
+            outbox::claim_ids(self.db.as_ref(), lease.request(self.settings.batch_size)).await?;
+        let mut claimed = Claimed::default();
+        for id in ids {
+            match outbox::get(self.db.as_ref(), id).await {
+                Ok(Some(row)) => claimed.rows.push(row),
+                // (deleted meanwhile: nothing to deliver)
+                Ok(None) => {}
+                Err(e) if e.is_retryable() => return Err(e),
+                Err(e) => claimed.unreadable.push(UnreadableRow {
+                    id,
+                    error: e.to_string(),
+                }),
+            }
+        }
+        claimed.rows.sort_by_key(|r| r.seq);
+        Ok(claimed)
+    }
+
     /// Delivers claimed rows (each destination's slots shared with every
-    /// lane); the results are not recorded yet.
+    /// lane); the results are not recorded yet. Rows the claim could not
+    /// decode are dead, with the reason.
     async fn deliver(
         &self,
         config: &HookboxConfig,
         token: String,
-        rows: Vec<OutboxRow>,
+        claimed: Claimed,
         batch_deadline: DateTime<Utc>,
     ) -> Delivered {
         let mut report = BatchReport {
-            claimed: rows.len() as u64,
+            claimed: claimed.len() as u64,
             ..BatchReport::default()
         };
-        let attempts = rows.iter().map(|row| {
+        let attempts = claimed.rows.iter().map(|row| {
             let destination = config.destination(&row.destination);
             let slot = destination.map(|d| self.slots.of(d));
             self.attempt(row, destination, slot, batch_deadline)
         });
-        let outcomes = futures::future::join_all(attempts).await;
+        let mut outcomes = futures::future::join_all(attempts).await;
+        outcomes.extend(claimed.unreadable.into_iter().map(|bad| {
+            attempt::dead_unreadable(
+                bad.id,
+                None,
+                format!(
+                    "the row cannot be read: {}; it can never be delivered as written \
+                     (fix the row, then `hookbox outbox retry`)",
+                    bad.error
+                ),
+            )
+        }));
         let mut results = Vec::with_capacity(outcomes.len());
         for (result, kind) in outcomes {
             match kind {
@@ -314,10 +384,15 @@ impl Relay {
                     report.retried += 1;
                     report.refused += u64::from(refused);
                 }
-                Kind::Dead { gone, refused } => {
+                Kind::Dead {
+                    gone,
+                    refused,
+                    unreadable,
+                } => {
                     report.dead += 1;
                     report.gone += u64::from(gone);
                     report.refused += u64::from(refused);
+                    report.unreadable += u64::from(unreadable);
                 }
                 Kind::NotAttempted => report.not_attempted += 1,
             }
@@ -328,233 +403,6 @@ impl Relay {
             results,
             report,
         }
-    }
-
-    async fn attempt(
-        &self,
-        row: &OutboxRow,
-        destination: Option<&Destination>,
-        slot: Option<Arc<Semaphore>>,
-        batch_deadline: DateTime<Utc>,
-    ) -> (DeliveryResult, Kind) {
-        let attempt = u32::try_from(row.attempts.max(0))
-            .unwrap_or(u32::MAX)
-            .saturating_add(1);
-        let Some(destination) = destination else {
-            // a row for a destination no longer (or not yet) configured:
-            // keep it, retry on the default schedule, dead eventually
-            let error = format!(
-                "destination {:?} is not configured (add it to the configuration's \
-                 destinations)",
-                row.destination
-            );
-            tracing::error!(outbox_id = %row.id, destination = %row.destination, "{error}");
-            return self.failure(row, None, attempt, error, None, None, false);
-        };
-        let not_attempted = |next_attempt_at: DateTime<Utc>| {
-            (
-                DeliveryResult {
-                    id: row.id,
-                    outcome: DeliveryOutcome::NotAttempted { next_attempt_at },
-                    status_code: None,
-                    error: None,
-                },
-                Kind::NotAttempted,
-            )
-        };
-        // wait for one of the destination's slots, but not past the batch
-        // deadline, and not longer than `slot_wait`: a destination whose
-        // slots are all held by hanging requests (of any lane) must not hold
-        // this batch, and so every other destination's rows, hostage
-        let _permit = match slot {
-            Some(slot) => {
-                let left = (batch_deadline - self.clock.now())
-                    .to_std()
-                    .unwrap_or_default()
-                    .saturating_sub(self.settings.min_request_time);
-                let wait = self.settings.slot_wait.min(left);
-                match tokio::time::timeout(wait, slot.acquire_owned()).await {
-                    Ok(permit) => permit.ok(),
-                    Err(_) => {
-                        let now = self.clock.now();
-                        return not_attempted(now + chrono_duration(self.settings.slot_wait));
-                    }
-                }
-            }
-            None => None,
-        };
-        let start = self.clock.now();
-        let left = (batch_deadline - start).to_std().unwrap_or_default();
-        if left < self.settings.min_request_time {
-            return not_attempted(start);
-        }
-        let webhook_id = row.id.to_string();
-        let headers = match sign_standard_webhooks(
-            &webhook_id,
-            start,
-            row.payload.as_bytes(),
-            &destination.secrets,
-        ) {
-            Ok(headers) => headers,
-            Err(e) => {
-                let error = format!("cannot sign for destination {:?}: {e}", destination.name);
-                return self.failure(row, Some(destination), attempt, error, None, None, false);
-            }
-        };
-        let timeout = destination.timeout.min(left);
-        let sent = self
-            .sender
-            .send(OutboundRequest {
-                destination,
-                headers,
-                body: &row.payload,
-                timeout,
-            })
-            .await;
-        let span_fields = (row.id, destination.name.as_str(), attempt);
-        match sent {
-            SendOutcome::Response { status, .. } if (200..300).contains(&status) => {
-                tracing::info!(outbox_id = %span_fields.0, destination = span_fields.1, attempt, status, "delivered");
-                (
-                    DeliveryResult {
-                        id: row.id,
-                        outcome: DeliveryOutcome::Delivered,
-                        status_code: Some(status),
-                        error: None,
-                    },
-                    Kind::Delivered,
-                )
-            }
-            SendOutcome::Response { status: 410, .. } => {
-                tracing::warn!(
-                    outbox_id = %row.id,
-                    destination = %destination.name,
-                    attempt,
-                    "destination is gone (410): the row is dead; later rows will be refused too \
-                     until the destination is reconfigured"
-                );
-                (
-                    DeliveryResult {
-                        id: row.id,
-                        outcome: DeliveryOutcome::Dead,
-                        status_code: Some(410),
-                        error: Some(format!(
-                            "410 Gone: destination {:?} says this endpoint no longer exists",
-                            destination.name
-                        )),
-                    },
-                    Kind::Dead {
-                        gone: true,
-                        refused: false,
-                    },
-                )
-            }
-            SendOutcome::Response {
-                status,
-                retry_after,
-                body_excerpt,
-            } => {
-                let mut error = format!("HTTP {status}");
-                if !body_excerpt.is_empty() {
-                    error.push_str(": ");
-                    error.push_str(&body_excerpt);
-                }
-                let retry_after = match status {
-                    429 | 503 => retry_after
-                        .as_deref()
-                        .and_then(|v| backoff::parse_retry_after(v, self.clock.now())),
-                    _ => None,
-                };
-                self.failure(
-                    row,
-                    Some(destination),
-                    attempt,
-                    error,
-                    Some(status),
-                    retry_after,
-                    false,
-                )
-            }
-            SendOutcome::Failed { error } => {
-                self.failure(row, Some(destination), attempt, error, None, None, false)
-            }
-            SendOutcome::Refused(refused) => {
-                tracing::error!(outbox_id = %row.id, destination = %destination.name, "{refused}");
-                self.failure(
-                    row,
-                    Some(destination),
-                    attempt,
-                    refused.to_string(),
-                    None,
-                    None,
-                    true,
-                )
-            }
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn failure(
-        &self,
-        row: &OutboxRow,
-        destination: Option<&Destination>,
-        attempt: u32,
-        error: String,
-        status_code: Option<u16>,
-        retry_after: Option<Duration>,
-        refused: bool,
-    ) -> (DeliveryResult, Kind) {
-        let default_schedule: Vec<Duration>;
-        let (schedule, max_attempts): (&[Duration], u32) = match destination {
-            Some(d) => (&d.backoff, d.max_attempts),
-            None => {
-                default_schedule = crate::config::DEFAULT_BACKOFF_SECS
-                    .iter()
-                    .map(|s| Duration::from_secs(*s))
-                    .collect();
-                let max = default_schedule.len() as u32 + 1;
-                (&default_schedule, max)
-            }
-        };
-        let name = destination.map_or(row.destination.as_str(), |d| d.name.as_str());
-        if attempt >= max_attempts {
-            tracing::warn!(outbox_id = %row.id, destination = name, attempt, error = %error, "giving up: the row is dead");
-            return (
-                DeliveryResult {
-                    id: row.id,
-                    outcome: DeliveryOutcome::Dead,
-                    status_code,
-                    error: Some(format!("gave up after {attempt} attempts: {error}")),
-                },
-                Kind::Dead {
-                    gone: false,
-                    refused,
-                },
-            );
-        }
-        let scheduled = backoff::scheduled_delay(schedule, attempt);
-        let delay = match retry_after {
-            Some(asked) => backoff::clamp_retry_after(asked, scheduled),
-            None => backoff::jittered(scheduled, self.jitter.sample()),
-        };
-        let next_attempt_at = self.clock.now() + chrono_duration(delay);
-        tracing::info!(
-            outbox_id = %row.id,
-            destination = name,
-            attempt,
-            error = %error,
-            retry_in_secs = delay.as_secs_f64(),
-            "delivery failed; will retry"
-        );
-        (
-            DeliveryResult {
-                id: row.id,
-                outcome: DeliveryOutcome::Retry { next_attempt_at },
-                status_code,
-                error: Some(error),
-            },
-            Kind::Retried { refused },
-        )
     }
 
     /// Sends inbox rows overdue by more than `sweep_after` to the queue
@@ -598,38 +446,13 @@ impl Relay {
         Ok(report)
     }
 
-    /// Deletes (or archives) finished rows older than the retention, in
-    /// bounded batches. Dead outbox rows and quarantined/dead inbox rows are
-    /// kept (they wait for an operator).
-    pub async fn purge(&self) -> Result<PurgeReport, DbError> {
-        let mut report = PurgeReport::default();
-        let Some(retention) = self.settings.retention else {
-            return Ok(report);
-        };
-        let cutoff = self.clock.now() - chrono_duration(retention);
-        let (batch, mode) = (self.settings.purge_batch, self.settings.retention_mode);
-        for _ in 0..self.settings.purge_max_batches {
-            let n = inbox::purge_finished(self.db.as_ref(), cutoff, batch, mode).await?;
-            report.inbox += n;
-            if (n as i64) < batch {
-                break;
-            }
-        }
-        for _ in 0..self.settings.purge_max_batches {
-            let n = outbox::purge_finished(self.db.as_ref(), cutoff, batch, mode).await?;
-            report.outbox += n;
-            if (n as i64) < batch {
-                break;
-            }
-        }
-        Ok(report)
-    }
-
     /// One invocation: retention once, then `lanes` concurrent batch loops
     /// until `deadline` minus the stop margin (the first lane also sweeps
     /// every `sweep_every`), each pausing `idle` when nothing is due;
-    /// finally the pending count and lag. A database error ends its lane
-    /// (the next invocation starts over); it is in the report.
+    /// finally the pending count and lag. A retryable database error ends
+    /// its lane (the next invocation starts over); a claim that fails
+    /// otherwise is claimed again row by row and the lane goes on, unless
+    /// that fails too. Every such error is in the report.
     pub async fn run(
         &self,
         config: &ConfigStore,
@@ -727,18 +550,17 @@ impl Relay {
                 lease.request(self.settings.batch_size),
             )
             .await;
-            let rows = match step {
-                Ok((recorded, rows)) => {
+            let claimed = match step {
+                Ok((recorded, claimed)) => {
                     record(report, |r| {
                         r.batches += 1;
                         if let Some(previous) = previous {
                             r.deliveries.add(&previous.recorded(recorded));
                         }
                     });
-                    rows
+                    claimed
                 }
                 Err(e) => {
-                    tracing::error!(error = %e, "relay batch failed; stopping this lane");
                     record(report, |r| {
                         r.batches += 1;
                         r.errors.push(format!("delivery: {e}"));
@@ -746,17 +568,35 @@ impl Relay {
                     // the claim half may be what failed: record the previous
                     // batch on its own (if that fails too, its rows come back
                     // when their lease ends, under the same webhook-ids)
-                    self.flush(previous, report).await;
-                    return;
+                    if !self.flush(previous, report).await {
+                        return;
+                    }
+                    if e.is_retryable() {
+                        tracing::error!(error = %e, "relay batch failed; stopping this lane");
+                        return;
+                    }
+                    // not retryable: the same claim would fail the same way
+                    // (a row it cannot return, a row it cannot decode), and
+                    // it may have committed its leases before its answer was
+                    // refused: claim again under its token, row by row
+                    tracing::error!(error = %e, "relay batch failed; claiming its rows again one by one");
+                    match self.reclaim(&lease).await {
+                        Ok(claimed) => claimed,
+                        Err(e) => {
+                            tracing::error!(error = %e, "claiming the rows again failed too; stopping this lane");
+                            record(report, |r| r.errors.push(format!("delivery: {e}")));
+                            return;
+                        }
+                    }
                 }
             };
-            if rows.is_empty() {
+            if claimed.is_empty() {
                 let Some(pause) = pause else { return };
                 let left = (stop_at - self.clock.now()).to_std().unwrap_or_default();
                 pause.pause(self.settings.idle.min(left)).await;
             } else {
                 unrecorded = Some(
-                    self.deliver(&config, lease.token, rows, batch_deadline)
+                    self.deliver(&config, lease.token, claimed, batch_deadline)
                         .await,
                 );
             }
@@ -839,14 +679,6 @@ impl Delivered {
 
 fn record(report: &Mutex<RunReport>, f: impl FnOnce(&mut RunReport)) {
     f(&mut report.lock().unwrap_or_else(|p| p.into_inner()));
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Kind {
-    Delivered,
-    Retried { refused: bool },
-    Dead { gone: bool, refused: bool },
-    NotAttempted,
 }
 
 fn chrono_duration(d: Duration) -> chrono::Duration {

@@ -1,0 +1,192 @@
+//! Writing outbound events: business code, inside its own transaction.
+//!
+//! A payload whose JSON text is up to the inline threshold
+//! ([`DEFAULT_INLINE_MAX_BYTES`], 32 KiB) is one INSERT, as jsonb. A larger
+//! one needs a blob store ([`enqueue_with_blobs`]; a business handler has
+//! [`InboxEvent::blobs`](crate::processing::InboxEvent::blobs)): its JSON
+//! text (serde_json's compact form, exactly the bytes every delivery POSTs
+//! and signs) is put under `outbox/{destination}/{sha256}` BEFORE the row
+//! is written, and the row keeps the reference. The put is not part of the
+//! transaction: if it rolls back, the object stays with no row referring to
+//! it (an orphan; see docs/blobs.md for how orphans go). Retention never
+//! deletes an object a row of an uncommitted transaction is about to refer
+//! to: the enqueue takes the key's lock first ([`super::blob_refs`]).
+
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::blob_refs;
+use super::payload::DEFAULT_INLINE_MAX_BYTES;
+use crate::blob::{self, BlobError, BlobKey, BlobStore, OUTBOX_PREFIX};
+use crate::params;
+use crate::processing::HandlerError;
+use crate::store::{DbError, Statement, Transaction, Value};
+
+/// An outbound event, written by business code inside its transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewOutboxEvent {
+    /// What kind of thing changed (e.g. `order`).
+    pub aggregate_type: String,
+    /// Which one (e.g. the order id).
+    pub aggregate_id: String,
+    /// Event type (e.g. `order.paid`).
+    pub event_type: String,
+    /// Destination name from configuration (also a segment of the blob key
+    /// of a large payload: `[A-Za-z0-9._-]`, as configuration names are).
+    pub destination: String,
+    /// The payload.
+    pub payload: serde_json::Value,
+}
+
+/// Why an event could not be enqueued.
+#[derive(Debug, thiserror::Error)]
+pub enum EnqueueError {
+    /// The payload is over the inline threshold and the caller gave no blob
+    /// store (plain [`enqueue`]).
+    #[error(
+        "the outbox payload for destination {destination:?} is {size} bytes of JSON, over the \
+         {limit}-byte inline limit, and no blob store was given: enqueue it with \
+         outbox::enqueue_with_blobs (a business handler has InboxEvent::blobs)"
+    )]
+    NeedsBlobStore {
+        /// The destination.
+        destination: String,
+        /// The payload's JSON text, bytes.
+        size: usize,
+        /// The inline threshold, bytes.
+        limit: usize,
+    },
+    /// Putting a large payload in the blob store failed (or the destination
+    /// name cannot be a key segment).
+    #[error(
+        "storing the {size}-byte outbox payload for destination {destination:?} in the blob \
+         store failed: {source}"
+    )]
+    Blob {
+        /// The destination.
+        destination: String,
+        /// The payload's JSON text, bytes.
+        size: usize,
+        /// What the blob store said.
+        source: BlobError,
+    },
+    /// The database failed (see [`DbError`]).
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+impl EnqueueError {
+    /// True when trying again later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            EnqueueError::NeedsBlobStore { .. } => false,
+            EnqueueError::Blob { source, .. } => source.is_retryable(),
+            EnqueueError::Db(e) => e.is_retryable(),
+        }
+    }
+}
+
+impl From<EnqueueError> for HandlerError {
+    /// Retried, like every database error (`?` in a handler): an outage may
+    /// pass; a payload that needs a blob store ends `dead` after the last
+    /// attempt, to be replayed once the handler passes one.
+    fn from(e: EnqueueError) -> Self {
+        HandlerError::Retryable(e.to_string())
+    }
+}
+
+pub const ENQUEUE: Statement = Statement::new(
+    "outbox.enqueue",
+    "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination,
+                         payload, payload_key, payload_size, payload_sha256,
+                         status, next_attempt_at, created_at)
+     SELECT CAST(:id AS uuid), CAST(:aggregate_type AS text), CAST(:aggregate_id AS text),
+            CAST(:event_type AS text), CAST(:destination AS text),
+            p.payload, CAST(:payload_key AS text),
+            coalesce(CAST(:payload_size AS bigint), octet_length(CAST(p.payload AS text))),
+            CAST(:payload_sha256 AS bytea), 'pending',
+            CAST(:now AS timestamptz), CAST(:now AS timestamptz)
+       FROM (SELECT CAST(:payload AS jsonb) AS payload OFFSET 0) AS p",
+);
+
+/// Writes an outbound event inside the caller's transaction (so it exists
+/// if and only if the business change commits). Due at once. Returns its
+/// id, which every delivery will carry as `webhook-id`. One statement.
+///
+/// For payloads up to the inline threshold only: a larger one is
+/// [`EnqueueError::NeedsBlobStore`] (use [`enqueue_with_blobs`]).
+pub async fn enqueue(
+    tx: &dyn Transaction,
+    event: &NewOutboxEvent,
+    now: DateTime<Utc>,
+) -> Result<Uuid, EnqueueError> {
+    write(tx, None, event, now).await
+}
+
+/// [`enqueue`] for payloads of any size: one over the inline threshold is
+/// put in `blobs` (its JSON text, the bytes every delivery POSTs) and the row
+/// keeps the reference; two statements (the key's lock, the insert) and the
+/// put. A payload up to the threshold is written inline, as by [`enqueue`].
+pub async fn enqueue_with_blobs(
+    tx: &dyn Transaction,
+    blobs: &dyn BlobStore,
+    event: &NewOutboxEvent,
+    now: DateTime<Utc>,
+) -> Result<Uuid, EnqueueError> {
+    write(tx, Some(blobs), event, now).await
+}
+
+async fn write(
+    tx: &dyn Transaction,
+    blobs: Option<&dyn BlobStore>,
+    event: &NewOutboxEvent,
+    now: DateTime<Utc>,
+) -> Result<Uuid, EnqueueError> {
+    let id = Uuid::now_v7();
+    let text = event.payload.to_string();
+    let size = text.len();
+    let params = params! {
+        "id" => id,
+        "aggregate_type" => event.aggregate_type.as_str(),
+        "aggregate_id" => event.aggregate_id.as_str(),
+        "event_type" => event.event_type.as_str(),
+        "destination" => event.destination.as_str(),
+        "now" => now,
+    };
+    let params = if size <= DEFAULT_INLINE_MAX_BYTES {
+        params
+            .with("payload", text)
+            .with("payload_key", Value::Null)
+            .with("payload_size", Value::Null)
+            .with("payload_sha256", Value::Null)
+    } else {
+        let Some(blobs) = blobs else {
+            return Err(EnqueueError::NeedsBlobStore {
+                destination: event.destination.clone(),
+                size,
+                limit: DEFAULT_INLINE_MAX_BYTES,
+            });
+        };
+        let failed = |source: BlobError| EnqueueError::Blob {
+            destination: event.destination.clone(),
+            size,
+            source,
+        };
+        let sha256 = blob::sha256(text.as_bytes());
+        let key = BlobKey::content(OUTBOX_PREFIX, &event.destination, &sha256)
+            .map_err(|e| failed(e.into()))?;
+        // before the put: from now until this transaction ends, retention
+        // leaves the object alone
+        blob_refs::lock_shared(tx, &key).await?;
+        blobs.put(&key, Bytes::from(text)).await.map_err(failed)?;
+        params
+            .with("payload", Value::Null)
+            .with("payload_key", key.as_str())
+            // a payload is far below i64::MAX bytes
+            .with("payload_size", i64::try_from(size).unwrap_or(i64::MAX))
+            .with("payload_sha256", sha256.as_slice())
+    };
+    tx.execute(&ENQUEUE, &params).await?;
+    Ok(id)
+}

@@ -1,0 +1,344 @@
+//! One delivery attempt: the payload read (from the row, in pieces, or from
+//! the blob store), signed, POSTed, and what comes of it.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::Semaphore;
+
+use super::sender::{OutboundRequest, SendOutcome};
+use super::{Relay, backoff, chrono_duration};
+use crate::config::Destination;
+use crate::outbox::payload::{self, PayloadStorage};
+use crate::outbox::{DeliveryOutcome, DeliveryResult, OutboxRow};
+use crate::signature::sign_standard_webhooks;
+
+/// What an attempt came to, for the batch's report.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Kind {
+    Delivered,
+    Retried {
+        refused: bool,
+    },
+    Dead {
+        gone: bool,
+        refused: bool,
+        /// The row or its payload cannot be read (a missing or corrupt
+        /// object, a row no statement can return or decode).
+        unreadable: bool,
+    },
+    NotAttempted,
+}
+
+impl Relay {
+    pub(super) async fn attempt(
+        &self,
+        row: &OutboxRow,
+        destination: Option<&Destination>,
+        slot: Option<Arc<Semaphore>>,
+        batch_deadline: DateTime<Utc>,
+    ) -> (DeliveryResult, Kind) {
+        let attempt = u32::try_from(row.attempts.max(0))
+            .unwrap_or(u32::MAX)
+            .saturating_add(1);
+        let Some(destination) = destination else {
+            // a row for a destination no longer (or not yet) configured:
+            // keep it, retry on the default schedule, dead eventually
+            let error = format!(
+                "destination {:?} is not configured (add it to the configuration's \
+                 destinations)",
+                row.destination
+            );
+            tracing::error!(outbox_id = %row.id, destination = %row.destination, "{error}");
+            return self.failure(row, None, attempt, error, None, None, false);
+        };
+        let not_attempted = |next_attempt_at: DateTime<Utc>| {
+            (
+                DeliveryResult {
+                    id: row.id,
+                    outcome: DeliveryOutcome::NotAttempted { next_attempt_at },
+                    status_code: None,
+                    error: None,
+                },
+                Kind::NotAttempted,
+            )
+        };
+        // the bytes to POST: read (and checked) before waiting for a slot,
+        // so no slot is held while the blob store answers, and not past the
+        // batch deadline
+        let payload: Cow<'_, str> = match &row.payload_storage {
+            PayloadStorage::Inline => Cow::Borrowed(row.payload.as_str()),
+            storage => {
+                let left = (batch_deadline - self.clock.now())
+                    .to_std()
+                    .unwrap_or_default();
+                let read = payload::read(
+                    self.db.as_ref(),
+                    self.blobs.as_ref(),
+                    row.id,
+                    &row.payload,
+                    storage,
+                );
+                let Ok(read) = tokio::time::timeout(left, read).await else {
+                    return not_attempted(self.clock.now());
+                };
+                match read {
+                    Ok(text) => Cow::Owned(text),
+                    Err(e) if e.is_lost() => {
+                        let error = format!(
+                            "payload lost: {e}; the row can never be delivered as written \
+                             (restore the object, then `hookbox outbox retry`)"
+                        );
+                        return self.unreadable(row, error);
+                    }
+                    // the blob store or the database is out: an attempt
+                    // failed, the schedule decides when the next comes
+                    Err(e) => {
+                        let error = format!("cannot read the payload: {e}");
+                        return self.failure(
+                            row,
+                            Some(destination),
+                            attempt,
+                            error,
+                            None,
+                            None,
+                            false,
+                        );
+                    }
+                }
+            }
+        };
+        // wait for one of the destination's slots, but not past the batch
+        // deadline, and not longer than `slot_wait`: a destination whose
+        // slots are all held by hanging requests (of any lane) must not hold
+        // this batch, and so every other destination's rows, hostage
+        let _permit = match slot {
+            Some(slot) => {
+                let left = (batch_deadline - self.clock.now())
+                    .to_std()
+                    .unwrap_or_default()
+                    .saturating_sub(self.settings.min_request_time);
+                let wait = self.settings.slot_wait.min(left);
+                match tokio::time::timeout(wait, slot.acquire_owned()).await {
+                    Ok(permit) => permit.ok(),
+                    Err(_) => {
+                        let now = self.clock.now();
+                        return not_attempted(now + chrono_duration(self.settings.slot_wait));
+                    }
+                }
+            }
+            None => None,
+        };
+        let start = self.clock.now();
+        let left = (batch_deadline - start).to_std().unwrap_or_default();
+        if left < self.settings.min_request_time {
+            return not_attempted(start);
+        }
+        let webhook_id = row.id.to_string();
+        let headers = match sign_standard_webhooks(
+            &webhook_id,
+            start,
+            payload.as_bytes(),
+            &destination.secrets,
+        ) {
+            Ok(headers) => headers,
+            Err(e) => {
+                let error = format!("cannot sign for destination {:?}: {e}", destination.name);
+                return self.failure(row, Some(destination), attempt, error, None, None, false);
+            }
+        };
+        let timeout = destination.timeout.min(left);
+        let sent = self
+            .sender
+            .send(OutboundRequest {
+                destination,
+                headers,
+                body: &payload,
+                timeout,
+            })
+            .await;
+        let span_fields = (row.id, destination.name.as_str(), attempt);
+        match sent {
+            SendOutcome::Response { status, .. } if (200..300).contains(&status) => {
+                tracing::info!(outbox_id = %span_fields.0, destination = span_fields.1, attempt, status, "delivered");
+                (
+                    DeliveryResult {
+                        id: row.id,
+                        outcome: DeliveryOutcome::Delivered,
+                        status_code: Some(status),
+                        error: None,
+                    },
+                    Kind::Delivered,
+                )
+            }
+            SendOutcome::Response { status: 410, .. } => {
+                tracing::warn!(
+                    outbox_id = %row.id,
+                    destination = %destination.name,
+                    attempt,
+                    "destination is gone (410): the row is dead; later rows will be refused too \
+                     until the destination is reconfigured"
+                );
+                (
+                    DeliveryResult {
+                        id: row.id,
+                        outcome: DeliveryOutcome::Dead,
+                        status_code: Some(410),
+                        error: Some(format!(
+                            "410 Gone: destination {:?} says this endpoint no longer exists",
+                            destination.name
+                        )),
+                    },
+                    Kind::Dead {
+                        gone: true,
+                        refused: false,
+                        unreadable: false,
+                    },
+                )
+            }
+            SendOutcome::Response {
+                status,
+                retry_after,
+                body_excerpt,
+            } => {
+                let mut error = format!("HTTP {status}");
+                if !body_excerpt.is_empty() {
+                    error.push_str(": ");
+                    error.push_str(&body_excerpt);
+                }
+                let retry_after = match status {
+                    429 | 503 => retry_after
+                        .as_deref()
+                        .and_then(|v| backoff::parse_retry_after(v, self.clock.now())),
+                    _ => None,
+                };
+                self.failure(
+                    row,
+                    Some(destination),
+                    attempt,
+                    error,
+                    Some(status),
+                    retry_after,
+                    false,
+                )
+            }
+            SendOutcome::Failed { error } => {
+                self.failure(row, Some(destination), attempt, error, None, None, false)
+            }
+            SendOutcome::Refused(refused) => {
+                tracing::error!(outbox_id = %row.id, destination = %destination.name, "{refused}");
+                self.failure(
+                    row,
+                    Some(destination),
+                    attempt,
+                    refused.to_string(),
+                    None,
+                    None,
+                    true,
+                )
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn failure(
+        &self,
+        row: &OutboxRow,
+        destination: Option<&Destination>,
+        attempt: u32,
+        error: String,
+        status_code: Option<u16>,
+        retry_after: Option<Duration>,
+        refused: bool,
+    ) -> (DeliveryResult, Kind) {
+        let default_schedule: Vec<Duration>;
+        let (schedule, max_attempts): (&[Duration], u32) = match destination {
+            Some(d) => (&d.backoff, d.max_attempts),
+            None => {
+                default_schedule = crate::config::DEFAULT_BACKOFF_SECS
+                    .iter()
+                    .map(|s| Duration::from_secs(*s))
+                    .collect();
+                let max = default_schedule.len() as u32 + 1;
+                (&default_schedule, max)
+            }
+        };
+        let name = destination.map_or(row.destination.as_str(), |d| d.name.as_str());
+        if attempt >= max_attempts {
+            tracing::warn!(outbox_id = %row.id, destination = name, attempt, error = %error, "giving up: the row is dead");
+            return (
+                DeliveryResult {
+                    id: row.id,
+                    outcome: DeliveryOutcome::Dead,
+                    status_code,
+                    error: Some(format!("gave up after {attempt} attempts: {error}")),
+                },
+                Kind::Dead {
+                    gone: false,
+                    refused,
+                    unreadable: false,
+                },
+            );
+        }
+        let scheduled = backoff::scheduled_delay(schedule, attempt);
+        let delay = match retry_after {
+            Some(asked) => backoff::clamp_retry_after(asked, scheduled),
+            None => backoff::jittered(scheduled, self.jitter.sample()),
+        };
+        let next_attempt_at = self.clock.now() + chrono_duration(delay);
+        tracing::info!(
+            outbox_id = %row.id,
+            destination = name,
+            attempt,
+            error = %error,
+            retry_in_secs = delay.as_secs_f64(),
+            "delivery failed; will retry"
+        );
+        (
+            DeliveryResult {
+                id: row.id,
+                outcome: DeliveryOutcome::Retry { next_attempt_at },
+                status_code,
+                error: Some(error),
+            },
+            Kind::Retried { refused },
+        )
+    }
+
+    /// A row that can never be delivered as written (its payload object is
+    /// missing or corrupt, or the row itself cannot be read or decoded):
+    /// dead at once, the reason in `last_error`; an operator retries it
+    /// (`hookbox outbox retry`) once the cause is fixed.
+    pub(super) fn unreadable(&self, row: &OutboxRow, error: String) -> (DeliveryResult, Kind) {
+        dead_unreadable(row.id, Some(&row.destination), error)
+    }
+}
+
+/// [`Relay::unreadable`] of a row known by its id alone.
+pub(super) fn dead_unreadable(
+    id: uuid::Uuid,
+    destination: Option<&str>,
+    error: String,
+) -> (DeliveryResult, Kind) {
+    tracing::error!(
+        outbox_id = %id,
+        destination = destination.unwrap_or("(unread)"),
+        error = %error,
+        "the row cannot be delivered as written: it is dead"
+    );
+    (
+        DeliveryResult {
+            id,
+            outcome: DeliveryOutcome::Dead,
+            status_code: None,
+            error: Some(error),
+        },
+        Kind::Dead {
+            gone: false,
+            refused: false,
+            unreadable: true,
+        },
+    )
+}
