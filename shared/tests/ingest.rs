@@ -106,6 +106,26 @@ async fn rig_with(db: Arc<dyn Database>, t: hookbox_testkit::TestDb, queue: SqsQ
     }
 }
 
+/// A migrated database on a private cluster a test may stop (a short
+/// acquire timeout, so "down" is noticed quickly).
+async fn killable_db() -> (hookbox_testkit::PrivateCluster, Arc<dyn Database>) {
+    let cluster = hookbox_testkit::PrivateCluster::start();
+    let db: Arc<dyn Database> = Arc::new(
+        PgDatabase::connect(
+            cluster.url(),
+            &PgOptions {
+                acquire_timeout: Duration::from_secs(2),
+                ..PgOptions::default()
+            },
+        )
+        .expect("pool"),
+    );
+    hookbox::migrate::migrate(db.as_ref())
+        .await
+        .expect("migrate");
+    (cluster, db)
+}
+
 async fn moto_queue() -> SqsQueue {
     let endpoint = moto::endpoint();
     let q = moto::create_queue(&endpoint, &moto::unique_name("ingest"), 30, 4).await;
@@ -360,20 +380,7 @@ async fn event_ids_come_from_the_body_or_its_hash() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn database_down_spools_the_event_and_queue_down_too_is_503() {
-    let cluster = hookbox_testkit::PrivateCluster::start();
-    let db: Arc<dyn Database> = Arc::new(
-        PgDatabase::connect(
-            cluster.url(),
-            &PgOptions {
-                acquire_timeout: Duration::from_secs(2),
-                ..PgOptions::default()
-            },
-        )
-        .expect("pool"),
-    );
-    hookbox::migrate::migrate(db.as_ref())
-        .await
-        .expect("migrate");
+    let (cluster, db) = killable_db().await;
     let private_moto = moto::Moto::start();
     let names = moto::create_queue(private_moto.endpoint(), "spool", 30, 4).await;
     let queue = SqsQueue::new(SqsQueue::local_client(private_moto.endpoint()), names.url);
@@ -657,20 +664,7 @@ for_each_adapter!(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_spooled_body_travels_as_its_reference() {
-    let cluster = hookbox_testkit::PrivateCluster::start();
-    let db: Arc<dyn Database> = Arc::new(
-        PgDatabase::connect(
-            cluster.url(),
-            &PgOptions {
-                acquire_timeout: Duration::from_secs(2),
-                ..PgOptions::default()
-            },
-        )
-        .expect("pool"),
-    );
-    hookbox::migrate::migrate(db.as_ref())
-        .await
-        .expect("migrate");
+    let (cluster, db) = killable_db().await;
     let t = hookbox_testkit::TestDb::create().await; // unused; keeps the rig shape
     let rig = rig_with(db, t, moto_queue().await).await;
     cluster.kill().expect("stop PostgreSQL");

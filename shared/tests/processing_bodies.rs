@@ -39,6 +39,16 @@ async fn allow_rows_from_before_the_row_budget(db: &dyn Executor) {
     .expect("drop the row budget");
 }
 
+/// A payment of about `bytes` bytes, ingested (into the blob store).
+async fn large_payment(h: &Harness, event_id: &str, order_id: &str, bytes: usize) -> Uuid {
+    h.ingest_stored(
+        event_id,
+        "payment.received",
+        padded("payment.received", order_id, bytes),
+    )
+    .await
+}
+
 async fn row(db: &dyn Executor, id: Uuid) -> inbox::InboxRow {
     inbox::get(db, id).await.expect("get").expect("row")
 }
@@ -96,26 +106,9 @@ async fn an_inline_body_over_the_row_budget_is_read_in_pieces(adapter: Adapter) 
 async fn a_missing_or_corrupt_object_quarantines_only_its_row(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
     let h = Harness::new(db.clone());
-    let corrupt = h
-        .ingest_stored(
-            "evt-corrupt",
-            "payment.received",
-            padded("payment.received", "o-1", 50_000),
-        )
-        .await;
-    let gone = h
-        .ingest_stored(
-            "evt-gone",
-            "payment.received",
-            padded("payment.received", "o-2", 60_000),
-        )
-        .await;
-    h.ingest_stored(
-        "evt-fine",
-        "payment.received",
-        padded("payment.received", "o-3", 70_000),
-    )
-    .await;
+    let corrupt = large_payment(&h, "evt-corrupt", "o-1", 50_000).await;
+    let gone = large_payment(&h, "evt-gone", "o-2", 60_000).await;
+    large_payment(&h, "evt-fine", "o-3", 70_000).await;
     h.ingest_order("evt-small", "payment.received", "o-4").await;
     let key = |id| {
         let db = db.clone();
@@ -156,13 +149,7 @@ async fn a_missing_or_corrupt_object_quarantines_only_its_row(adapter: Adapter) 
 async fn a_blob_store_outage_retries_only_the_rows_that_need_it(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
     let h = Harness::new(db.clone());
-    let big = h
-        .ingest_stored(
-            "evt-big",
-            "payment.received",
-            padded("payment.received", "o-1", 50_000),
-        )
-        .await;
+    let big = large_payment(&h, "evt-big", "o-1", 50_000).await;
     h.ingest_order("evt-small", "payment.received", "o-2").await;
     h.blobs.set_unavailable(true);
     let (_, report) = h.deliver().await;
