@@ -137,6 +137,20 @@ impl BlobArgs {
     }
 }
 
+/// [`connect`], or `None` when no database is configured at all (for
+/// commands where the database only adds information).
+pub async fn connect_if_configured(args: &DbArgs) -> Result<Option<Arc<dyn Database>>, Failure> {
+    let configured = args.database_url.is_some()
+        || ["DATABASE_URL", "HOOKBOX_DB"]
+            .iter()
+            .any(|v| std::env::var(v).is_ok_and(|v| !v.trim().is_empty()));
+    if configured {
+        connect(args).await.map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
 /// Which queue: the processor's inbox queue.
 #[derive(Debug, Clone, Args)]
 pub struct QueueArgs {

@@ -12,7 +12,9 @@ use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_sqs::types::QueueAttributeName;
 use clap::{Args, Subcommand};
 
-use crate::common::{Failure, OrFail as _, Outcome, SqsArgs, shorten};
+use crate::common::{
+    DbArgs, Failure, OrFail as _, Outcome, SqsArgs, connect_if_configured, shorten,
+};
 
 #[derive(Debug, Subcommand)]
 pub enum DlqCommand {
@@ -34,6 +36,11 @@ pub struct RedriveArgs {
     queue_url: Option<String>,
     #[command(flatten)]
     sqs: SqsArgs,
+    /// The inbox's database, when configured: the redrive then says how many
+    /// of the messages refer to dead rows (the processor acknowledges those
+    /// without running the handler: replay them with `hookbox inbox replay`).
+    #[command(flatten)]
+    db: DbArgs,
     /// Ask a running local stack instead (`POST <URL>/admin/api/dlq/redrive`).
     #[arg(long, value_name = "URL")]
     local_stack: Option<String>,
@@ -234,6 +241,7 @@ async fn redrive_sqs(args: &RedriveArgs) -> Outcome {
             println!(
                 "SQS moves the messages in the background (ListMessageMoveTasks shows progress)"
             );
+            note_dead_rows(&args.db, None).await?;
             Ok(ExitCode::SUCCESS)
         }
         Err(e) if unsupported(&e) => {
@@ -241,11 +249,12 @@ async fn redrive_sqs(args: &RedriveArgs) -> Outcome {
                 Some(url) => url,
                 None => only_source_queue(&sqs, &dlq_url).await?,
             };
-            let moved = move_messages(&sqs, &dlq_url, &target).await?;
+            let (moved, rows) = move_messages(&sqs, &dlq_url, &target).await?;
             println!(
                 "moved {moved} messages from {dlq_url} to {target} by receive/send/delete: \
                  this SQS endpoint does not implement StartMessageMoveTask"
             );
+            note_dead_rows(&args.db, Some(&rows)).await?;
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => Err(Failure::failed(format!(
@@ -283,9 +292,58 @@ async fn only_source_queue(sqs: &Client, dlq_url: &str) -> Result<String, Failur
 /// Moves every message by hand: receive from the DLQ, send to the queue
 /// (body and attributes), then delete from the DLQ. A crash between send and
 /// delete leaves a copy in both (at least once; processing is idempotent).
-async fn move_messages(sqs: &Client, from: &str, to: &str) -> Result<u64, Failure> {
+/// A redriven message of a dead row is acknowledged without running the
+/// handler (the row is finished): say so, and point at the replay. With the
+/// moved rows' ids (the receive/send/delete path sees the bodies) the count
+/// is exact; after StartMessageMoveTask it is every dead row. Nothing is said
+/// without a configured database.
+async fn note_dead_rows(db: &DbArgs, moved_rows: Option<&[uuid::Uuid]>) -> Result<(), Failure> {
+    let Some(db) = connect_if_configured(db).await? else {
+        println!("(configure the database to learn how many of them refer to dead inbox rows)");
+        return Ok(());
+    };
+    let dead = match moved_rows {
+        Some(ids) => {
+            let mut dead = 0;
+            for id in ids {
+                let row = hookbox::inbox::get(db.as_ref(), *id)
+                    .await
+                    .or_failed(format!("cannot read inbox row {id}"))?;
+                dead +=
+                    u64::from(row.is_some_and(|r| r.status == hookbox::inbox::InboxStatus::Dead));
+            }
+            dead
+        }
+        None => hookbox::inbox::counts_by_status(db.as_ref())
+            .await
+            .or_failed("cannot count the inbox rows")?
+            .get(&hookbox::inbox::InboxStatus::Dead)
+            .copied()
+            .map_or(0, |n| u64::try_from(n).unwrap_or(0)),
+    };
+    if dead > 0 {
+        let which = if moved_rows.is_some() {
+            format!("{dead} of the moved messages refer to dead inbox rows")
+        } else {
+            format!("{dead} inbox rows are dead")
+        };
+        println!(
+            "note: {which}: the processor acknowledges a message of a dead row without running \
+             the handler (the row is finished). To process them again: \
+             hookbox inbox replay --status dead"
+        );
+    }
+    Ok(())
+}
+
+async fn move_messages(
+    sqs: &Client,
+    from: &str,
+    to: &str,
+) -> Result<(u64, Vec<uuid::Uuid>), Failure> {
     const VISIBILITY: Duration = Duration::from_secs(60);
     let mut moved = 0;
+    let mut rows = Vec::new();
     loop {
         let out = sqs
             .receive_message()
@@ -304,10 +362,15 @@ async fn move_messages(sqs: &Client, from: &str, to: &str) -> Result<u64, Failur
             })?;
         let messages = out.messages();
         if messages.is_empty() {
-            return Ok(moved);
+            return Ok((moved, rows));
         }
         for message in messages {
             let id = message.message_id().unwrap_or("?");
+            if let Ok(hookbox::inbox::InboxMessage::Stored { inbox_id, .. }) =
+                hookbox::inbox::InboxMessage::from_body(message.body().unwrap_or_default())
+            {
+                rows.push(inbox_id);
+            }
             sqs.send_message()
                 .queue_url(to)
                 .message_body(message.body().unwrap_or_default())

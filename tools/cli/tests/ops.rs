@@ -894,6 +894,47 @@ async fn json_server(body: &'static str) -> (String, tokio::task::JoinHandle<Str
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dlq_redrive_says_which_messages_refer_to_dead_rows_and_points_at_replay() {
+    let (test_db, db) = migrated().await;
+    let d = db.as_ref();
+    let dead = inbox_row(d, "acme", "evt_dead", 10, InboxStatus::Dead, "gave up").await;
+    let pending = inbox_row(d, "acme", "evt_pending", 20, InboxStatus::Pending, "").await;
+    let endpoint = moto::endpoint();
+    let queue = moto::create_queue(&endpoint, &moto::unique_name("redrive-dead"), 0, 1).await;
+    let sqs = moto::client(&endpoint);
+    let dead_msg = InboxMessage::stored(dead, "acme", "evt_dead")
+        .to_body()
+        .expect("body");
+    let pending_msg = InboxMessage::stored(pending, "acme", "evt_pending")
+        .to_body()
+        .expect("body");
+    dead_letter(&sqs, &queue, &[dead_msg.as_str(), pending_msg.as_str()]).await;
+    let out = hookbox(
+        &[
+            "dlq",
+            "redrive",
+            "--queue-url",
+            &queue.url,
+            "--sqs-endpoint",
+            &endpoint,
+        ],
+        &[("DATABASE_URL", test_db.url())],
+    )
+    .await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("moved 2 messages"), "{text}");
+    assert!(
+        text.contains(
+            "note: 1 of the moved messages refer to dead inbox rows: the processor acknowledges \
+             a message of a dead row without running the handler (the row is finished). To \
+             process them again: hookbox inbox replay --status dead"
+        ),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dlq_redrive_through_the_local_stack_admin_api() {
     // the future endpoint's answer: printed as is
     let (base, served) = json_server(r#"{"moved":3}"#).await;
