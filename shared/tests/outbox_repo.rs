@@ -492,6 +492,33 @@ async fn only_pending_rows_can_be_leased(adapter: Adapter) {
     .expect("with the lease cleared");
 }
 
+async fn fields_over_their_bound_are_refused_as_poison_pills(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let tx = db.begin().await.expect("begin");
+    let long_id = event(&"o".repeat(outbox::MAX_AGGREGATE_ID_BYTES + 1));
+    let e = outbox::enqueue(tx.as_ref(), &long_id, at(0))
+        .await
+        .expect_err("over the bound");
+    assert!(!e.is_retryable());
+    assert!(
+        e.to_string()
+            .starts_with("the outbox event's aggregate_id is 513 bytes, over the 512-byte limit"),
+        "{e}"
+    );
+    assert!(matches!(
+        hookbox::processing::HandlerError::from(e),
+        hookbox::processing::HandlerError::Poison(_)
+    ));
+    let mut at_limits = event(&"o".repeat(outbox::MAX_AGGREGATE_ID_BYTES));
+    at_limits.aggregate_type = "t".repeat(outbox::MAX_AGGREGATE_TYPE_BYTES);
+    at_limits.event_type = "e".repeat(outbox::MAX_OUTBOX_EVENT_TYPE_BYTES);
+    outbox::enqueue(tx.as_ref(), &at_limits, at(0))
+        .await
+        .expect("at the limits");
+    tx.commit().await.expect("commit");
+    assert_eq!(count(db.as_ref(), "outbox").await, 1);
+}
+
 for_each_adapter!(
     record_and_claim_records_the_last_batch_and_claims_the_next,
     only_pending_rows_can_be_leased,
@@ -500,4 +527,5 @@ for_each_adapter!(
     two_concurrent_claimers_never_receive_the_same_row,
     record_results_updates_the_whole_batch_in_one_statement,
     counts_oldest_pending_and_retention,
+    fields_over_their_bound_are_refused_as_poison_pills,
 );

@@ -39,9 +39,31 @@ pub struct NewOutboxEvent {
     pub payload: serde_json::Value,
 }
 
+/// Longest `aggregate_type` an outbox row takes (bytes; the row budget:
+/// every outbox row stays under the Data API's 64 KB per row).
+pub const MAX_AGGREGATE_TYPE_BYTES: usize = 128;
+/// Longest `aggregate_id` (it often comes from partner input, e.g. an order id).
+pub const MAX_AGGREGATE_ID_BYTES: usize = 512;
+/// Longest `event_type`.
+pub const MAX_OUTBOX_EVENT_TYPE_BYTES: usize = 256;
+
 /// Why an event could not be enqueued.
 #[derive(Debug, thiserror::Error)]
 pub enum EnqueueError {
+    /// A text field is over its bound (the row budget): a poison pill for
+    /// the inbox event that wrote it, never retried.
+    #[error(
+        "the outbox event's {field} is {size} bytes, over the {limit}-byte limit (every outbox \
+         row must stay under the Data API's 64 KB)"
+    )]
+    TooLong {
+        /// `aggregate_type`, `aggregate_id` or `event_type`.
+        field: &'static str,
+        /// Its size, bytes.
+        size: usize,
+        /// The bound.
+        limit: usize,
+    },
     /// The payload is over the inline threshold and the caller gave no blob
     /// store (plain [`enqueue`]).
     #[error(
@@ -80,7 +102,7 @@ impl EnqueueError {
     /// True when trying again later may succeed.
     pub fn is_retryable(&self) -> bool {
         match self {
-            EnqueueError::NeedsBlobStore { .. } => false,
+            EnqueueError::TooLong { .. } | EnqueueError::NeedsBlobStore { .. } => false,
             EnqueueError::Blob { source, .. } => source.is_retryable(),
             EnqueueError::Db(e) => e.is_retryable(),
         }
@@ -90,9 +112,14 @@ impl EnqueueError {
 impl From<EnqueueError> for HandlerError {
     /// Retried, like every database error (`?` in a handler): an outage may
     /// pass; a payload that needs a blob store ends `dead` after the last
-    /// attempt, to be replayed once the handler passes one.
+    /// attempt, to be replayed once the handler passes one. A field over its
+    /// bound is a poison pill (quarantined at once, with the reason).
     fn from(e: EnqueueError) -> Self {
-        HandlerError::Retryable(e.to_string())
+        match e {
+            // the same input will be too long on every attempt
+            EnqueueError::TooLong { .. } => HandlerError::Poison(e.to_string()),
+            e => HandlerError::Retryable(e.to_string()),
+        }
     }
 }
 
@@ -143,6 +170,23 @@ async fn write(
     event: &NewOutboxEvent,
     now: DateTime<Utc>,
 ) -> Result<Uuid, EnqueueError> {
+    for (field, value, limit) in [
+        (
+            "aggregate_type",
+            &event.aggregate_type,
+            MAX_AGGREGATE_TYPE_BYTES,
+        ),
+        ("aggregate_id", &event.aggregate_id, MAX_AGGREGATE_ID_BYTES),
+        ("event_type", &event.event_type, MAX_OUTBOX_EVENT_TYPE_BYTES),
+    ] {
+        if value.len() > limit {
+            return Err(EnqueueError::TooLong {
+                field,
+                size: value.len(),
+                limit,
+            });
+        }
+    }
     let id = Uuid::now_v7();
     let text = event.payload.to_string();
     let size = text.len();

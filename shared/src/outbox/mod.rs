@@ -31,7 +31,10 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 pub use crate::store::Retention;
-pub use enqueue::{EnqueueError, NewOutboxEvent, enqueue, enqueue_with_blobs};
+pub use enqueue::{
+    EnqueueError, MAX_AGGREGATE_ID_BYTES, MAX_AGGREGATE_TYPE_BYTES, MAX_OUTBOX_EVENT_TYPE_BYTES,
+    NewOutboxEvent, enqueue, enqueue_with_blobs,
+};
 pub use payload::{PayloadError, PayloadStorage};
 pub use repo::{
     ClaimRequest, Claimed, DeliveryOutcome, DeliveryResult, PendingSummary, UnreadableRow,
