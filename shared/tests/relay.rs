@@ -1209,7 +1209,74 @@ async fn lanes_deliver_concurrently_but_share_each_destinations_in_flight_limit(
     assert!(probe.max.load(std::sync::atomic::Ordering::SeqCst) >= 3);
 }
 
+/// Panics on the payload of aggregate `o-bomb` (a bug in a sender, a
+/// signer, a guard), answers 200 to the others.
+#[derive(Debug)]
+struct Bomb;
+
+#[async_trait]
+impl WebhookSender for Bomb {
+    async fn send(&self, request: OutboundRequest<'_>) -> SendOutcome {
+        if request.body.contains("o-bomb") {
+            panic!("sender bug on {}", request.headers.id);
+        }
+        SendOutcome::Response {
+            status: 200,
+            retry_after: None,
+            body_excerpt: String::new(),
+        }
+    }
+}
+
+async fn a_delivery_that_panics_fails_only_its_own_row_then_is_dead_with_the_message(
+    adapter: Adapter,
+) {
+    let (_t, db) = migrated_db(adapter).await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    let cfg = config(
+        "http://127.0.0.1:9/unused",
+        serde_json::json!({ "max_attempts": 2, "backoff_secs": [5] }),
+    );
+    let bomb = enqueue(db.as_ref(), "o-bomb", 1, at(0)).await[0];
+    let fine = enqueue(db.as_ref(), "o-fine", 2, at(0)).await;
+    let relay = Relay::new(
+        db.clone(),
+        Arc::new(MemoryBlobStore::new()),
+        Arc::new(Bomb),
+        None,
+        clock.clone(),
+        RelaySettings::new("relay-a"),
+    )
+    .with_jitter(Arc::new(FixedJitter(0.0)));
+    // before: the panic unwound through the batch and no row was recorded
+    let report = batch(&relay, &cfg, &clock).await;
+    assert_eq!((report.delivered, report.retried), (2, 1), "{report:?}");
+    for id in &fine {
+        assert_eq!(row(db.as_ref(), *id).await.status, OutboxStatus::Delivered);
+    }
+    let r = row(db.as_ref(), bomb).await;
+    assert_eq!((r.status, r.attempts), (OutboxStatus::Pending, 1));
+    assert!(
+        r.last_error
+            .unwrap_or_default()
+            .contains("the delivery panicked: sender bug on"),
+        "the panic's message"
+    );
+    // the second attempt panics too: dead, with the message
+    clock.advance(chrono::Duration::seconds(5));
+    let report = batch(&relay, &cfg, &clock).await;
+    assert_eq!(report.dead, 1, "{report:?}");
+    let r = row(db.as_ref(), bomb).await;
+    assert_eq!(r.status, OutboxStatus::Dead);
+    assert!(
+        r.last_error
+            .unwrap_or_default()
+            .starts_with("gave up after 2 attempts: the delivery panicked"),
+    );
+}
+
 for_each_adapter!(
+    a_delivery_that_panics_fails_only_its_own_row_then_is_dead_with_the_message,
     a_receiver_down_then_up_gets_every_row_under_one_webhook_id,
     gone_is_dead_at_once_and_reported,
     a_crash_after_the_post_delivers_again_with_the_same_webhook_id,

@@ -33,7 +33,53 @@ pub(super) enum Kind {
 }
 
 impl Relay {
+    /// [`Relay::attempt_inner`] with a panic (in the sender, the signer, a
+    /// guard) caught: it ends only this delivery, as a failed attempt with
+    /// the panic's message (retried, then dead after the destination's
+    /// maximum attempts). Without it one row whose delivery panics every
+    /// time would stop every relay run: a poison pill for the outbound side.
     pub(super) async fn attempt(
+        &self,
+        row: &OutboxRow,
+        destination: Option<&Destination>,
+        slot: Option<Arc<Semaphore>>,
+        batch_deadline: DateTime<Utc>,
+    ) -> (DeliveryResult, Kind) {
+        use futures::FutureExt as _;
+        let run = std::panic::AssertUnwindSafe(self.attempt_inner(
+            row,
+            destination,
+            slot,
+            batch_deadline,
+        ))
+        .catch_unwind()
+        .await;
+        match run {
+            Ok(done) => done,
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic without a message".into());
+                let attempt = u32::try_from(row.attempts.max(0))
+                    .unwrap_or(u32::MAX)
+                    .saturating_add(1);
+                tracing::error!(outbox_id = %row.id, panic = %message, "the delivery panicked");
+                self.failure(
+                    row,
+                    destination,
+                    attempt,
+                    format!("the delivery panicked: {message}"),
+                    None,
+                    None,
+                    false,
+                )
+            }
+        }
+    }
+
+    async fn attempt_inner(
         &self,
         row: &OutboxRow,
         destination: Option<&Destination>,
