@@ -890,6 +890,23 @@ async fn a_run_loops_until_its_deadline_and_delivers_rows_written_meanwhile() {
     let sink = HttpSink::start().await;
     let cfg = config(&sink.url("/in"), serde_json::json!({}));
     enqueue(db.as_ref(), "early", 2, at(0)).await;
+    // an inbox row received at -30 and not processed yet: the inbox lag
+    hookbox::inbox::insert_if_new(
+        db.as_ref(),
+        &hookbox::inbox::NewInboxEvent {
+            partner: "acme".into(),
+            event_id: "waiting".into(),
+            event_id_derived: false,
+            event_type: None,
+            ordering_key: None,
+            body: hookbox::inbox::Body::Inline(b"{}".to_vec()),
+            headers: serde_json::json!({}),
+            signature_verified: true,
+        },
+        at(-30),
+    )
+    .await
+    .expect("inbox row");
     let mut settings = RelaySettings::new("relay-a");
     settings.lanes = 1; // one lane: one pause per idle second
     let relay = Relay::new(
@@ -925,6 +942,11 @@ async fn a_run_loops_until_its_deadline_and_delivers_rows_written_meanwhile() {
     let m = report.metrics();
     assert_eq!(m.values("Delivered"), Some(&[3.0][..]));
     assert_eq!(m.values("OutboxPending"), Some(&[0.0][..]));
+    assert_eq!(
+        m.values("InboxLagSeconds"),
+        Some(&[85.0][..]),
+        "received at -30, the run ends at 55"
+    );
 }
 
 async fn retention_purges_old_finished_rows_in_bounded_batches(adapter: Adapter) {

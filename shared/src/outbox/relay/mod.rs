@@ -155,6 +155,9 @@ pub struct RunReport {
     pub pending: Option<i64>,
     /// Age of the oldest pending outbox row at the end, seconds.
     pub lag_seconds: Option<f64>,
+    /// Age of the oldest inbox row not finished (pending, processing or
+    /// deferred) at the end, seconds: the inbox lag.
+    pub inbox_lag_seconds: Option<f64>,
     /// Database errors that ended a step (the next run tries again).
     pub errors: Vec<String>,
 }
@@ -183,6 +186,9 @@ impl RunReport {
         }
         if let Some(lag) = self.lag_seconds {
             m.record("OutboxLagSeconds", Unit::Seconds, lag);
+        }
+        if let Some(lag) = self.inbox_lag_seconds {
+            m.record("InboxLagSeconds", Unit::Seconds, lag);
         }
         m
     }
@@ -479,6 +485,15 @@ impl Relay {
                 }));
             }
             Err(e) => r.errors.push(format!("pending summary: {e}")),
+        });
+        let oldest_inbox = inbox::oldest_active_received_at(self.db.as_ref()).await;
+        record(&report, |r| match oldest_inbox {
+            Ok(oldest) => {
+                r.inbox_lag_seconds = Some(oldest.map_or(0.0, |oldest| {
+                    (now - oldest).num_milliseconds().max(0) as f64 / 1000.0
+                }));
+            }
+            Err(e) => r.errors.push(format!("inbox lag: {e}")),
         });
         report.into_inner().unwrap_or_else(|p| p.into_inner())
     }
