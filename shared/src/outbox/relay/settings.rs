@@ -10,7 +10,7 @@
 //! | `HOOKBOX_RELAY_IDLE_MILLIS` | `1000` | pause when nothing is due, so delivery latency is about this |
 //! | `HOOKBOX_RELAY_STOP_MARGIN_SECONDS` | `5` | stop claiming this long before the invocation's deadline |
 //! | `HOOKBOX_SWEEP_AFTER_SECONDS` | `300` | an inbox row overdue by this long is sent to the queue again |
-//! | `HOOKBOX_RETENTION_DAYS` | `30` | finished rows older than this are purged (`0`: never) |
+//! | `HOOKBOX_RETENTION_DAYS` | `30` | finished rows older than this are purged (`0`: never; otherwise at least 17, see [`MIN_RETENTION_DAYS`]) |
 //! | `HOOKBOX_RETENTION_MODE` | `delete` | `delete`, or `archive` (moved to `inbox_archive`/`outbox_archive`) |
 
 use std::time::Duration;
@@ -123,8 +123,21 @@ impl RelaySettings {
         if let Some(v) = var("HOOKBOX_SWEEP_AFTER_SECONDS") {
             s.sweep_after = Duration::from_secs(number(v, 1, 7 * 86_400)?);
         }
-        if let Some(v) = var("HOOKBOX_RETENTION_DAYS") {
-            let days = number(v, 0, 36_500)?;
+        if let Some((variable, value)) = var("HOOKBOX_RETENTION_DAYS") {
+            let days = number((variable, value.clone()), 0, 36_500)?;
+            if (1..MIN_RETENTION_DAYS).contains(&days) {
+                return Err(SettingsError {
+                    variable,
+                    value,
+                    reason: format!(
+                        "a processed row is its event's dedupe key: purged before a redrive \
+                         from the DLQ (which keeps messages {DLQ_RETENTION_DAYS} days) or a \
+                         partner's last retry (up to {PARTNER_RETRY_DAYS} days) it would let \
+                         that event in again, processed twice; use at least \
+                         {MIN_RETENTION_DAYS} (or 0 to keep rows)"
+                    ),
+                });
+            }
             s.retention = (days > 0).then(|| Duration::from_secs(days * 86_400));
         }
         if let Some((variable, value)) = var("HOOKBOX_RETENTION_MODE") {
@@ -143,6 +156,17 @@ impl RelaySettings {
         Ok(s)
     }
 }
+
+/// How long the dead-letter queue keeps a message (the template's
+/// `MessageRetentionPeriod`): a redrive can bring one back until then.
+pub const DLQ_RETENTION_DAYS: u64 = 14;
+
+/// The longest a partner keeps retrying a webhook (Stripe: 3 days).
+pub const PARTNER_RETRY_DAYS: u64 = 3;
+
+/// The shortest retention accepted: a processed row (its dedupe key) must
+/// outlive every copy of its event that a redrive or a retry can still bring.
+pub const MIN_RETENTION_DAYS: u64 = DLQ_RETENTION_DAYS + PARTNER_RETRY_DAYS;
 
 /// A relay setting is invalid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -199,5 +223,16 @@ mod tests {
         let e = RelaySettings::from_env("r", env(&[("HOOKBOX_RETENTION_MODE", "shred")]))
             .expect_err("mode");
         assert!(e.to_string().contains("delete or archive"), "{e}");
+    }
+
+    #[test]
+    fn retention_never_drops_a_dedupe_key_a_redrive_or_retry_can_still_bring() {
+        let e = RelaySettings::from_env("r", env(&[("HOOKBOX_RETENTION_DAYS", "7")]))
+            .expect_err("below the DLQ's retention");
+        assert_eq!(e.variable, "HOOKBOX_RETENTION_DAYS");
+        assert!(e.to_string().contains("use at least 17"), "{e}");
+        let s = RelaySettings::from_env("r", env(&[("HOOKBOX_RETENTION_DAYS", "17")]))
+            .expect("the minimum");
+        assert_eq!(s.retention, Some(Duration::from_secs(17 * 86_400)));
     }
 }
