@@ -227,4 +227,109 @@ async fn every_inbox_statement_takes_the_largest_rows(adapter: Adapter) {
         .expect("delete");
 }
 
-for_each_adapter!(every_inbox_statement_takes_the_largest_rows);
+/// The largest outbox row business code can write: every text column at its
+/// bound, the payload at the inline threshold.
+fn largest_outbox(i: usize) -> hookbox::outbox::NewOutboxEvent {
+    let mut aggregate_id = text(hookbox::outbox::MAX_AGGREGATE_ID_BYTES - 8);
+    aggregate_id.push_str(&format!("{i:08}"));
+    let pad = "p".repeat(hookbox::inbox::body::DEFAULT_INLINE_MAX_BYTES - 40);
+    hookbox::outbox::NewOutboxEvent {
+        aggregate_type: text(hookbox::outbox::MAX_AGGREGATE_TYPE_BYTES),
+        aggregate_id,
+        event_type: text(hookbox::outbox::MAX_OUTBOX_EVENT_TYPE_BYTES),
+        destination: "d".repeat(64),
+        payload: serde_json::json!({ "pad": pad }),
+    }
+}
+
+async fn every_outbox_statement_takes_the_largest_rows(adapter: Adapter) {
+    use hookbox::admin::{OutboxCursor, OutboxFilter};
+    use hookbox::outbox::{self, ClaimRequest, DeliveryOutcome, DeliveryResult, OutboxStatus};
+    let (_t, db) = migrated_db(adapter).await;
+    let d = db.as_ref();
+    let n = 60; // 60 payloads of 32 KiB: about twice what one response carries
+    let tx = db.begin().await.expect("begin");
+    for i in 0..n {
+        outbox::enqueue(tx.as_ref(), &largest_outbox(i), at(0))
+            .await
+            .expect("enqueue the largest row");
+    }
+    tx.commit().await.expect("commit");
+
+    // claims stay inside one response, then the longest errors are recorded
+    let error = "e".repeat(20_000);
+    let mut claimed = 0;
+    let mut dead = Vec::new();
+    let mut round = 0;
+    while claimed < n {
+        round += 1;
+        let worker = format!("relay-{round}");
+        let batch = outbox::claim_batch(
+            d,
+            ClaimRequest {
+                worker: &worker,
+                now: at(1),
+                lease_until: at(100),
+                limit: 1_000,
+                ordered_destinations: &[],
+            },
+            outbox::repo::CLAIM_BUDGET_BYTES,
+        )
+        .await
+        .expect("a claim inside the budget");
+        assert!(batch.unreadable.is_empty());
+        assert!(
+            !batch.rows.is_empty() && batch.rows.len() < n,
+            "{}",
+            batch.rows.len()
+        );
+        claimed += batch.rows.len();
+        let results: Vec<DeliveryResult> = batch
+            .rows
+            .iter()
+            .map(|r| DeliveryResult {
+                id: r.id,
+                outcome: DeliveryOutcome::Dead,
+                status_code: Some(500),
+                error: Some(error.clone()),
+            })
+            .collect();
+        dead.extend(batch.rows.iter().map(|r| r.id));
+        outbox::record_results(d, &worker, at(2), &results)
+            .await
+            .expect("record the longest errors");
+    }
+    assert!(round >= 2, "more than one claim");
+    let row = outbox::get(d, dead[0]).await.expect("get").expect("row");
+    assert_eq!(row.status, OutboxStatus::Dead);
+
+    // the operator's statements: a full page, the retry
+    for status in [None, Some(OutboxStatus::Dead)] {
+        let page = admin::list_outbox(
+            d,
+            &OutboxFilter {
+                status,
+                destination: None,
+            },
+            OutboxCursor::start(),
+            admin::MAX_PAGE,
+        )
+        .await
+        .expect("a page of the widest rows");
+        assert_eq!(page.len(), n);
+    }
+    admin::outbox_dead_ids(d, None, OutboxCursor::start(), admin::MAX_PAGE)
+        .await
+        .expect("dead ids");
+    let retried = admin::retry_dead_outbox(d, &dead, at(3))
+        .await
+        .expect("retry");
+    assert_eq!(retried.len(), n);
+    outbox::counts_by_status(d).await.expect("counts");
+    outbox::pending_summary(d).await.expect("summary");
+}
+
+for_each_adapter!(
+    every_inbox_statement_takes_the_largest_rows,
+    every_outbox_statement_takes_the_largest_rows,
+);

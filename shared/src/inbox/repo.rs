@@ -470,14 +470,7 @@ pub const MAX_LAST_ERROR_BYTES: usize = 8 * 1024;
 
 /// `text` within [`MAX_LAST_ERROR_BYTES`].
 fn bounded(text: &str) -> String {
-    if text.len() <= MAX_LAST_ERROR_BYTES {
-        return text.to_string();
-    }
-    let mut cut = MAX_LAST_ERROR_BYTES - '…'.len_utf8();
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}…", &text[..cut])
+    crate::store::cut_to(text, MAX_LAST_ERROR_BYTES)
 }
 
 async fn changed(

@@ -346,14 +346,7 @@ pub const MAX_LAST_ERROR_BYTES: usize = 2048;
 
 /// `error` cut to [`MAX_LAST_ERROR_BYTES`], marked with `…` when cut.
 fn bounded(error: &str) -> String {
-    if error.len() <= MAX_LAST_ERROR_BYTES {
-        return error.to_string();
-    }
-    let mut end = MAX_LAST_ERROR_BYTES - '…'.len_utf8();
-    while !error.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &error[..end])
+    crate::store::cut_to(error, MAX_LAST_ERROR_BYTES)
 }
 
 /// `:results` of [`RECORD_RESULTS`] and [`RECORD_AND_CLAIM`].

@@ -337,6 +337,20 @@ impl Row {
     }
 }
 
+/// `text` within `max` bytes (cut at a character boundary and ended with
+/// `…` when cut): how repositories bound a column partner input or an error
+/// message could grow (the row budget of the Data API's 64 KB per row).
+pub fn cut_to(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max.saturating_sub('…'.len_utf8());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
 /// Parses the text forms of a timestamp the adapters may return.
 pub(crate) fn parse_timestamp(s: &str) -> Option<DateTime<Utc>> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
