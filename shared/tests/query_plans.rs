@@ -401,10 +401,8 @@ async fn the_claim_pins_its_plan_and_never_pays_for_jit(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
     let settings = db
         .execute(
-            &sql(
-                "SELECT unnest(proconfig) AS setting FROM pg_proc
-                  WHERE proname = 'outbox_claim_due' ORDER BY 1",
-            ),
+            &sql("SELECT unnest(proconfig) AS setting FROM pg_proc
+                  WHERE proname = 'outbox_claim_due' ORDER BY 1"),
             &params! {},
         )
         .await
