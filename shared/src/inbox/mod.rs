@@ -10,10 +10,72 @@
 //! `next_attempt_at` always says when an active row next needs attention;
 //! the sweeper re-enqueues rows that are long overdue.
 
+/// Every inbox column a reader needs, with the body bounded: an inline body
+/// over [`super::body::READ_CHUNK_BYTES`] (a row from before bodies went to the blob
+/// store) comes back as NULL with its size, so no row of any statement
+/// passes the Data API's 64 KB (`inline_body_size` tells [`inbox_row`] to
+/// read it in pieces).
+macro_rules! inbox_columns {
+    ($t:literal) => {
+        concat!(
+            $t,
+            "id, ",
+            $t,
+            "partner, ",
+            $t,
+            "event_id, ",
+            $t,
+            "event_id_derived, ",
+            $t,
+            "event_type, ",
+            $t,
+            "ordering_key, ",
+            "CASE WHEN octet_length(",
+            $t,
+            "body) <= 40960 THEN ",
+            $t,
+            "body END AS body, ",
+            "octet_length(",
+            $t,
+            "body) AS inline_body_size, ",
+            $t,
+            "body_key, ",
+            $t,
+            "body_size, ",
+            $t,
+            "body_sha256, ",
+            $t,
+            "headers, ",
+            $t,
+            "signature_verified, ",
+            $t,
+            "status, ",
+            $t,
+            "attempts, ",
+            $t,
+            "next_attempt_at, ",
+            $t,
+            "locked_until, ",
+            $t,
+            "last_error, ",
+            $t,
+            "received_at, ",
+            $t,
+            "enqueued_at, ",
+            $t,
+            "deferred_since, ",
+            $t,
+            "processed_at"
+        )
+    };
+}
+
 pub mod body;
 pub mod ingest;
+pub mod lease;
 pub mod message;
 pub mod repo;
+pub mod upkeep;
 
 use std::fmt;
 use std::str::FromStr;
