@@ -24,6 +24,8 @@
 
 pub mod config;
 pub mod handler;
+mod intake;
+pub mod outcome;
 pub mod processor;
 pub mod replay;
 
