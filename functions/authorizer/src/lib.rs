@@ -83,15 +83,20 @@ impl Authorizer {
                 _ => return (Decision::Deny("source_ip_not_allowed"), partner_name),
             }
         }
-        let pairs: Vec<(String, String)> = event
-            .headers
-            .iter()
-            .filter_map(|(n, v)| {
-                v.to_str()
-                    .ok()
-                    .map(|v| (n.as_str().to_string(), v.to_string()))
-            })
-            .collect();
+        // Every value of every header, as ingest reads them: API Gateway puts
+        // only the LAST value of a repeated header in `headers`, the others
+        // are in `multiValueHeaders`. Reading `headers` alone let a signature
+        // header repeated with different values (ambiguous: malformed, see
+        // docs/signatures.md) through to ingest's 401 instead of a Deny here
+        // (corpus case `sw_repeated_signature_different_values`).
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for (n, v) in event.headers.iter().chain(event.multi_value_headers.iter()) {
+            let Ok(v) = v.to_str() else { continue };
+            let pair = (n.as_str().to_string(), v.to_string());
+            if !pairs.contains(&pair) {
+                pairs.push(pair);
+            }
+        }
         let headers = Headers::from_pairs(pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())));
         if let Err(e) = partner.verifier.precheck(&headers, self.clock.now()) {
             return (Decision::Deny(signature_reason(&e)), partner_name);

@@ -416,12 +416,19 @@ impl Ingest {
 pub const ESCAPED_PREFIX: &str = "esc:";
 
 /// `text` as PostgreSQL's `text` and `jsonb` can hold it: they refuse
-/// U+0000. A value without it is unchanged; a value with it becomes
-/// `esc:` + the value with `\` written `\\` and U+0000 written `\0`. The
-/// mapping is deterministic (a resend has the same dedupe key) and
-/// injective (two values never meet), and the raw body keeps the bytes.
+/// U+0000. A value without it is unchanged (but see `esc:` below); a value
+/// with it becomes `esc:` + the value with `\` written `\\` and U+0000
+/// written `\0`. The mapping is deterministic (a resend has the same dedupe
+/// key) and injective (two values never meet), and the raw body keeps the
+/// bytes.
+///
+/// A value that already starts with `esc:` is escaped too: left unchanged,
+/// the id `esc:a\0b` (a backslash and a zero, as sent) would be the stored
+/// form of `a` U+0000 `b`, and the second of those two distinct events
+/// would be answered "duplicate" and lost (bad-input corpus case
+/// `byjson_literal_esc_prefix_id`).
 pub fn storable(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.contains('\0') {
+    if !text.contains('\0') && !text.starts_with(ESCAPED_PREFIX) {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
@@ -583,5 +590,9 @@ mod tests {
         // a backslash-zero typed by the partner never meets a NUL
         assert_ne!(storable("a\\0\0"), storable("a\0\0"));
         assert!(!storable("\0\0").contains('\0'));
+        // nor does a value that looks escaped already
+        assert_eq!(storable(r"esc:a\0b"), r"esc:esc:a\\0b");
+        assert_ne!(storable(r"esc:a\0b"), storable("a\0b"));
+        assert_eq!(storable("esc"), "esc");
     }
 }
