@@ -33,6 +33,20 @@ pub enum Decision {
     Deny(&'static str),
 }
 
+/// The authorizer event from the JSON the Lambda runtime received, without
+/// the header values the `http` crate refuses (a control character such as
+/// U+0000): otherwise the whole event fails to deserialize and API Gateway
+/// answers 500 to a correctly signed webhook. The names dropped are logged.
+pub fn event_from_json(
+    mut json: serde_json::Value,
+) -> Result<ApiGatewayCustomAuthorizerRequestTypeRequest, serde_json::Error> {
+    let dropped = hookbox::signature::drop_unusable_headers(&mut json);
+    if !dropped.is_empty() {
+        tracing::warn!(headers = ?dropped, "header values no HTTP library takes were dropped");
+    }
+    serde_json::from_value(json)
+}
+
 /// The authorizer, built once per sandbox.
 #[derive(Debug, Clone)]
 pub struct Authorizer {

@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use aws_lambda_events::apigw::ApiGatewayCustomAuthorizerRequestTypeRequest;
 use hookbox::clock::{Clock, SystemClock};
 use hookbox::config::{ConfigSource, ConfigStore, SecretStore, SecretsManager};
 use hookbox_authorizer::Authorizer;
@@ -27,11 +26,12 @@ async fn main() -> Result<(), Error> {
     };
     let config = Arc::new(ConfigStore::load(source, secrets, clock.clone()).await?);
     let authorizer = Authorizer::new(config, clock);
-    run(service_fn(
-        |event: LambdaEvent<ApiGatewayCustomAuthorizerRequestTypeRequest>| {
-            let authorizer = authorizer.clone();
-            async move { Ok::<_, Error>(authorizer.handle(event.payload).await) }
-        },
-    ))
+    run(service_fn(|event: LambdaEvent<serde_json::Value>| {
+        let authorizer = authorizer.clone();
+        async move {
+            let request = hookbox_authorizer::event_from_json(event.payload)?;
+            Ok::<_, Error>(authorizer.handle(request).await)
+        }
+    }))
     .await
 }

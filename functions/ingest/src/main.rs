@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use aws_lambda_events::apigw::ApiGatewayProxyRequest;
 use hookbox::clock::{Clock, SystemClock};
 use hookbox::config::{ConfigSource, ConfigStore, SecretStore, SecretsManager};
 use hookbox::inbox::ingest::Ingest;
@@ -40,9 +39,12 @@ async fn main() -> Result<(), Error> {
         .with_inline_max(inline_max)
         .with_db_deadline(db_deadline);
     let function = IngestFunction::new(ingest, clock);
-    run(service_fn(|event: LambdaEvent<ApiGatewayProxyRequest>| {
+    run(service_fn(|event: LambdaEvent<serde_json::Value>| {
         let function = function.clone();
-        async move { Ok::<_, Error>(function.handle(event.payload).await) }
+        async move {
+            let request = hookbox_ingest::event_from_json(event.payload)?;
+            Ok::<_, Error>(function.handle(request).await)
+        }
     }))
     .await
 }

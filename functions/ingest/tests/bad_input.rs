@@ -674,15 +674,20 @@ impl HeaderMaps for ApiGatewayProxyRequest {
     }
 }
 
-/// Deserializes an event from the bytes the Lambda runtime would get (as
-/// `lambda_runtime` does), then adds the header values that are not UTF-8.
+/// Deserializes an event from the bytes the Lambda runtime would get, as the
+/// functions' `main.rs` do (`event_from_json`: unusable header values
+/// dropped), then adds the header values that are not UTF-8.
 /// `Err` is what the runtime reports as an invocation error: the handler
 /// never runs.
 fn deliver<E: serde::de::DeserializeOwned + HeaderMaps>(
     json: &[u8],
     raw: &[(String, Vec<Vec<u8>>)],
 ) -> Result<E, String> {
-    let mut event: E = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+    // as main.rs does: the header values no HTTP library takes are dropped
+    // before the typed event is built
+    let mut value: Value = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+    hookbox::signature::drop_unusable_headers(&mut value);
+    let mut event: E = serde_json::from_value(value).map_err(|e| e.to_string())?;
     for (name, values) in raw {
         let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| e.to_string())?;
         let values = values

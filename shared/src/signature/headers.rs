@@ -4,6 +4,64 @@ use std::borrow::Cow;
 
 use super::error::SignatureError;
 
+/// True for a header value the `http` crate (and so `aws_lambda_events`)
+/// takes: tab, visible ASCII, space and bytes of 0x80 and above; never a
+/// control character such as U+0000 or U+0001.
+pub fn is_usable_header_value(value: &str) -> bool {
+    value
+        .bytes()
+        .all(|b| b == b'\t' || (0x20..0x7f).contains(&b) || b >= 0x80)
+}
+
+/// True for a header name the `http` crate takes (an RFC 9110 token).
+pub fn is_usable_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Removes from an API Gateway event's JSON (`headers` and
+/// `multiValueHeaders`) the headers and values the `http` crate refuses:
+/// otherwise the whole event fails to deserialize before any hookbox code
+/// runs, and a correctly signed webhook with, say, U+0000 in its
+/// `User-Agent` gets API Gateway's bare 500 (authorizer) or 502 (ingest) on
+/// every resend. No signature scheme signs such a header. Returns the names
+/// of the headers that lost a value (never the values).
+pub fn drop_unusable_headers(event: &mut serde_json::Value) -> Vec<String> {
+    let mut dropped = Vec::new();
+    for field in ["headers", "multiValueHeaders"] {
+        let Some(map) = event
+            .get_mut(field)
+            .and_then(serde_json::Value::as_object_mut)
+        else {
+            continue;
+        };
+        map.retain(|name, value| {
+            let usable = |v: &serde_json::Value| v.as_str().is_some_and(is_usable_header_value);
+            let keep = if !is_usable_header_name(name) {
+                false
+            } else if let serde_json::Value::Array(values) = value {
+                let before = values.len();
+                values.retain(usable);
+                if values.len() < before {
+                    dropped.push(name.clone());
+                }
+                !values.is_empty()
+            } else {
+                value.is_null() || usable(value)
+            };
+            if !keep {
+                dropped.push(name.clone());
+            }
+            keep
+        });
+    }
+    dropped.sort();
+    dropped.dedup();
+    dropped
+}
+
 /// The headers of one request: `(name, value)` pairs borrowed from the
 /// caller (an API Gateway event, an `http::HeaderMap`, the CLI, a test).
 ///
@@ -208,5 +266,28 @@ mod tests {
         assert!(!same_name("webhook-id", "webhook-i"));
         let clash = Headers::from_pairs([("x-two", "2"), ("X-TWO", "3")]);
         assert!(clash.unique_many(["x-one", "x-two"]).is_err());
+    }
+}
+
+#[cfg(test)]
+mod edge_tests {
+    use super::*;
+
+    #[test]
+    fn headers_the_http_crate_refuses_are_dropped_by_name_only() {
+        let mut event = serde_json::json!({
+            "headers": {"user-agent": "a\u{0}b", "webhook-id": "msg_1", "x-ctl": "\u{1}", "bad name": "v"},
+            "multiValueHeaders": {"user-agent": ["a\u{0}b"], "accept": ["ok", "no\u{7f}"]},
+        });
+        let dropped = drop_unusable_headers(&mut event);
+        assert_eq!(dropped, ["accept", "bad name", "user-agent", "x-ctl"]);
+        assert_eq!(
+            event,
+            serde_json::json!({
+                "headers": {"webhook-id": "msg_1"},
+                "multiValueHeaders": {"accept": ["ok"]},
+            })
+        );
+        assert!(is_usable_header_value("tab\there é"));
     }
 }

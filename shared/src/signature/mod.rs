@@ -66,7 +66,7 @@ pub use config::{
     UnknownScheme,
 };
 pub use error::{ConfigError, SignError, SignatureError};
-pub use headers::Headers;
+pub use headers::{Headers, drop_unusable_headers, is_usable_header_name, is_usable_header_value};
 pub use secret::Secret;
 pub use standard_webhooks::{StandardWebhookHeaders, sign as sign_standard_webhooks};
 pub use verifier::{SignedRequest, Verified, Verifier};

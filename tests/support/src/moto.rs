@@ -139,6 +139,11 @@ fn start() -> Result<Moto, HarnessError> {
             std::thread::yield_now();
         }
         if up {
+            // moto logs every request on stderr: drain it, or the pipe fills
+            // after a few hundred requests and moto stops answering
+            if let Some(mut stderr) = child.stderr.take() {
+                std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+            }
             let watchdog = watchdog(child.id())?;
             return Ok(Moto {
                 endpoint: format!("http://{addr}"),
