@@ -160,12 +160,5 @@ pub async fn purge_finished(
     limit: i64,
     mode: Retention,
 ) -> Result<u64, DbError> {
-    let params = params! { "cutoff" => cutoff, "limit" => limit };
-    match mode {
-        Retention::Delete => {
-            let purged = fetch_one(db, &PURGE_DELETE, &params).await?.i64("purged")?;
-            Ok(u64::try_from(purged).unwrap_or(0))
-        }
-        Retention::Archive => Ok(db.execute(&PURGE_ARCHIVE, &params).await?.affected),
-    }
+    crate::store::purge_with(db, &PURGE_DELETE, &PURGE_ARCHIVE, cutoff, limit, mode).await
 }

@@ -553,6 +553,28 @@ pub async fn connect_from_env(
     }
 }
 
+/// Runs one retention statement of a table: `delete` (which must return one
+/// row with `purged`, the rows it deleted) or `archive` (which moves them),
+/// with `:cutoff` and `:limit`; returns how many rows went. The inbox and the
+/// outbox share it: only their statements differ.
+pub(crate) async fn purge_with(
+    db: &dyn Executor,
+    delete: &Statement,
+    archive: &Statement,
+    cutoff: DateTime<Utc>,
+    limit: i64,
+    mode: Retention,
+) -> Result<u64, DbError> {
+    let params = crate::params! { "cutoff" => cutoff, "limit" => limit };
+    match mode {
+        Retention::Delete => {
+            let purged = fetch_one(db, delete, &params).await?.i64("purged")?;
+            Ok(u64::try_from(purged).unwrap_or(0))
+        }
+        Retention::Archive => Ok(db.execute(archive, &params).await?.affected),
+    }
+}
+
 /// What retention does with finished rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Retention {
