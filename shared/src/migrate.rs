@@ -90,6 +90,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "inbox_body_dedupe",
         sql: include_str!("../migrations/0008_inbox_body_dedupe.sql"),
     },
+    Migration {
+        version: 10,
+        name: "archive_retention",
+        sql: include_str!("../migrations/0010_archive_retention.sql"),
+    },
 ];
 
 /// Why migrating failed.

@@ -391,6 +391,28 @@ async fn retentions_reference_check_uses_the_key_indexes(adapter: Adapter) {
     ] {
         assert_uses(&check, index, table);
     }
+
+    // every retention batch finds its rows by an index and deletes them by
+    // primary key (`= ANY (ARRAY(…))`: a join with the batch let PostgreSQL
+    // hash-join it against a sequential scan of the whole table); the
+    // archive's own retention walks its age index (migration 0010)
+    let cutoff = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:01:40Z")
+        .expect("cutoff")
+        .to_utc();
+    let params = params! { "cutoff" => cutoff, "limit" => 1_000_i64 };
+    let inbox_purge = plan(d, &inbox::repo::PURGE_ARCHIVED, &params).await;
+    assert_uses(&inbox_purge, "inbox_archive_received_at", "inbox_archive");
+    let outbox_purge = plan(d, &outbox::repo::PURGE_ARCHIVED, &params).await;
+    assert_uses(&outbox_purge, "outbox_archive_created_at", "outbox_archive");
+    for (statement, table) in [
+        (&inbox::repo::PURGE_DELETE, "inbox"),
+        (&inbox::repo::PURGE_ARCHIVE, "inbox"),
+        (&outbox::repo::PURGE_DELETE, "outbox"),
+        (&outbox::repo::PURGE_ARCHIVE, "outbox"),
+    ] {
+        let purge = plan(d, statement, &params).await;
+        assert_uses(&purge, &format!("{table}_pkey"), table);
+    }
 }
 
 /// The claim's settings (migrations 5 and 7): a generic plan, no bitmap

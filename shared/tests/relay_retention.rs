@@ -120,6 +120,15 @@ fn relay(
 ) -> Relay {
     let mut settings = RelaySettings::new("relay-a");
     settings.retention_mode = mode;
+    relay_with(db, blobs, now, settings)
+}
+
+fn relay_with(
+    db: &Arc<dyn Database>,
+    blobs: &MemoryBlobStore,
+    now: DateTime<Utc>,
+    settings: RelaySettings,
+) -> Relay {
     Relay::new(
         db.clone(),
         Arc::new(blobs.clone()),
@@ -181,6 +190,7 @@ async fn deleting_rows_deletes_the_objects_no_row_refers_to_and_keeps_shared_one
         PurgeReport {
             inbox: 2,
             outbox: 2,
+            archived_deleted: 0,
             blobs_deleted: 2,
             blobs_kept: 2,
             blob_delete_failed: 0,
@@ -262,6 +272,77 @@ async fn archiving_rows_keeps_their_objects(adapter: Adapter) {
     assert!(blobs.contains(&h.outbox_alone), "the archive refers to it");
 }
 
+async fn count(db: &dyn Executor, query: &str) -> i64 {
+    hookbox::store::fetch_one(db, &sql(query), &params! {})
+        .await
+        .expect("count")
+        .i64("n")
+        .expect("n")
+}
+
+/// HOOKBOX_ARCHIVE_RETENTION_DAYS: archived rows older than it are deleted,
+/// and their objects with them unless a row (live or archived) still refers
+/// to them; younger archived rows stay, and so does everything without it.
+async fn the_archive_has_its_own_retention_and_its_objects_go_with_it(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let blobs = MemoryBlobStore::new();
+    let h = history(db.as_ref(), &blobs).await;
+    let (_, recent) = inbox_row(
+        db.as_ref(),
+        &blobs,
+        "evt-recent",
+        big("recent"),
+        50 * DAY,
+        "processed",
+    )
+    .await;
+    let archived = "SELECT (SELECT count(*) FROM inbox_archive)
+                         + (SELECT count(*) FROM outbox_archive) AS n";
+
+    let report = relay(&db, &blobs, at(100 * DAY), Retention::Archive)
+        .purge()
+        .await
+        .expect("archive");
+    assert_eq!(
+        (report.inbox, report.outbox, report.archived_deleted),
+        (3, 2, 0)
+    );
+    let report = relay(&db, &blobs, at(1_000 * DAY), Retention::Archive)
+        .purge()
+        .await
+        .expect("no archive retention: kept");
+    assert_eq!(report.archived_deleted, 0);
+    assert_eq!(count(db.as_ref(), archived).await, 5);
+    assert_eq!(blobs.len(), 5);
+
+    let mut settings = RelaySettings::new("relay-a");
+    settings.retention_mode = Retention::Archive;
+    settings.archive_retention = Some(std::time::Duration::from_secs(90 * DAY as u64));
+    let report = relay_with(&db, &blobs, at(100 * DAY), settings)
+        .purge()
+        .await
+        .expect("purge the archive");
+    assert_eq!(report.archived_deleted, 4, "the four received on day 0");
+    assert_eq!((report.blobs_deleted, report.blobs_kept), (2, 2));
+    assert_eq!(
+        count(db.as_ref(), archived).await,
+        1,
+        "day 50 is younger than 90 days"
+    );
+    assert!(!blobs.contains(&h.inbox_alone));
+    assert!(!blobs.contains(&h.outbox_alone));
+    assert!(
+        blobs.contains(&h.inbox_shared),
+        "a quarantined row refers to it"
+    );
+    assert!(
+        blobs.contains(&h.outbox_shared),
+        "a pending row refers to it"
+    );
+    assert!(blobs.contains(&recent), "its archived row stays");
+    assert_eq!(queued(db.as_ref()).await, 0);
+}
+
 async fn a_failed_object_delete_never_fails_retention(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
     let blobs = MemoryBlobStore::new();
@@ -335,6 +416,7 @@ async fn an_object_a_writer_is_about_to_refer_to_is_never_deleted(adapter: Adapt
 for_each_adapter!(
     deleting_rows_deletes_the_objects_no_row_refers_to_and_keeps_shared_ones,
     archiving_rows_keeps_their_objects,
+    the_archive_has_its_own_retention_and_its_objects_go_with_it,
     a_failed_object_delete_never_fails_retention,
     an_object_a_writer_is_about_to_refer_to_is_never_deleted,
 );

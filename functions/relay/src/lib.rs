@@ -7,7 +7,7 @@
 //! prints the run's EMF line (namespace `hookbox`, dimension
 //! `Function=relay`: `Delivered`, `Failed`, `Dead`, `Gone`, `Refused`,
 //! `NotAttempted`, `Unreadable`, `Swept`, `SweepSendFailed`, `Purged`,
-//! `BlobsDeleted`, `BlobDeleteFailed`, `RelayErrors`, `OutboxPending`,
+//! `ArchivedPurged`, `BlobsDeleted`, `BlobDeleteFailed`, `RelayErrors`, `OutboxPending`,
 //! `OutboxLagSeconds`).
 //!
 //! Overlapping invocations are safe: rows are leased (`FOR UPDATE SKIP
@@ -93,6 +93,7 @@ pub fn summary(report: &RunReport) -> serde_json::Value {
         "purged": {
             "inbox": report.purge.inbox,
             "outbox": report.purge.outbox,
+            "archived_deleted": report.purge.archived_deleted,
             "blobs_deleted": report.purge.blobs_deleted,
             "blobs_kept": report.purge.blobs_kept,
             "blob_delete_failed": report.purge.blob_delete_failed,

@@ -507,9 +507,19 @@ fn build_event(
         None
     };
     let (event_id, derived) = match &partner.event_id {
-        EventIdSource::Header(name) => match request.headers.get(name) {
-            Some(v) if !v.trim().is_empty() => (v.trim().to_string(), false),
-            _ => {
+        // A repeated id header with different values is ambiguous: taking
+        // either one lets a captured request be replayed under a second id
+        // (or splits one delivery into two rows), so it is refused.
+        EventIdSource::Header(name) => match request.headers.unique(name) {
+            Err(_) => {
+                return Err(IngestResponse::rejected(
+                    400,
+                    "ambiguous_event_id",
+                    format!("header {name} appears more than once with different values"),
+                ));
+            }
+            Ok(Some(v)) if !v.trim().is_empty() => (v.trim().to_string(), false),
+            Ok(_) => {
                 return Err(IngestResponse::rejected(
                     400,
                     "missing_event_id",

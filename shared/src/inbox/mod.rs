@@ -90,8 +90,8 @@ pub use repo::{
     Claim, ClaimToken, Inserted, MAX_CLAIM_IDS, NewInboxEvent, Replay, StrandedRow, claim,
     claim_as, counts_by_status, get, insert_if_new, insert_if_new_deduped, insert_quarantined,
     mark_dead, mark_deferred, mark_processed, mark_quarantined, mark_retry,
-    oldest_active_received_at, purge_finished, quarantine_unreadable, release_lease, replay,
-    sweep_stranded,
+    oldest_active_received_at, purge_archived, purge_finished, quarantine_unreadable,
+    release_lease, replay, sweep_stranded,
 };
 
 /// Status of an inbox row (the `inbox_status_check` constraint lists the same values).

@@ -125,7 +125,7 @@ pub const PURGE_DELETE: Statement = Statement::new(
          LIMIT :limit
          FOR UPDATE SKIP LOCKED
     ), deleted AS (
-        DELETE FROM inbox AS i USING old WHERE i.id = old.id RETURNING i.body_key
+        DELETE FROM inbox AS i WHERE i.id = ANY (ARRAY(SELECT id FROM old)) RETURNING i.body_key
     ), queued AS (
         INSERT INTO blob_deletions (key)
         SELECT DISTINCT body_key FROM deleted WHERE body_key IS NOT NULL
@@ -142,10 +142,40 @@ pub const PURGE_ARCHIVE: Statement = Statement::new(
          LIMIT :limit
          FOR UPDATE SKIP LOCKED
     ), moved AS (
-        DELETE FROM inbox AS i USING old WHERE i.id = old.id RETURNING i.*
+        DELETE FROM inbox AS i WHERE i.id = ANY (ARRAY(SELECT id FROM old)) RETURNING i.*
     )
     INSERT INTO inbox_archive SELECT * FROM moved",
 );
+
+pub const PURGE_ARCHIVED: Statement = Statement::new(
+    "inbox.purge_archived",
+    "WITH old AS (
+        SELECT id FROM inbox_archive
+         WHERE received_at < CAST(:cutoff AS timestamptz)
+         LIMIT :limit
+         FOR UPDATE SKIP LOCKED
+    ), deleted AS (
+        DELETE FROM inbox_archive AS a WHERE a.id = ANY (ARRAY(SELECT id FROM old))
+         RETURNING a.body_key
+    ), queued AS (
+        INSERT INTO blob_deletions (key)
+        SELECT DISTINCT body_key FROM deleted WHERE body_key IS NOT NULL
+        ON CONFLICT (key) DO NOTHING
+    )
+    SELECT count(*) AS purged FROM deleted",
+);
+
+/// The archive's own retention: deletes at most `limit` archived rows
+/// received before `cutoff` and queues their blob keys in `blob_deletions`
+/// (an object goes only once no row, live or archived, refers to it); returns
+/// how many. One statement.
+pub async fn purge_archived(
+    db: &dyn Executor,
+    cutoff: DateTime<Utc>,
+    limit: i64,
+) -> Result<u64, DbError> {
+    crate::store::purge_once(db, &PURGE_ARCHIVED, cutoff, limit).await
+}
 
 /// Deletes (or archives) at most `limit` processed rows received before
 /// `cutoff`; returns how many. Call repeatedly until it returns less than

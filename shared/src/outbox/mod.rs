@@ -39,7 +39,8 @@ pub use payload::{PayloadError, PayloadStorage};
 pub use repo::{
     ClaimRequest, Claimed, DeliveryOutcome, DeliveryResult, PendingSummary, UnreadableRow,
     Unrecorded, claim_batch, claim_due, claim_ids, counts_by_status, get,
-    oldest_pending_created_at, pending_summary, purge_finished, record_and_claim, record_results,
+    oldest_pending_created_at, pending_summary, purge_archived, purge_finished, record_and_claim,
+    record_results,
 };
 
 /// Status of an outbox row (the `outbox_status_check` constraint lists the same values).

@@ -496,7 +496,8 @@ pub const PURGE_DELETE: Statement = Statement::new(
          LIMIT :limit
          FOR UPDATE SKIP LOCKED
     ), deleted AS (
-        DELETE FROM outbox AS o USING old WHERE o.id = old.id RETURNING o.payload_key
+        DELETE FROM outbox AS o WHERE o.id = ANY (ARRAY(SELECT id FROM old))
+         RETURNING o.payload_key
     ), queued AS (
         INSERT INTO blob_deletions (key)
         SELECT DISTINCT payload_key FROM deleted WHERE payload_key IS NOT NULL
@@ -513,10 +514,39 @@ pub const PURGE_ARCHIVE: Statement = Statement::new(
          LIMIT :limit
          FOR UPDATE SKIP LOCKED
     ), moved AS (
-        DELETE FROM outbox AS o USING old WHERE o.id = old.id RETURNING o.*
+        DELETE FROM outbox AS o WHERE o.id = ANY (ARRAY(SELECT id FROM old)) RETURNING o.*
     )
     INSERT INTO outbox_archive SELECT * FROM moved",
 );
+
+pub const PURGE_ARCHIVED: Statement = Statement::new(
+    "outbox.purge_archived",
+    "WITH old AS (
+        SELECT id FROM outbox_archive
+         WHERE created_at < CAST(:cutoff AS timestamptz)
+         LIMIT :limit
+         FOR UPDATE SKIP LOCKED
+    ), deleted AS (
+        DELETE FROM outbox_archive AS a WHERE a.id = ANY (ARRAY(SELECT id FROM old))
+         RETURNING a.payload_key
+    ), queued AS (
+        INSERT INTO blob_deletions (key)
+        SELECT DISTINCT payload_key FROM deleted WHERE payload_key IS NOT NULL
+        ON CONFLICT (key) DO NOTHING
+    )
+    SELECT count(*) AS purged FROM deleted",
+);
+
+/// The archive's own retention: deletes at most `limit` archived rows
+/// created before `cutoff` and queues their blob keys in `blob_deletions`;
+/// returns how many. One statement.
+pub async fn purge_archived(
+    db: &dyn Executor,
+    cutoff: DateTime<Utc>,
+    limit: i64,
+) -> Result<u64, DbError> {
+    crate::store::purge_once(db, &PURGE_ARCHIVED, cutoff, limit).await
+}
 
 /// Deletes (or archives) at most `limit` delivered rows created before
 /// `cutoff`; returns how many. Dead rows are kept for the operator. One

@@ -565,14 +565,26 @@ pub(crate) async fn purge_with(
     limit: i64,
     mode: Retention,
 ) -> Result<u64, DbError> {
-    let params = crate::params! { "cutoff" => cutoff, "limit" => limit };
     match mode {
-        Retention::Delete => {
-            let purged = fetch_one(db, delete, &params).await?.i64("purged")?;
-            Ok(u64::try_from(purged).unwrap_or(0))
+        Retention::Delete => purge_once(db, delete, cutoff, limit).await,
+        Retention::Archive => {
+            let params = crate::params! { "cutoff" => cutoff, "limit" => limit };
+            Ok(db.execute(archive, &params).await?.affected)
         }
-        Retention::Archive => Ok(db.execute(archive, &params).await?.affected),
     }
+}
+
+/// Runs one deleting retention statement (`:cutoff`, `:limit`; one row with
+/// `purged`); returns how many rows it deleted.
+pub(crate) async fn purge_once(
+    db: &dyn Executor,
+    delete: &Statement,
+    cutoff: DateTime<Utc>,
+    limit: i64,
+) -> Result<u64, DbError> {
+    let params = crate::params! { "cutoff" => cutoff, "limit" => limit };
+    let purged = fetch_one(db, delete, &params).await?.i64("purged")?;
+    Ok(u64::try_from(purged).unwrap_or(0))
 }
 
 /// What retention does with finished rows.

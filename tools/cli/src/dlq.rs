@@ -41,6 +41,14 @@ pub struct RedriveArgs {
     /// without running the handler: replay them with `hookbox inbox replay`).
     #[command(flatten)]
     db: DbArgs,
+    /// Also process the dead rows among the moved messages again: each one
+    /// is put back to pending (as `hookbox inbox replay` does) just before
+    /// its message is sent back, so the processor runs it. Needs the
+    /// database. The CLI then moves the messages itself (receive, send,
+    /// delete) even where StartMessageMoveTask exists, since that does not
+    /// show which rows the messages name.
+    #[arg(long, conflicts_with = "local_stack")]
+    replay_dead: bool,
     /// Ask a running local stack instead (`POST <URL>/admin/api/dlq/redrive`).
     #[arg(long, value_name = "URL")]
     local_stack: Option<String>,
@@ -209,6 +217,28 @@ async fn redrive_sqs(args: &RedriveArgs) -> Outcome {
         Some(url) => Some(queue_arn(&sqs, url).await?),
         None => None,
     };
+    if args.replay_dead {
+        let Some(db) = connect_if_configured(&args.db).await? else {
+            return Err(Failure::usage(
+                "--replay-dead needs the inbox's database: set DATABASE_URL (or HOOKBOX_DB=data-api \
+                 with its variables) or pass --database-url",
+            ));
+        };
+        let target = match queue_url {
+            Some(url) => url,
+            None => only_source_queue(&sqs, &dlq_url).await?,
+        };
+        let moved = move_messages(&sqs, &dlq_url, &target, Some(db.as_ref())).await?;
+        println!(
+            "moved {} messages from {dlq_url} to {target} by receive/send/delete",
+            moved.moved
+        );
+        println!(
+            "replayed {} dead inbox rows: pending again, their moved messages run them",
+            moved.replayed
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let waiting = attributes(
         &sqs,
         &dlq_url,
@@ -249,12 +279,13 @@ async fn redrive_sqs(args: &RedriveArgs) -> Outcome {
                 Some(url) => url,
                 None => only_source_queue(&sqs, &dlq_url).await?,
             };
-            let (moved, rows) = move_messages(&sqs, &dlq_url, &target).await?;
+            let moved = move_messages(&sqs, &dlq_url, &target, None).await?;
             println!(
-                "moved {moved} messages from {dlq_url} to {target} by receive/send/delete: \
-                 this SQS endpoint does not implement StartMessageMoveTask"
+                "moved {} messages from {dlq_url} to {target} by receive/send/delete: \
+                 this SQS endpoint does not implement StartMessageMoveTask",
+                moved.moved
             );
-            note_dead_rows(&args.db, Some(&rows)).await?;
+            note_dead_rows(&args.db, Some(&moved.rows)).await?;
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => Err(Failure::failed(format!(
@@ -330,20 +361,50 @@ async fn note_dead_rows(db: &DbArgs, moved_rows: Option<&[uuid::Uuid]>) -> Resul
         println!(
             "note: {which}: the processor acknowledges a message of a dead row without running \
              the handler (the row is finished). To process them again: \
-             hookbox inbox replay --status dead"
+             hookbox inbox replay --status dead (or redrive with --replay-dead)"
         );
     }
     Ok(())
+}
+
+/// What [`move_messages`] did.
+#[derive(Debug, Default)]
+struct Moved {
+    /// Messages moved.
+    moved: u64,
+    /// The inbox rows the moved `stored` messages name.
+    rows: Vec<uuid::Uuid>,
+    /// Dead rows put back to pending before their message was sent.
+    replayed: u64,
+}
+
+/// Puts inbox row `id` back to pending when it is dead (one statement, as
+/// `hookbox inbox replay`); `true` when it did. Other statuses are left:
+/// the processor treats their redriven message as usual.
+async fn replay_if_dead(
+    db: &dyn hookbox::store::Executor,
+    id: uuid::Uuid,
+) -> Result<bool, Failure> {
+    let row = hookbox::inbox::get(db, id)
+        .await
+        .or_failed(format!("cannot read inbox row {id}"))?;
+    if row.is_none_or(|r| r.status != hookbox::inbox::InboxStatus::Dead) {
+        return Ok(false);
+    }
+    let replayed = hookbox::inbox::replay(db, id, chrono::Utc::now())
+        .await
+        .or_failed(format!("cannot replay inbox row {id}"))?;
+    Ok(matches!(replayed, hookbox::inbox::Replay::Replayed { .. }))
 }
 
 async fn move_messages(
     sqs: &Client,
     from: &str,
     to: &str,
-) -> Result<(u64, Vec<uuid::Uuid>), Failure> {
+    replay_dead: Option<&dyn hookbox::store::Executor>,
+) -> Result<Moved, Failure> {
     const VISIBILITY: Duration = Duration::from_secs(60);
-    let mut moved = 0;
-    let mut rows = Vec::new();
+    let mut done = Moved::default();
     loop {
         let out = sqs
             .receive_message()
@@ -356,20 +417,29 @@ async fn move_messages(
             .await
             .map_err(|e| {
                 Failure::failed(format!(
-                    "cannot receive from {from} after moving {moved} messages: {}",
+                    "cannot receive from {from} after moving {} messages: {}",
+                    done.moved,
                     sdk_error(&e)
                 ))
             })?;
         let messages = out.messages();
         if messages.is_empty() {
-            return Ok((moved, rows));
+            return Ok(done);
         }
         for message in messages {
             let id = message.message_id().unwrap_or("?");
             if let Ok(hookbox::inbox::InboxMessage::Stored { inbox_id, .. }) =
                 hookbox::inbox::InboxMessage::from_body(message.body().unwrap_or_default())
             {
-                rows.push(inbox_id);
+                done.rows.push(inbox_id);
+                // Pending BEFORE the message is back on the queue: a
+                // processor that received it first would acknowledge it as
+                // the message of a finished row.
+                if let Some(db) = replay_dead
+                    && replay_if_dead(db, inbox_id).await?
+                {
+                    done.replayed += 1;
+                }
             }
             sqs.send_message()
                 .queue_url(to)
@@ -379,7 +449,8 @@ async fn move_messages(
                 .await
                 .map_err(|e| {
                     Failure::failed(format!(
-                        "cannot send message {id} to {to} after moving {moved} messages: {}",
+                        "cannot send message {id} to {to} after moving {} messages: {}",
+                        done.moved,
                         sdk_error(&e)
                     ))
                 })?;
@@ -394,7 +465,7 @@ async fn move_messages(
                         sdk_error(&e)
                     ))
                 })?;
-            moved += 1;
+            done.moved += 1;
         }
     }
 }

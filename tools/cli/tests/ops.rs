@@ -1197,3 +1197,102 @@ async fn database_url_flag_is_used_and_its_password_never_printed() {
     assert_eq!(code(&out), 2, "{}", stderr(&out));
     assert!(!stderr(&out).contains("hunter2"), "{}", stderr(&out));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dlq_redrive_with_replay_dead_puts_the_dead_rows_back_to_pending_before_their_messages() {
+    let (test_db, db) = migrated().await;
+    let d = db.as_ref();
+    let dead = inbox_row(d, "acme", "evt_dead_r", 10, InboxStatus::Dead, "gave up").await;
+    let pending = inbox_row(d, "acme", "evt_pending_r", 20, InboxStatus::Pending, "").await;
+    let endpoint = moto::endpoint();
+    let queue = moto::create_queue(&endpoint, &moto::unique_name("replay-dead"), 0, 1).await;
+    let sqs = moto::client(&endpoint);
+    let bodies: Vec<String> = [(dead, "evt_dead_r"), (pending, "evt_pending_r")]
+        .iter()
+        .map(|(id, event)| {
+            InboxMessage::stored(*id, "acme", event)
+                .to_body()
+                .expect("body")
+        })
+        .collect();
+    dead_letter(&sqs, &queue, &[bodies[0].as_str(), bodies[1].as_str()]).await;
+
+    // without a database the flag is a usage error, and nothing moves
+    let out = hookbox(
+        &[
+            "dlq",
+            "redrive",
+            "--replay-dead",
+            "--queue-url",
+            &queue.url,
+            "--sqs-endpoint",
+            &endpoint,
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(code(&out), 2, "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("--replay-dead needs the inbox's database"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        inbox::get(d, dead).await.expect("get").expect("row").status,
+        InboxStatus::Dead
+    );
+
+    let out = hookbox(
+        &[
+            "dlq",
+            "redrive",
+            "--replay-dead",
+            "--queue-url",
+            &queue.url,
+            "--sqs-endpoint",
+            &endpoint,
+        ],
+        &[("DATABASE_URL", test_db.url())],
+    )
+    .await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("moved 2 messages"), "{text}");
+    assert!(text.contains("replayed 1 dead inbox rows"), "{text}");
+    assert_eq!(
+        inbox::get(d, dead).await.expect("get").expect("row").status,
+        InboxStatus::Pending,
+        "the dead row is pending again"
+    );
+    assert_eq!(
+        inbox::get(d, pending)
+            .await
+            .expect("get")
+            .expect("row")
+            .status,
+        InboxStatus::Pending
+    );
+    // both messages are back on the queue, byte for byte
+    let mut back: Vec<String> = Vec::new();
+    for _ in 0..5 {
+        let got = sqs
+            .receive_message()
+            .queue_url(&queue.url)
+            .max_number_of_messages(10)
+            .send()
+            .await
+            .expect("receive");
+        back.extend(
+            got.messages()
+                .iter()
+                .filter_map(|m| m.body().map(str::to_owned)),
+        );
+        if back.len() >= 2 {
+            break;
+        }
+    }
+    back.sort();
+    let mut want = bodies.clone();
+    want.sort();
+    assert_eq!(back, want);
+}

@@ -6,13 +6,17 @@
 //! inbox::purge_finished  ≤ purge_max_batches × purge_batch rows  (1 statement each)
 //! outbox::purge_finished ≤ purge_max_batches × purge_batch rows  (1 statement each)
 //!   deleting queues the rows' blob keys in blob_deletions (same statement)
+//! inbox::purge_archived, outbox::purge_archived (HOOKBOX_ARCHIVE_RETENTION_DAYS):
+//!                        ≤ purge_max_batches × purge_batch archived rows each;
+//!   they queue their blob keys in blob_deletions too
 //! blob_deletions:        ≤ purge_max_batches × 100 keys, one transaction each:
 //!   lock the keys no writer holds → dequeue them, noting which a row still
 //!   refers to → delete the other objects (16 at a time) → requeue the ones
 //!   the store could not delete for now → commit
 //! ```
 //!
-//! Archived rows keep their references, so their objects stay. A failed
+//! Archived rows keep their references, so their objects stay until the
+//! archive's own retention deletes the rows. A failed
 //! object delete never fails retention: it is logged and counted
 //! (`BlobDeleteFailed`); an outage is tried again by the next run, a refusal
 //! leaves the object behind as an orphan. The protocol that keeps an object
@@ -39,6 +43,8 @@ pub struct PurgeReport {
     pub inbox: u64,
     /// Outbox rows deleted or archived.
     pub outbox: u64,
+    /// Archived rows deleted by the archive's own retention (both tables).
+    pub archived_deleted: u64,
     /// Blob objects deleted (no row referred to them any more).
     pub blobs_deleted: u64,
     /// Queued objects kept because another row still refers to them (the
@@ -82,6 +88,24 @@ impl Relay {
             for _ in 0..self.settings.purge_max_batches {
                 let n = outbox::purge_finished(self.db.as_ref(), cutoff, batch, mode).await?;
                 report.outbox += n;
+                if (n as i64) < batch {
+                    break;
+                }
+            }
+        }
+        if let Some(retention) = self.settings.archive_retention {
+            let cutoff = self.clock.now() - chrono_duration(retention);
+            let batch = self.settings.purge_batch;
+            for _ in 0..self.settings.purge_max_batches {
+                let n = inbox::purge_archived(self.db.as_ref(), cutoff, batch).await?;
+                report.archived_deleted += n;
+                if (n as i64) < batch {
+                    break;
+                }
+            }
+            for _ in 0..self.settings.purge_max_batches {
+                let n = outbox::purge_archived(self.db.as_ref(), cutoff, batch).await?;
+                report.archived_deleted += n;
                 if (n as i64) < batch {
                     break;
                 }

@@ -12,6 +12,7 @@
 //! | `HOOKBOX_SWEEP_AFTER_SECONDS` | `300` | an inbox row overdue by this long is sent to the queue again |
 //! | `HOOKBOX_RETENTION_DAYS` | `30` | finished rows older than this are purged (`0`: never; otherwise at least 17, see [`MIN_RETENTION_DAYS`]) |
 //! | `HOOKBOX_RETENTION_MODE` | `delete` | `delete`, or `archive` (moved to `inbox_archive`/`outbox_archive`) |
+//! | `HOOKBOX_ARCHIVE_RETENTION_DAYS` | `0` | archived rows older than this (counted from when they were received or created) are deleted, with their blob objects (`0`: kept); more than `HOOKBOX_RETENTION_DAYS` |
 
 use std::time::Duration;
 
@@ -52,6 +53,9 @@ pub struct RelaySettings {
     pub retention: Option<Duration>,
     /// Retention: delete or archive.
     pub retention_mode: Retention,
+    /// Retention of the archive tables: archived rows older than this are
+    /// deleted; `None`: kept.
+    pub archive_retention: Option<Duration>,
     /// Retention: rows per purge statement.
     pub purge_batch: i64,
     /// Retention: purge statements per table per run (bounds the work).
@@ -76,6 +80,7 @@ impl RelaySettings {
             sweep_batch: 100,
             retention: Some(Duration::from_secs(30 * 86_400)),
             retention_mode: Retention::Delete,
+            archive_retention: None,
             purge_batch: 1_000,
             purge_max_batches: 10,
         }
@@ -153,6 +158,23 @@ impl RelaySettings {
                 }
             };
         }
+        if let Some((variable, value)) = var("HOOKBOX_ARCHIVE_RETENTION_DAYS") {
+            let days = number((variable, value.clone()), 0, 36_500)?;
+            let live_days = s.retention.map_or(0, |r| r.as_secs() / 86_400);
+            if days > 0 && days <= live_days {
+                return Err(SettingsError {
+                    variable,
+                    value,
+                    reason: format!(
+                        "rows reach the archive when they are HOOKBOX_RETENTION_DAYS \
+                         ({live_days}) days old, so an archive retention of {days} days would \
+                         delete them as soon as they arrive; use more than {live_days} (or 0 \
+                         to keep archived rows)"
+                    ),
+                });
+            }
+            s.archive_retention = (days > 0).then(|| Duration::from_secs(days * 86_400));
+        }
         Ok(s)
     }
 }
@@ -223,6 +245,34 @@ mod tests {
         let e = RelaySettings::from_env("r", env(&[("HOOKBOX_RETENTION_MODE", "shred")]))
             .expect_err("mode");
         assert!(e.to_string().contains("delete or archive"), "{e}");
+    }
+
+    #[test]
+    fn the_archive_keeps_rows_unless_told_and_never_less_than_the_live_tables() {
+        assert_eq!(RelaySettings::new("r").archive_retention, None);
+        let s = RelaySettings::from_env(
+            "r",
+            env(&[
+                ("HOOKBOX_RETENTION_DAYS", "30"),
+                ("HOOKBOX_ARCHIVE_RETENTION_DAYS", "365"),
+            ]),
+        )
+        .expect("valid");
+        assert_eq!(s.archive_retention, Some(Duration::from_secs(365 * 86_400)));
+        let e = RelaySettings::from_env("r", env(&[("HOOKBOX_ARCHIVE_RETENTION_DAYS", "30")]))
+            .expect_err("not more than the default 30");
+        assert_eq!(e.variable, "HOOKBOX_ARCHIVE_RETENTION_DAYS");
+        assert!(e.to_string().contains("use more than 30"), "{e}");
+        // with live retention off, any archive retention holds
+        let s = RelaySettings::from_env(
+            "r",
+            env(&[
+                ("HOOKBOX_RETENTION_DAYS", "0"),
+                ("HOOKBOX_ARCHIVE_RETENTION_DAYS", "1"),
+            ]),
+        )
+        .expect("valid");
+        assert_eq!(s.archive_retention, Some(Duration::from_secs(86_400)));
     }
 
     #[test]

@@ -1,0 +1,7 @@
+-- The archive tables get a retention of their own
+-- (HOOKBOX_ARCHIVE_RETENTION_DAYS): the relay deletes archived rows older
+-- than it in bounded batches, which needs the age column indexed, or every
+-- batch would scan the whole archive.
+-- (0009 is kept for the per-function database roles.)
+CREATE INDEX IF NOT EXISTS inbox_archive_received_at ON inbox_archive (received_at);
+CREATE INDEX IF NOT EXISTS outbox_archive_created_at ON outbox_archive (created_at);
