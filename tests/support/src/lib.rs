@@ -71,6 +71,10 @@ struct Cluster {
     admin_url: String,
     bindir: PathBuf,
     data: PathBuf,
+    /// `pg_ctl start -o` options (port, sockets, durability) and the log,
+    /// so a killed cluster can start again as it was.
+    options: String,
+    log: PathBuf,
     as_postgres: bool,
     _watchdog: Mutex<(Child, ChildStdin)>,
 }
@@ -129,6 +133,25 @@ impl PrivateCluster {
             .args(["stop", "-m", "immediate", "-s", "-w"])
             .arg("-D")
             .arg(&self.cluster.data),
+        )
+    }
+
+    /// Starts a killed cluster again, on the same port with the same data
+    /// (after crash recovery: what was committed is there).
+    pub fn restart(&self) -> Result<(), HarnessError> {
+        run(
+            "pg_ctl start",
+            as_pg_user(
+                self.cluster.as_postgres,
+                &self.cluster.bindir.join("pg_ctl"),
+            )
+            .args(["start", "-w", "-t", "60", "-s"])
+            .arg("-D")
+            .arg(&self.cluster.data)
+            .arg("-l")
+            .arg(&self.cluster.log)
+            .arg("-o")
+            .arg(&self.cluster.options),
         )
     }
 }
@@ -481,6 +504,8 @@ fn start_cluster(durable: bool) -> Result<Cluster, HarnessError> {
                     admin_url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
                     bindir,
                     data,
+                    options,
+                    log,
                     as_postgres,
                     _watchdog: Mutex::new(watchdog),
                 });
@@ -596,6 +621,16 @@ mod tests {
                 .is_err(),
             "no new connections either"
         );
+        // restarted: the same URL answers again
+        cluster.restart().expect("restart");
+        let (client, conn) = tokio_postgres::connect(cluster.url(), tokio_postgres::NoTls)
+            .await
+            .expect("connect after the restart");
+        let conn = tokio::spawn(conn);
+        client.simple_query("SELECT 1").await.expect("query");
+        drop(client);
+        let _ = conn.await;
+        cluster.kill().expect("kill again");
         drop(cluster);
         // The watchdog removes the directory once its stdin closes; wait for
         // that event (bounded), not for a fixed time.

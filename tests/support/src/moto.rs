@@ -8,6 +8,10 @@
 //! RedrivePolicy (a message moves to the DLQ on the receive after
 //! maxReceiveCount, as in AWS). When moto is missing the tests fail with the
 //! install command; they never skip.
+//!
+//! [`ClockedMoto`] is a private server on the test's clock: its SQS time
+//! (delays, visibility timeouts, and so receive counts and redrives) moves
+//! only when the test says, so an outage of hours runs in moments.
 
 use std::fmt;
 use std::io::Write as _;
@@ -44,7 +48,7 @@ impl Moto {
     /// # Panics
     /// When moto is not installed or does not come up.
     pub fn start() -> Moto {
-        start().unwrap_or_else(|e| panic!("{e}"))
+        start(None).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// `http://127.0.0.1:PORT`.
@@ -73,13 +77,98 @@ static SHARED: OnceLock<Result<Moto, String>> = OnceLock::new();
 /// # Panics
 /// When moto is not installed or does not come up.
 pub fn endpoint() -> String {
-    match SHARED.get_or_init(|| start().map_err(|e| e.to_string())) {
+    match SHARED.get_or_init(|| start(None).map_err(|e| e.to_string())) {
         Ok(moto) => moto.endpoint.clone(),
         Err(e) => panic!("{e}"),
     }
 }
 
-fn start() -> Result<Moto, HarnessError> {
+/// Runs moto.server with `moto.core.utils.utcnow` (the time of every SQS
+/// delay and visibility timeout) moved forward by the seconds written in the
+/// file named by `HOOKBOX_MOTO_CLOCK`, read at each call.
+const CLOCKED_SERVER: &str = r#"
+import datetime, os, sys
+import moto.core.utils as utils
+_path = os.environ["HOOKBOX_MOTO_CLOCK"]
+_real = utils.utcnow
+def _utcnow():
+    try:
+        with open(_path) as f:
+            offset = float(f.read() or "0")
+    except (OSError, ValueError):
+        offset = 0.0
+    return _real() + datetime.timedelta(seconds=offset)
+utils.utcnow = _utcnow
+from moto.server import main
+main(sys.argv[1:])
+"#;
+
+/// A private moto server whose clock the test moves with
+/// [`ClockedMoto::advance`] (it also runs in real time, which a test of
+/// seconds does not notice). Stopped when dropped.
+pub struct ClockedMoto {
+    moto: Moto,
+    offset_file: std::path::PathBuf,
+    offset: Mutex<Duration>,
+    _dir: tempfile::TempDir,
+}
+
+impl fmt::Debug for ClockedMoto {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClockedMoto")
+            .field("endpoint", &self.moto.endpoint)
+            .field("offset", &self.offset)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClockedMoto {
+    /// Starts one (about a second).
+    ///
+    /// # Panics
+    /// When moto is not installed or does not come up.
+    pub fn start() -> ClockedMoto {
+        let dir = tempfile::Builder::new()
+            .prefix("hookbox-moto-clock-")
+            .tempdir()
+            .unwrap_or_else(|e| panic!("a directory for moto's clock: {e}"));
+        let offset_file = dir.path().join("offset");
+        std::fs::write(&offset_file, "0").unwrap_or_else(|e| panic!("moto's clock file: {e}"));
+        let moto = start(Some(&offset_file)).unwrap_or_else(|e| panic!("{e}"));
+        ClockedMoto {
+            moto,
+            offset_file,
+            offset: Mutex::new(Duration::ZERO),
+            _dir: dir,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> &str {
+        self.moto.endpoint()
+    }
+
+    /// Moves moto's clock forward by `by`.
+    ///
+    /// # Panics
+    /// When the clock file cannot be written.
+    pub fn advance(&self, by: Duration) {
+        let mut offset = self.offset.lock().unwrap_or_else(|p| p.into_inner());
+        *offset += by;
+        // written whole, then renamed: moto never reads half a number
+        let next = self.offset_file.with_extension("next");
+        std::fs::write(&next, format!("{}", offset.as_secs_f64()))
+            .and_then(|()| std::fs::rename(&next, &self.offset_file))
+            .unwrap_or_else(|e| panic!("moving moto's clock: {e}"));
+    }
+
+    /// Stops the server now (the queue is down; its queues are gone).
+    pub fn kill(&self) {
+        self.moto.kill();
+    }
+}
+
+fn start(clock_file: Option<&std::path::Path>) -> Result<Moto, HarnessError> {
     let python = crate::python::python();
     let installed = Command::new(&python)
         .args(["-c", "import moto.server, flask"])
@@ -107,15 +196,15 @@ fn start() -> Result<Moto, HarnessError> {
                 what: "finding a free port".into(),
                 detail: e.to_string(),
             })?;
-        let mut child = Command::new(&python)
-            .args([
-                "-m",
-                "moto.server",
-                "-H",
-                "127.0.0.1",
-                "-p",
-                &port.to_string(),
-            ])
+        let mut command = Command::new(&python);
+        match clock_file {
+            None => command.args(["-m", "moto.server"]),
+            Some(file) => command
+                .args(["-c", CLOCKED_SERVER])
+                .env("HOOKBOX_MOTO_CLOCK", file),
+        };
+        let mut child = command
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -268,4 +357,58 @@ pub fn unique_name(prefix: &str) -> String {
         std::process::id(),
         N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_clocked_moto_keeps_delays_and_visibility_on_the_tests_clock() {
+        let moto = ClockedMoto::start();
+        let queue = create_queue(moto.endpoint(), &unique_name("clocked"), 30, 2).await;
+        let sqs = client(moto.endpoint());
+        let receive = |url: String| {
+            let sqs = sqs.clone();
+            async move {
+                sqs.receive_message()
+                    .queue_url(url)
+                    .max_number_of_messages(10)
+                    .message_system_attribute_names(
+                        aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount,
+                    )
+                    .send()
+                    .await
+                    .expect("receive")
+                    .messages()
+                    .to_vec()
+            }
+        };
+        sqs.send_message()
+            .queue_url(&queue.url)
+            .message_body("later")
+            .delay_seconds(900)
+            .send()
+            .await
+            .expect("send");
+        assert!(receive(queue.url.clone()).await.is_empty(), "delayed");
+        moto.advance(Duration::from_secs(899));
+        assert!(receive(queue.url.clone()).await.is_empty(), "still delayed");
+        moto.advance(Duration::from_secs(2));
+        let got = receive(queue.url.clone()).await;
+        assert_eq!(got.len(), 1, "due on the test's clock");
+        // not deleted: invisible for 30 s of the test's clock, then back,
+        // and after maxReceiveCount receives in the DLQ
+        assert!(receive(queue.url.clone()).await.is_empty());
+        moto.advance(Duration::from_secs(31));
+        assert_eq!(receive(queue.url.clone()).await.len(), 1, "second receive");
+        moto.advance(Duration::from_secs(31));
+        assert!(
+            receive(queue.url.clone()).await.is_empty(),
+            "moved on the third"
+        );
+        let dead = receive(queue.dlq_url.clone()).await;
+        assert_eq!(dead.len(), 1);
+        assert_eq!(dead[0].body(), Some("later"));
+    }
 }
