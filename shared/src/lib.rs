@@ -10,6 +10,7 @@ pub mod blob;
 pub mod clock;
 pub mod config;
 pub mod example;
+pub mod failpoint;
 pub mod inbox;
 pub mod metrics;
 pub mod migrate;

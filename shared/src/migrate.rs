@@ -331,7 +331,10 @@ async fn lock(tx: &dyn Executor) -> Result<(), DbError> {
 
 async fn finish(tx: Box<dyn Transaction>, outcome: Result<(), DbError>) -> Result<(), DbError> {
     match outcome {
-        Ok(()) => tx.commit().await,
+        Ok(()) => {
+            crate::failpoint::hit!(crate::failpoint::MIGRATION_BEFORE_COMMIT);
+            tx.commit().await
+        }
         Err(e) => {
             let _ = tx.rollback().await;
             Err(e)

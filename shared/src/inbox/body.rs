@@ -139,6 +139,7 @@ pub async fn store(
         return Ok(Body::Inline(bytes));
     }
     let reference = blob::put_content(blobs, INBOX_PREFIX, partner, Bytes::from(bytes)).await?;
+    crate::failpoint::hit!(crate::failpoint::BLOB_AFTER_PUT);
     Ok(Body::Blob(reference))
 }
 
@@ -196,7 +197,10 @@ pub async fn read(
 ) -> Result<Vec<u8>, BodyError> {
     match body {
         Body::Inline(b) => Ok(b.clone()),
-        Body::Blob(reference) => Ok(blob::get_verified(blobs, reference).await?.to_vec()),
+        Body::Blob(reference) => {
+            crate::failpoint::hit!(crate::failpoint::BLOB_BEFORE_GET);
+            Ok(blob::get_verified(blobs, reference).await?.to_vec())
+        }
         Body::InlineUnread { size } => read_in_pieces(db, id, *size).await,
     }
 }

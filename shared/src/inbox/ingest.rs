@@ -344,10 +344,14 @@ impl Ingest {
         };
         match inserted {
             Ok(Inserted::New(id)) => {
+                crate::failpoint::hit!(crate::failpoint::INGEST_AFTER_INSERT);
                 let message = InboxMessage::stored(id, &event.partner, &event.event_id);
                 let enqueue_failed = match message.to_body() {
                     Ok(body) => match self.queue.send(&body).await {
-                        Ok(_) => false,
+                        Ok(_) => {
+                            crate::failpoint::hit!(crate::failpoint::INGEST_AFTER_SEND);
+                            false
+                        }
                         Err(e) => {
                             // The row is safe; the sweeper enqueues it later.
                             tracing::warn!(inbox_id = %id, error = %e, "enqueue after insert failed");

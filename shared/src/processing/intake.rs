@@ -196,6 +196,9 @@ impl Processor<'_> {
                 }
             }
         }
+        if !by_id.is_empty() {
+            crate::failpoint::hit!(crate::failpoint::PROCESSOR_AFTER_CLAIM);
+        }
         for slot in slots.iter_mut().filter(|s| s.outcome.is_none()) {
             let Some(id) = slot.inbox_id else { continue };
             let _enter = slot.span.enter();

@@ -279,7 +279,10 @@ impl Processor<'_> {
         let run = match decided {
             Outcome::Processed => match inbox::mark_processed(tx.as_ref(), *token, now).await {
                 Ok(true) => match tx.commit().await {
-                    Ok(()) => Run::Committed,
+                    Ok(()) => {
+                        crate::failpoint::hit!(crate::failpoint::PROCESSOR_AFTER_COMMIT);
+                        Run::Committed
+                    }
                     Err(e) => Run::Retry(format!("commit failed (outcome unknown): {e}")),
                 },
                 Ok(false) => {

@@ -205,6 +205,7 @@ impl Relay {
                 timeout,
             })
             .await;
+        crate::failpoint::hit!(crate::failpoint::RELAY_AFTER_POST);
         let span_fields = (row.id, destination.name.as_str(), attempt);
         match sent {
             SendOutcome::Response { status, .. } if (200..300).contains(&status) => {

@@ -429,6 +429,9 @@ impl Relay {
                 self.settings.sweep_batch,
             )
             .await?;
+            if !stranded.is_empty() {
+                crate::failpoint::hit!(crate::failpoint::SWEEPER_BEFORE_SEND);
+            }
             for row in &stranded {
                 let body = InboxMessage::stored(row.id, &row.partner, &row.event_id).to_body();
                 let sent = match body {

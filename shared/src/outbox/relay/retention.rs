@@ -111,6 +111,7 @@ impl Relay {
                 }
             }
         }
+        crate::failpoint::hit!(crate::failpoint::RETENTION_AFTER_PURGE);
         // (also with retention off: keys queued before it was switched off)
         self.delete_unreferenced_blobs(&mut report).await?;
         Ok(report)

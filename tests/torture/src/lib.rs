@@ -1,0 +1,827 @@
+//! The torture run: a seeded scenario through ingest, the processor, the
+//! sweeper and the relay on one injected clock, with crashes at random
+//! failpoints (`hookbox::failpoint`), database and queue outages, duplicate
+//! and concurrent resends, reordering, large bodies and a flaky receiver;
+//! then a ledger check of the promise. Through either database adapter.
+//!
+//! What a run does, step by step (10 s of the clock each):
+//! 1. partners send the webhooks due now (signed; `sw`: Standard Webhooks,
+//!    `gh`: GitHub), each answer recorded; a 5xx or a crash is resent a
+//!    minute later, like a partner would;
+//! 2. two processor invocations receive and process a batch each at once
+//!    (a crash leaves its messages to the queue's visibility timeout);
+//! 3. every minute the relay sweeps, delivers and runs retention;
+//! 4. outages start and end at random.
+//!
+//! Then, with the faults off, it runs to quiescence and checks the ledger
+//! ([`Ledger`]). A failing run returns its seed and the command to replay.
+
+pub mod faults;
+pub mod receiver;
+
+use std::collections::{BTreeMap, HashMap};
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, TimeZone, Utc};
+use futures::FutureExt as _;
+use hmac::{KeyInit, Mac};
+use hookbox::blob::memory::MemoryBlobStore;
+use hookbox::clock::{Clock, ManualClock};
+use hookbox::config::{ConfigStore, HookboxConfig};
+use hookbox::example::OrdersHandler;
+use hookbox::inbox::ingest::{Ingest, IngestRequest};
+use hookbox::metrics::Metrics;
+use hookbox::processing::{
+    BusinessHandler, HandlerError, InboxEvent, Outcome, Processor, ProcessorConfig,
+};
+use hookbox::queue::QueueConsumer;
+use hookbox::queue::memory::{MemoryQueue, MemoryQueueConfig};
+use hookbox::relay::{Relay, RelaySettings};
+use hookbox::signature::{Headers, Secret, sign_standard_webhooks};
+use hookbox::store::data_api::{DataApiDatabase, DataApiTarget};
+use hookbox::store::postgres::{PgDatabase, PgOptions};
+use hookbox::store::{Database, Executor, Statement, Transaction};
+use hookbox_testkit::TestDb;
+
+use faults::{FlakyDb, FlakyQueue};
+use receiver::{GONE, Receivers};
+
+const SW_SECRET: &str = "whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA==";
+const GH_SECRET: &str = "It's a Secret to Everybody";
+const STEP_S: i64 = 10;
+
+/// Which adapter of the database port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Adapter {
+    /// tokio-postgres.
+    Postgres,
+    /// aws-sdk-rdsdata through the local Data API.
+    DataApi,
+}
+
+/// What to throw at hookbox.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Everything random follows it.
+    pub seed: u64,
+    /// Unique webhooks (three per order: paid, shipped, delivered).
+    pub webhooks: usize,
+    /// Percent of webhooks sent more than once (1 to 3 extra copies, later).
+    pub duplicate_pct: u8,
+    /// Webhooks sent as bursts of 100 concurrent copies.
+    pub bursts: usize,
+    /// Percent of webhooks with a large body (40 to 300 KB: the blob store).
+    pub large_pct: u8,
+    /// Chance that a failpoint crashes when hit.
+    pub crash_chance: f64,
+    /// Database and queue outages (each a few minutes).
+    pub outages: usize,
+    /// Percent of `erp` delivery attempts that fail.
+    pub receiver_fail_pct: u8,
+}
+
+impl Scenario {
+    /// The CI-sized scenario for `seed`.
+    pub fn bounded(seed: u64, webhooks: usize) -> Self {
+        Self {
+            seed,
+            webhooks,
+            duplicate_pct: 30,
+            bursts: 2,
+            large_pct: 3,
+            crash_chance: 0.02,
+            outages: 3,
+            receiver_fail_pct: 20,
+        }
+    }
+}
+
+/// What a run did and found.
+#[derive(Debug, Default, Clone)]
+pub struct Figures {
+    /// Requests sent (first sends, duplicates, bursts, resends).
+    pub requests: u64,
+    /// Answers by status (`crash` for an invocation that died).
+    pub answers: BTreeMap<String, u64>,
+    /// Crashes injected, per failpoint.
+    pub crashes: BTreeMap<String, u64>,
+    /// Outages of the database and of the queue.
+    pub db_outages: u64,
+    /// Outages of the queue.
+    pub queue_outages: u64,
+    /// Delivery attempts by answer.
+    pub deliveries: BTreeMap<String, u64>,
+    /// Messages in the DLQ at the end (each with its row: checked).
+    pub dead_lettered: u64,
+    /// Webhooks accepted but not processed exactly once (must be 0).
+    pub lost: u64,
+    /// Events whose effect was applied more than once (must be 0).
+    pub double_applied: u64,
+    /// Simulated time, to quiescence.
+    pub simulated: Duration,
+}
+
+/// A failed run: what the ledger found.
+#[derive(Debug)]
+pub struct Failure {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// The adapter.
+    pub adapter: Adapter,
+    /// Every violation.
+    pub violations: Vec<String>,
+    /// The figures so far.
+    pub figures: Figures,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "torture run failed: seed {} ({:?}, {} webhooks), {} violations:",
+            self.scenario.seed,
+            self.adapter,
+            self.scenario.webhooks,
+            self.violations.len()
+        )?;
+        for v in self.violations.iter().take(400) {
+            writeln!(f, "  - {v}")?;
+        }
+        writeln!(f, "figures: {:?}", self.figures)?;
+        write!(
+            f,
+            "replay: TORTURE_SEED={} TORTURE_WEBHOOKS={} cargo run -p hookbox-torture --example torture -- --adapter {}",
+            self.scenario.seed,
+            self.scenario.webhooks,
+            match self.adapter {
+                Adapter::Postgres => "postgres",
+                Adapter::DataApi => "data-api",
+            }
+        )
+    }
+}
+
+/// One webhook a partner sends.
+#[derive(Debug, Clone)]
+struct Webhook {
+    partner: &'static str,
+    event_id: String,
+    body: Vec<u8>,
+}
+
+/// The business handler: the example orders domain, whose outbox rows go
+/// to `erp` for partner `sw` and to the gone destination for `gh`.
+#[derive(Debug)]
+struct Router {
+    erp: OrdersHandler,
+    gone: OrdersHandler,
+}
+
+#[async_trait::async_trait]
+impl BusinessHandler for Router {
+    async fn handle(
+        &self,
+        event: &InboxEvent<'_>,
+        tx: &dyn Transaction,
+    ) -> Result<Outcome, HandlerError> {
+        if event.row.partner == "gh" {
+            self.gone.handle(event, tx).await
+        } else {
+            self.erp.handle(event, tx).await
+        }
+    }
+}
+
+fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 6, 1, 12, 0, 0)
+        .single()
+        .unwrap_or_else(Utc::now)
+}
+
+fn config() -> HookboxConfig {
+    let text = serde_json::json!({
+        "partners": {
+            "sw": {
+                "signature": {"scheme": "standard-webhooks"},
+                "secrets": [SW_SECRET],
+                "event_id": {"header": "webhook-id"},
+                "event_type": "/type",
+                "ordering_key": "/order_id"
+            },
+            "gh": {
+                "signature": {"scheme": "github"},
+                "secrets": [GH_SECRET],
+                "event_id": {"header": "x-github-delivery"},
+                "event_type": "/type"
+            }
+        },
+        "destinations": {
+            "erp": {"url": "https://erp.torture.invalid/hooks", "secrets": [SW_SECRET]},
+            GONE: {"url": "https://legacy.torture.invalid/hooks", "secrets": [SW_SECRET]}
+        }
+    })
+    .to_string();
+    HookboxConfig::parse(&text, "torture").unwrap_or_else(|e| panic!("torture config: {e}"))
+}
+
+/// The webhooks of the scenario: three per order, bodies sometimes large.
+fn webhooks(scenario: &Scenario, rng: &mut fastrand::Rng) -> Vec<Webhook> {
+    let mut out = Vec::with_capacity(scenario.webhooks);
+    let mut order = 0;
+    while out.len() < scenario.webhooks {
+        let partner = if rng.u8(0..4) == 0 { "gh" } else { "sw" };
+        for event_type in ["payment.received", "order.shipped", "order.delivered"] {
+            if out.len() == scenario.webhooks {
+                break;
+            }
+            let mut body = serde_json::json!({
+                "type": event_type,
+                "order_id": format!("ord-{}-{order}", scenario.seed),
+                "amount_cents": 1250,
+                "currency": "EUR",
+            });
+            if rng.u8(0..100) < scenario.large_pct {
+                let size = rng.usize(40_000..300_000);
+                body["pad"] = serde_json::Value::String("x".repeat(size));
+            }
+            out.push(Webhook {
+                partner,
+                event_id: format!("evt-{}-{}", scenario.seed, out.len()),
+                body: serde_json::to_vec(&body).unwrap_or_default(),
+            });
+        }
+        order += 1;
+    }
+    out
+}
+
+fn github_signature(body: &[u8]) -> String {
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(GH_SECRET.as_bytes())
+        .unwrap_or_else(|e| panic!("hmac key: {e}"));
+    mac.update(body);
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+async fn database(adapter: Adapter) -> (TestDb, Arc<dyn Database>) {
+    let test_db = TestDb::create().await;
+    let db: Arc<dyn Database> = match adapter {
+        Adapter::Postgres => Arc::new(
+            PgDatabase::connect(test_db.url(), &PgOptions::default())
+                .unwrap_or_else(|e| panic!("pool: {e}")),
+        ),
+        Adapter::DataApi => Arc::new(DataApiDatabase::local(
+            &hookbox_testkit::data_api_endpoint(),
+            DataApiTarget {
+                resource_arn: "arn:aws:rds:us-east-1:123456789012:cluster:torture".into(),
+                secret_arn: "arn:aws:secretsmanager:us-east-1:123456789012:secret:torture".into(),
+                database: test_db.name().into(),
+            },
+        )),
+    };
+    (test_db, db)
+}
+
+/// Arms every failpoint: each hit crashes (panics) with `chance`, drawn
+/// from the scenario's generator, and is counted.
+fn arm_failpoints(
+    chance: f64,
+    rng: Arc<Mutex<fastrand::Rng>>,
+    crashes: Arc<Mutex<BTreeMap<String, u64>>>,
+) {
+    for name in hookbox::failpoint::ALL {
+        let rng = rng.clone();
+        let crashes = crashes.clone();
+        let name: &'static str = name;
+        let armed = fail::cfg_callback(name, move || {
+            let roll = rng.lock().unwrap_or_else(|p| p.into_inner()).f64();
+            if roll < chance {
+                *crashes
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .entry(name.to_owned())
+                    .or_default() += 1;
+                std::panic::panic_any(Crash);
+            }
+        });
+        if let Err(e) = armed {
+            panic!("arming failpoint {name}: {e}");
+        }
+    }
+}
+
+fn disarm_failpoints() {
+    for name in hookbox::failpoint::ALL {
+        fail::remove(name);
+    }
+}
+
+/// The panic payload of an injected crash (the panic hook stays quiet).
+#[derive(Debug)]
+struct Crash;
+
+/// Silences the panic messages of injected crashes; other panics print.
+pub fn quiet_injected_crashes() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if info.payload().downcast_ref::<Crash>().is_none() {
+            previous(info);
+        }
+    }));
+}
+
+/// Runs `scenario` through `adapter` and checks the ledger.
+///
+/// Failpoints are process-wide: the caller holds a `fail::FailScenario`.
+pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<Failure>> {
+    let mut rng = fastrand::Rng::with_seed(scenario.seed);
+    let fp_rng = Arc::new(Mutex::new(fastrand::Rng::with_seed(scenario.seed ^ 0x5eed)));
+    let crashes: Arc<Mutex<BTreeMap<String, u64>>> = Arc::default();
+    let clock = Arc::new(ManualClock::new(t0()));
+    let (_test_db, real_db) = database(adapter).await;
+    let db = Arc::new(FlakyDb::new(real_db));
+
+    // a crashed migration is run again, as CloudFormation retries the
+    // custom resource
+    arm_failpoints(0.3, fp_rng.clone(), crashes.clone());
+    let mut migrated = false;
+    for _ in 0..50 {
+        let attempt = AssertUnwindSafe(hookbox::migrate::migrate(db.as_ref()))
+            .catch_unwind()
+            .await;
+        if let Ok(Ok(_)) = attempt {
+            migrated = true;
+            break;
+        }
+    }
+    disarm_failpoints();
+    if !migrated {
+        hookbox::migrate::migrate(db.as_ref())
+            .await
+            .unwrap_or_else(|e| panic!("migrate: {e}"));
+    }
+
+    let memory = MemoryQueue::new(
+        MemoryQueueConfig {
+            visibility_timeout: Duration::from_secs(30),
+            max_receive_count: 4,
+        },
+        clock.clone(),
+    );
+    let queue = Arc::new(FlakyQueue::new(memory.clone()));
+    let blobs = Arc::new(MemoryBlobStore::new());
+    let store = Arc::new(ConfigStore::fixed(config(), clock.clone()));
+    let ingest = Ingest::new(
+        store.clone(),
+        db.clone(),
+        queue.clone(),
+        blobs.clone(),
+        clock.clone(),
+    );
+    let handler = Router {
+        erp: OrdersHandler::new("erp"),
+        gone: OrdersHandler::new(GONE),
+    };
+    let processor_config = ProcessorConfig::default();
+    let receivers = Arc::new(Receivers::new(
+        scenario.seed ^ 0xfeed,
+        scenario.receiver_fail_pct,
+    ));
+    let relay = Relay::new(
+        db.clone(),
+        blobs.clone(),
+        receivers.clone(),
+        Some(queue.clone() as Arc<dyn hookbox::queue::Queue>),
+        clock.clone(),
+        RelaySettings::new("torture-relay"),
+    );
+
+    // the sending plan: step → webhooks (index, copies at once)
+    let hooks = webhooks(scenario, &mut rng);
+    let send_steps = (scenario.webhooks as i64 / 8).max(60);
+    let mut plan: BTreeMap<i64, Vec<(usize, usize)>> = BTreeMap::new();
+    for (i, _) in hooks.iter().enumerate() {
+        let first = rng.i64(0..send_steps);
+        plan.entry(first).or_default().push((i, 1));
+        if rng.u8(0..100) < scenario.duplicate_pct {
+            for _ in 0..rng.usize(1..4) {
+                let later = first + rng.i64(0..60);
+                plan.entry(later).or_default().push((i, 1));
+            }
+        }
+    }
+    for _ in 0..scenario.bursts {
+        let i = rng.usize(0..hooks.len());
+        plan.entry(rng.i64(0..send_steps))
+            .or_default()
+            .push((i, 100));
+    }
+    // outages: (start step, length, which)
+    let mut outages: Vec<(i64, i64, bool, bool)> = (0..scenario.outages)
+        .map(|k| {
+            let (db_down, queue_down) = match k % 3 {
+                0 => (true, false),
+                1 => (false, true),
+                _ => (true, true),
+            };
+            (rng.i64(0..send_steps), rng.i64(6..30), db_down, queue_down)
+        })
+        .collect();
+    outages.sort_by_key(|o| o.0);
+
+    let mut figures = Figures::default();
+    let mut violations: Vec<String> = Vec::new();
+    // event id → statuses answered (2xx means accepted)
+    let mut answered: HashMap<String, Vec<u16>> = HashMap::new();
+
+    arm_failpoints(scenario.crash_chance, fp_rng.clone(), crashes.clone());
+    let mut step: i64 = 0;
+    let last_step = send_steps + 60 * 30; // resends may go on for a while
+    while step <= last_step {
+        // outages
+        let db_down = outages
+            .iter()
+            .any(|&(s, len, d, _)| d && (s..s + len).contains(&step));
+        let queue_down = outages
+            .iter()
+            .any(|&(s, len, _, q)| q && (s..s + len).contains(&step));
+        if db_down && !db.is_down() {
+            figures.db_outages += 1;
+        }
+        if queue_down && !queue.is_down() {
+            figures.queue_outages += 1;
+        }
+        db.set_down(db_down);
+        queue.set_down(queue_down);
+
+        // 1. partners send
+        let due = plan.remove(&step).unwrap_or_default();
+        for (i, copies) in due {
+            let hook = &hooks[i];
+            let now = clock.now();
+            let headers: Vec<(String, String)> = match hook.partner {
+                "gh" => vec![
+                    ("x-github-event".into(), "order".into()),
+                    ("x-github-delivery".into(), hook.event_id.clone()),
+                    ("x-hub-signature-256".into(), github_signature(&hook.body)),
+                    ("content-type".into(), "application/json".into()),
+                ],
+                _ => {
+                    let signed = sign_standard_webhooks(
+                        &hook.event_id,
+                        now,
+                        &hook.body,
+                        &[Secret::new(SW_SECRET)],
+                    )
+                    .unwrap_or_else(|e| panic!("sign: {e}"));
+                    vec![
+                        ("webhook-id".into(), signed.id),
+                        ("webhook-timestamp".into(), signed.timestamp),
+                        ("webhook-signature".into(), signed.signature),
+                        ("content-type".into(), "application/json".into()),
+                    ]
+                }
+            };
+            let sends = (0..copies).map(|_| {
+                let request = IngestRequest {
+                    partner: hook.partner,
+                    headers: Headers::from_pairs(
+                        headers.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+                    ),
+                    body: &hook.body,
+                    url: None,
+                };
+                let ingest = &ingest;
+                async move {
+                    let mut metrics = Metrics::new();
+                    AssertUnwindSafe(ingest.handle(&request, &mut metrics))
+                        .catch_unwind()
+                        .await
+                        .map(|r| r.status)
+                }
+            });
+            let results = futures::future::join_all(sends).await;
+            let mut resend = false;
+            for result in results {
+                figures.requests += 1;
+                let key = match result {
+                    Ok(status) => {
+                        answered
+                            .entry(hook.event_id.clone())
+                            .or_default()
+                            .push(status);
+                        if (400..500).contains(&status) {
+                            violations.push(format!(
+                                "{}: a valid webhook was answered {status}",
+                                hook.event_id
+                            ));
+                        }
+                        if status >= 500 {
+                            resend = true;
+                            if !(db_down && queue_down) {
+                                violations.push(format!(
+                                    "{}: answered {status} while the database or the queue was up",
+                                    hook.event_id
+                                ));
+                            }
+                        }
+                        status.to_string()
+                    }
+                    Err(_) => {
+                        resend = true;
+                        "crash".to_owned()
+                    }
+                };
+                *figures.answers.entry(key).or_default() += 1;
+            }
+            if resend {
+                plan.entry(step + 6).or_default().push((i, 1));
+            }
+        }
+
+        // 2. two processor invocations at once
+        let processor = Processor {
+            db: db.as_ref(),
+            queue: queue.as_ref(),
+            blobs: blobs.as_ref(),
+            clock: clock.as_ref(),
+            handler: &handler,
+            config: &processor_config,
+        };
+        // an SQS outage stops the event source's receives as well as the
+        // sends (receives that worked while every send failed would burn
+        // the receive counts of spooled events into the DLQ: see the README)
+        let invocations = (0..2).map(|_| async {
+            if queue.is_down() {
+                0
+            } else {
+                invoke(&processor, &memory).await
+            }
+        });
+        futures::future::join_all(invocations).await;
+
+        // 3. the relay, every minute
+        if step % 6 == 0 {
+            let _ = AssertUnwindSafe(relay.sweep()).catch_unwind().await;
+            let _ = AssertUnwindSafe(relay.drain(&store)).catch_unwind().await;
+            let _ = AssertUnwindSafe(relay.purge()).catch_unwind().await;
+        }
+
+        clock.advance(TimeDelta::seconds(STEP_S));
+        step += 1;
+        if plan.is_empty()
+            && step > send_steps
+            && step > outages.iter().map(|o| o.0 + o.1).max().unwrap_or(0)
+        {
+            break;
+        }
+    }
+    disarm_failpoints();
+    db.set_down(false);
+    queue.set_down(false);
+
+    // quiescence: no faults; the event source, the sweeper and the relay
+    // until nothing is left to do (deferrals, backoffs and leases expire)
+    let processor = Processor {
+        db: db.as_ref(),
+        queue: queue.as_ref(),
+        blobs: blobs.as_ref(),
+        clock: clock.as_ref(),
+        handler: &handler,
+        config: &processor_config,
+    };
+    for minute in 0..(3 * 24 * 60) {
+        for _ in 0..50 {
+            if invoke(&processor, &memory).await == 0 {
+                break;
+            }
+        }
+        let _ = relay.sweep().await;
+        let _ = relay.drain(&store).await;
+        if minute % 10 == 0 && quiet(db.as_ref(), &memory).await {
+            break;
+        }
+        clock.advance(TimeDelta::seconds(60));
+    }
+    figures.simulated = (clock.now() - t0()).to_std().unwrap_or_default();
+    figures.crashes = crashes.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    figures.deliveries = receivers
+        .attempts()
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+
+    check_ledger(
+        db.as_ref(),
+        &memory,
+        &hooks,
+        &answered,
+        &receivers,
+        &mut figures,
+        &mut violations,
+    )
+    .await;
+    if violations.is_empty() {
+        Ok(figures)
+    } else {
+        Err(Box::new(Failure {
+            scenario: scenario.clone(),
+            adapter,
+            violations,
+            figures,
+        }))
+    }
+}
+
+/// One processor invocation: receive up to 10, process, delete those not
+/// reported failed; a crash deletes nothing. Returns how many it received.
+async fn invoke(processor: &Processor<'_>, memory: &MemoryQueue) -> usize {
+    let Ok(got) = memory.receive(10).await else {
+        return 0;
+    };
+    if got.is_empty() {
+        return 0;
+    }
+    let report = AssertUnwindSafe(processor.process_batch(&got, None))
+        .catch_unwind()
+        .await;
+    if let Ok(report) = report {
+        let retry = report.retry_message_ids();
+        for m in &got {
+            if !retry.contains(&m.message_id) {
+                let _ = memory.delete(&m.receipt_handle).await;
+            }
+        }
+    }
+    got.len()
+}
+
+fn statement(text: &'static str) -> Statement {
+    Statement::new("torture.ledger", text)
+}
+
+async fn count(db: &dyn Executor, text: &'static str) -> i64 {
+    match hookbox::store::fetch_one(db, &statement(text), &hookbox::params! {}).await {
+        Ok(row) => row.i64("n").unwrap_or(-1),
+        Err(_) => -1,
+    }
+}
+
+/// Nothing active in the inbox or the outbox, nothing on the queue.
+async fn quiet(db: &dyn Executor, memory: &MemoryQueue) -> bool {
+    memory.is_empty()
+        && count(
+            db,
+            "SELECT (SELECT count(*) FROM inbox WHERE status IN ('pending','processing','deferred'))
+                  + (SELECT count(*) FROM outbox WHERE status = 'pending') AS n",
+        )
+        .await
+            == 0
+}
+
+async fn check_ledger(
+    db: &dyn Executor,
+    memory: &MemoryQueue,
+    hooks: &[Webhook],
+    answered: &HashMap<String, Vec<u16>>,
+    receivers: &Receivers,
+    figures: &mut Figures,
+    violations: &mut Vec<String>,
+) {
+    let rows = match db
+        .execute(
+            &statement(
+                "SELECT i.partner, i.event_id, i.status,
+                        (SELECT count(*) FROM example_order_transitions t WHERE t.inbox_id = i.id) AS effects
+                   FROM inbox AS i",
+            ),
+            &hookbox::params! {},
+        )
+        .await
+    {
+        Ok(rows) => rows.rows,
+        Err(e) => {
+            violations.push(format!("cannot read the inbox: {e}"));
+            return;
+        }
+    };
+    let mut by_event: HashMap<String, Vec<(String, i64)>> = HashMap::new();
+    for r in &rows {
+        let event = r.text("event_id").unwrap_or_default();
+        by_event.entry(event).or_default().push((
+            r.text("status").unwrap_or_default(),
+            r.i64("effects").unwrap_or(-1),
+        ));
+    }
+    for hook in hooks {
+        let accepted = answered
+            .get(&hook.event_id)
+            .is_some_and(|s| s.iter().any(|s| (200..300).contains(s)));
+        let found = by_event
+            .get(&hook.event_id)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        match (accepted, found) {
+            (true, [(status, effects)]) => {
+                if status != "processed" {
+                    figures.lost += 1;
+                    violations.push(format!("{}: accepted, ended {status}", hook.event_id));
+                }
+                if *effects != 1 {
+                    if *effects > 1 {
+                        figures.double_applied += 1;
+                    } else {
+                        figures.lost += 1;
+                    }
+                    violations.push(format!(
+                        "{}: its effect applied {effects} times",
+                        hook.event_id
+                    ));
+                }
+            }
+            (true, []) => {
+                figures.lost += 1;
+                violations.push(format!("{}: accepted, no row", hook.event_id));
+            }
+            (true, many) => {
+                figures.double_applied += 1;
+                violations.push(format!("{}: {} rows", hook.event_id, many.len()));
+            }
+            (false, []) => violations.push(format!(
+                "{}: never accepted (answers {:?})",
+                hook.event_id,
+                answered.get(&hook.event_id)
+            )),
+            (false, _) => {}
+        }
+    }
+    if rows.len() != by_event.len() || by_event.len() > hooks.len() {
+        violations.push(format!(
+            "{} rows for {} distinct events of {} webhooks",
+            rows.len(),
+            by_event.len(),
+            hooks.len()
+        ));
+    }
+    // A message may reach the DLQ when its row is safe (the sweeper brings
+    // the row back); one whose event has no row is lost.
+    for dead in memory.dead_letters() {
+        figures.dead_lettered += 1;
+        let event = hookbox::inbox::InboxMessage::from_body(&dead)
+            .map(|m| match m {
+                hookbox::inbox::InboxMessage::Stored { event_id, .. } => event_id,
+                hookbox::inbox::InboxMessage::Spooled(s) => s.event_id,
+            })
+            .unwrap_or_default();
+        if !by_event.contains_key(&event) {
+            violations.push(format!(
+                "a message reached the DLQ and its event has no row: {}",
+                dead.chars().take(120).collect::<String>()
+            ));
+        }
+    }
+
+    // outbound: every erp row delivered (the receiver saw its webhook-id),
+    // every row for the gone destination dead with 410
+    let outbox = match db
+        .execute(
+            &statement("SELECT id, destination, status, attempts, last_error FROM outbox"),
+            &hookbox::params! {},
+        )
+        .await
+    {
+        Ok(rows) => rows.rows,
+        Err(e) => {
+            violations.push(format!("cannot read the outbox: {e}"));
+            return;
+        }
+    };
+    let delivered = receivers.delivered();
+    let tried = receivers.tried();
+    for r in &outbox {
+        let id = r.uuid("id").map(|u| u.to_string()).unwrap_or_default();
+        let destination = r.text("destination").unwrap_or_default();
+        let status = r.text("status").unwrap_or_default();
+        let error = r.opt_text("last_error").ok().flatten().unwrap_or_default();
+        if destination == GONE {
+            if status != "dead" || !error.contains("410") {
+                violations.push(format!("outbox {id} for {GONE}: {status} ({error})"));
+            }
+        } else if status != "delivered" || !delivered.contains_key(&id) {
+            violations.push(format!(
+                "outbox {id}: {status} after {} attempts, sent {} times, delivered {} times ({error})",
+                r.i64("attempts").unwrap_or(-1),
+                tried.get(&id).copied().unwrap_or(0),
+                delivered.get(&id).copied().unwrap_or(0)
+            ));
+        }
+    }
+    let transitions = count(db, "SELECT count(*) AS n FROM example_order_transitions").await;
+    if transitions != outbox.len() as i64 {
+        violations.push(format!(
+            "{transitions} business transitions but {} outbox rows",
+            outbox.len()
+        ));
+    }
+}

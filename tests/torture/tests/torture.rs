@@ -1,0 +1,39 @@
+//! The bounded torture run of CI: a few seeds through each database
+//! adapter, every failpoint armed, outages, duplicates, bursts, large bodies
+//! and a flaky receiver; each run must pass its ledger check. The long run
+//! is `cargo run -p hookbox-torture --release --example torture` (see
+//! tests/torture/README.md).
+
+use hookbox_torture::{Adapter, Scenario, quiet_injected_crashes, run};
+
+const SEEDS: [u64; 3] = [1, 2, 3];
+const WEBHOOKS: usize = 2_000;
+
+async fn bounded(adapter: Adapter) {
+    // failpoints are process-wide: one scenario at a time
+    let _scenario = fail::FailScenario::setup();
+    quiet_injected_crashes();
+    for seed in SEEDS {
+        match run(adapter, &Scenario::bounded(seed, WEBHOOKS)).await {
+            Ok(figures) => {
+                assert_eq!((figures.lost, figures.double_applied), (0, 0));
+                assert!(
+                    figures.crashes.values().sum::<u64>() > 0,
+                    "seed {seed}: no crash was injected: {figures:?}"
+                );
+                println!("seed {seed} {adapter:?}: {figures:?}");
+            }
+            Err(failure) => panic!("{failure}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ledger_holds_under_faults_through_postgres() {
+    bounded(Adapter::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ledger_holds_under_faults_through_the_data_api() {
+    bounded(Adapter::DataApi).await;
+}
