@@ -226,6 +226,10 @@ impl Migrator {
             let tx = db.begin().await?;
             match self.step(tx.as_ref(), &mut report).await {
                 Ok(done) => {
+                    if !done {
+                        // a migration ran, its record is written: not committed yet
+                        crate::failpoint::hit!(crate::failpoint::MIGRATION_BEFORE_COMMIT);
+                    }
                     tx.commit().await?;
                     if done {
                         return Ok(report);
@@ -331,10 +335,7 @@ async fn lock(tx: &dyn Executor) -> Result<(), DbError> {
 
 async fn finish(tx: Box<dyn Transaction>, outcome: Result<(), DbError>) -> Result<(), DbError> {
     match outcome {
-        Ok(()) => {
-            crate::failpoint::hit!(crate::failpoint::MIGRATION_BEFORE_COMMIT);
-            tx.commit().await
-        }
+        Ok(()) => tx.commit().await,
         Err(e) => {
             let _ = tx.rollback().await;
             Err(e)

@@ -1,4 +1,4 @@
-//! The long torture run: `cargo run -p hookbox-torture --release --example
+//! The long torture run: `cargo run -p hookbox-torture --example
 //! torture -- [--adapter postgres|data-api|both]`, sized by TORTURE_SEED
 //! (default 1), TORTURE_WEBHOOKS (default 10000) and TORTURE_SEEDS (how
 //! many seeds from TORTURE_SEED, default 1). Prints the figures of each

@@ -172,7 +172,11 @@ struct Webhook {
 }
 
 /// The business handler: the example orders domain, whose outbox rows go
-/// to `erp` for partner `sw` and to the gone destination for `gh`.
+/// to `erp` for partner `sw` and to the gone destination for `gh`. Each
+/// processed event also writes one `torture_effects` row in the same
+/// transaction: an effect that is NOT idempotent (as crediting an account
+/// would be), so applying an event twice shows in the ledger even where the
+/// orders state machine would ignore the second time.
 #[derive(Debug)]
 struct Router {
     erp: OrdersHandler,
@@ -186,13 +190,24 @@ impl BusinessHandler for Router {
         event: &InboxEvent<'_>,
         tx: &dyn Transaction,
     ) -> Result<Outcome, HandlerError> {
-        if event.row.partner == "gh" {
+        let outcome = if event.row.partner == "gh" {
             self.gone.handle(event, tx).await
         } else {
             self.erp.handle(event, tx).await
+        }?;
+        if outcome == Outcome::Processed {
+            tx.execute(&EFFECT, &hookbox::params! { "id" => event.row.id })
+                .await
+                .map_err(HandlerError::from)?;
         }
+        Ok(outcome)
     }
 }
+
+const EFFECT: Statement = Statement::new(
+    "torture.effect",
+    "INSERT INTO torture_effects (inbox_id) VALUES (CAST(:id AS uuid))",
+);
 
 fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 6, 1, 12, 0, 0)
@@ -361,6 +376,12 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
             .await
             .unwrap_or_else(|e| panic!("migrate: {e}"));
     }
+    db.execute(
+        &statement("CREATE TABLE torture_effects (inbox_id uuid NOT NULL)"),
+        &hookbox::params! {},
+    )
+    .await
+    .unwrap_or_else(|e| panic!("the effects table: {e}"));
 
     let memory = MemoryQueue::new(
         MemoryQueueConfig {
@@ -425,7 +446,14 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
                 1 => (false, true),
                 _ => (true, true),
             };
-            (rng.i64(0..send_steps), rng.i64(6..30), db_down, queue_down)
+            // the first database outage outlasts the queue's receives
+            // (60 + 300 + 900 s): spooled events must keep circulating
+            let length = if k == 0 {
+                rng.i64(150..200)
+            } else {
+                rng.i64(6..30)
+            };
+            (rng.i64(0..send_steps), length, db_down, queue_down)
         })
         .collect();
     outages.sort_by_key(|o| o.0);
@@ -693,7 +721,7 @@ async fn check_ledger(
         .execute(
             &statement(
                 "SELECT i.partner, i.event_id, i.status,
-                        (SELECT count(*) FROM example_order_transitions t WHERE t.inbox_id = i.id) AS effects
+                        (SELECT count(*) FROM torture_effects e WHERE e.inbox_id = i.id) AS effects
                    FROM inbox AS i",
             ),
             &hookbox::params! {},

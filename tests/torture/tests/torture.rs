@@ -1,7 +1,7 @@
 //! The bounded torture run of CI: a few seeds through each database
 //! adapter, every failpoint armed, outages, duplicates, bursts, large bodies
 //! and a flaky receiver; each run must pass its ledger check. The long run
-//! is `cargo run -p hookbox-torture --release --example torture` (see
+//! is `cargo run -p hookbox-torture --example torture` (see
 //! tests/torture/README.md).
 
 use hookbox_torture::{Adapter, Scenario, quiet_injected_crashes, run};
