@@ -43,7 +43,7 @@ use hookbox::signature::{Headers, Secret, sign_standard_webhooks};
 use hookbox::store::data_api::{DataApiDatabase, DataApiTarget};
 use hookbox::store::postgres::{PgDatabase, PgOptions};
 use hookbox::store::{Database, Executor, Statement, Transaction};
-use hookbox_testkit::TestDb;
+use hookbox_testkit::PrivateCluster;
 
 use faults::{FlakyDb, FlakyQueue};
 use receiver::{GONE, Receivers};
@@ -76,7 +76,9 @@ pub struct Scenario {
     pub large_pct: u8,
     /// Chance that a failpoint crashes when hit.
     pub crash_chance: f64,
-    /// Database and queue outages (each a few minutes).
+    /// Outages, in turn: the database (calls fail), the queue, both, and
+    /// PostgreSQL itself stopped; the first lasts 25 to 33 minutes, the
+    /// others 1 to 5.
     pub outages: usize,
     /// Percent of `erp` delivery attempts that fail.
     pub receiver_fail_pct: u8,
@@ -92,7 +94,7 @@ impl Scenario {
             bursts: 2,
             large_pct: 3,
             crash_chance: 0.02,
-            outages: 3,
+            outages: 4,
             receiver_fail_pct: 20,
         }
     }
@@ -111,6 +113,8 @@ pub struct Figures {
     pub db_outages: u64,
     /// Outages of the queue.
     pub queue_outages: u64,
+    /// Times PostgreSQL itself was stopped (and started again).
+    pub postgres_stops: u64,
     /// Delivery attempts by answer.
     pub deliveries: BTreeMap<String, u64>,
     /// Messages in the DLQ at the end (each with its row: checked).
@@ -279,23 +283,50 @@ fn github_signature(body: &[u8]) -> String {
     format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
 }
 
-async fn database(adapter: Adapter) -> (TestDb, Arc<dyn Database>) {
-    let test_db = TestDb::create().await;
-    let db: Arc<dyn Database> = match adapter {
-        Adapter::Postgres => Arc::new(
-            PgDatabase::connect(test_db.url(), &PgOptions::default())
+/// The run's own PostgreSQL (durable commits: the run kills it as a crash
+/// would, and an acknowledged commit must survive), through `adapter`.
+struct Db {
+    cluster: PrivateCluster,
+    db: Arc<dyn Database>,
+    /// The local Data API server in front of it (Data API adapter).
+    _data_api: Option<Box<dyn std::any::Any + Send>>,
+}
+
+fn database(adapter: Adapter) -> Db {
+    let cluster = PrivateCluster::start_durable();
+    let (db, data_api): (Arc<dyn Database>, Option<Box<dyn std::any::Any + Send>>) = match adapter {
+        Adapter::Postgres => (
+            Arc::new(
+                PgDatabase::connect(
+                    cluster.url(),
+                    &PgOptions {
+                        acquire_timeout: Duration::from_secs(2),
+                        ..PgOptions::default()
+                    },
+                )
                 .unwrap_or_else(|e| panic!("pool: {e}")),
+            ),
+            None,
         ),
-        Adapter::DataApi => Arc::new(DataApiDatabase::local(
-            &hookbox_testkit::data_api_endpoint(),
-            DataApiTarget {
-                resource_arn: "arn:aws:rds:us-east-1:123456789012:cluster:torture".into(),
-                secret_arn: "arn:aws:secretsmanager:us-east-1:123456789012:secret:torture".into(),
-                database: test_db.name().into(),
-            },
-        )),
+        Adapter::DataApi => {
+            let server = hookbox_testkit::start_data_api(cluster.url());
+            let db = DataApiDatabase::local(
+                &server.endpoint_url(),
+                DataApiTarget {
+                    resource_arn: "arn:aws:rds:us-east-1:123456789012:cluster:torture".into(),
+                    secret_arn: "arn:aws:secretsmanager:us-east-1:123456789012:secret:torture"
+                        .into(),
+                    database: "postgres".into(),
+                },
+            );
+            (Arc::new(db), Some(Box::new(server)))
+        }
     };
-    (test_db, db)
+    Db {
+        cluster,
+        db,
+        _data_api: data_api,
+    }
 }
 
 /// Arms every failpoint: each hit crashes (panics) with `chance`, drawn
@@ -354,8 +385,8 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
     let fp_rng = Arc::new(Mutex::new(fastrand::Rng::with_seed(scenario.seed ^ 0x5eed)));
     let crashes: Arc<Mutex<BTreeMap<String, u64>>> = Arc::default();
     let clock = Arc::new(ManualClock::new(t0()));
-    let (_test_db, real_db) = database(adapter).await;
-    let db = Arc::new(FlakyDb::new(real_db));
+    let database = database(adapter);
+    let db = Arc::new(FlakyDb::new(database.db.clone()));
 
     // a crashed migration is run again, as CloudFormation retries the
     // custom resource
@@ -438,13 +469,14 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
             .or_default()
             .push((i, 100));
     }
-    // outages: (start step, length, which)
-    let mut outages: Vec<(i64, i64, bool, bool)> = (0..scenario.outages)
+    // outages: (start step, length, database, queue, PostgreSQL stopped)
+    let mut outages: Vec<(i64, i64, bool, bool, bool)> = (0..scenario.outages)
         .map(|k| {
-            let (db_down, queue_down) = match k % 3 {
-                0 => (true, false),
-                1 => (false, true),
-                _ => (true, true),
+            let (db_down, queue_down, killed) = match k % 4 {
+                0 => (true, false, false),
+                1 => (false, true, false),
+                2 => (true, true, false),
+                _ => (false, false, true),
             };
             // the first database outage outlasts the queue's receives
             // (60 + 300 + 900 s): spooled events must keep circulating
@@ -453,7 +485,7 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
             } else {
                 rng.i64(6..30)
             };
-            (rng.i64(0..send_steps), length, db_down, queue_down)
+            (rng.i64(0..send_steps), length, db_down, queue_down, killed)
         })
         .collect();
     outages.sort_by_key(|o| o.0);
@@ -465,22 +497,42 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
 
     arm_failpoints(scenario.crash_chance, fp_rng.clone(), crashes.clone());
     let mut step: i64 = 0;
+    let mut stopped = false;
     let last_step = send_steps + 60 * 30; // resends may go on for a while
     while step <= last_step {
         // outages
-        let db_down = outages
+        let killed = outages
             .iter()
-            .any(|&(s, len, d, _)| d && (s..s + len).contains(&step));
+            .any(|&(s, len, _, _, k)| k && (s..s + len).contains(&step));
+        if killed != stopped {
+            if killed {
+                figures.postgres_stops += 1;
+                database
+                    .cluster
+                    .kill()
+                    .unwrap_or_else(|e| panic!("stopping PostgreSQL: {e}"));
+            } else {
+                database
+                    .cluster
+                    .restart()
+                    .unwrap_or_else(|e| panic!("starting PostgreSQL again: {e}"));
+            }
+            stopped = killed;
+        }
+        let flaky = outages
+            .iter()
+            .any(|&(s, len, d, _, _)| d && (s..s + len).contains(&step));
         let queue_down = outages
             .iter()
-            .any(|&(s, len, _, q)| q && (s..s + len).contains(&step));
-        if db_down && !db.is_down() {
+            .any(|&(s, len, _, q, _)| q && (s..s + len).contains(&step));
+        if flaky && !db.is_down() {
             figures.db_outages += 1;
         }
+        let db_down = flaky || stopped;
         if queue_down && !queue.is_down() {
             figures.queue_outages += 1;
         }
-        db.set_down(db_down);
+        db.set_down(flaky);
         queue.set_down(queue_down);
 
         // 1. partners send
@@ -601,6 +653,7 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
         if plan.is_empty()
             && step > send_steps
             && step > outages.iter().map(|o| o.0 + o.1).max().unwrap_or(0)
+            && !stopped
         {
             break;
         }
@@ -608,6 +661,12 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
     disarm_failpoints();
     db.set_down(false);
     queue.set_down(false);
+    if stopped {
+        database
+            .cluster
+            .restart()
+            .unwrap_or_else(|e| panic!("starting PostgreSQL again: {e}"));
+    }
 
     // quiescence: no faults; the event source, the sweeper and the relay
     // until nothing is left to do (deferrals, backoffs and leases expire)
