@@ -10,7 +10,8 @@
 //!    minute later, like a partner would;
 //! 2. two processor invocations receive and process a batch each at once
 //!    (a crash leaves its messages to the queue's visibility timeout);
-//! 3. every minute the relay sweeps, delivers and runs retention;
+//! 3. every minute the relay sweeps and runs retention, and two relay
+//!    instances deliver at once;
 //! 4. outages start and end at random.
 //!
 //! Then, with the faults off, it runs to quiescence and checks the ledger
@@ -440,14 +441,22 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
         scenario.seed ^ 0xfeed,
         scenario.receiver_fail_pct,
     ));
-    let relay = Relay::new(
-        db.clone(),
-        blobs.clone(),
-        receivers.clone(),
-        Some(queue.clone() as Arc<dyn hookbox::queue::Queue>),
-        clock.clone(),
-        RelaySettings::new("torture-relay"),
-    );
+    // two relay instances (scheduled invocations overlapping): leases keep
+    // them off each other's rows
+    let relays: Vec<Relay> = ["torture-relay-a", "torture-relay-b"]
+        .into_iter()
+        .map(|worker| {
+            Relay::new(
+                db.clone(),
+                blobs.clone(),
+                receivers.clone(),
+                Some(queue.clone() as Arc<dyn hookbox::queue::Queue>),
+                clock.clone(),
+                RelaySettings::new(worker),
+            )
+        })
+        .collect();
+    let relay = &relays[0];
 
     // the sending plan: step → webhooks (index, copies at once)
     let hooks = webhooks(scenario, &mut rng);
@@ -644,7 +653,10 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
         // 3. the relay, every minute
         if step % 6 == 0 {
             let _ = AssertUnwindSafe(relay.sweep()).catch_unwind().await;
-            let _ = AssertUnwindSafe(relay.drain(&store)).catch_unwind().await;
+            let drains = relays
+                .iter()
+                .map(|r| AssertUnwindSafe(r.drain(&store)).catch_unwind());
+            let _ = futures::future::join_all(drains).await;
             let _ = AssertUnwindSafe(relay.purge()).catch_unwind().await;
         }
 
