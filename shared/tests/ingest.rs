@@ -20,7 +20,6 @@ use hookbox::params;
 use hookbox::queue::QueueConsumer;
 use hookbox::queue::sqs::SqsQueue;
 use hookbox::signature::{Headers, Secret, sign_standard_webhooks};
-use hookbox::store::postgres::{PgDatabase, PgOptions};
 use hookbox::store::{Database, Executor, fetch_one};
 use hookbox_testkit::moto;
 use tokio::sync::Barrier;
@@ -104,26 +103,6 @@ async fn rig_with(db: Arc<dyn Database>, t: hookbox_testkit::TestDb, queue: SqsQ
         clock,
         _t: t,
     }
-}
-
-/// A migrated database on a private cluster a test may stop (a short
-/// acquire timeout, so "down" is noticed quickly).
-async fn killable_db() -> (hookbox_testkit::PrivateCluster, Arc<dyn Database>) {
-    let cluster = hookbox_testkit::PrivateCluster::start();
-    let db: Arc<dyn Database> = Arc::new(
-        PgDatabase::connect(
-            cluster.url(),
-            &PgOptions {
-                acquire_timeout: Duration::from_secs(2),
-                ..PgOptions::default()
-            },
-        )
-        .expect("pool"),
-    );
-    hookbox::migrate::migrate(db.as_ref())
-        .await
-        .expect("migrate");
-    (cluster, db)
 }
 
 async fn moto_queue() -> SqsQueue {
@@ -380,7 +359,7 @@ async fn event_ids_come_from_the_body_or_its_hash() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn database_down_spools_the_event_and_queue_down_too_is_503() {
-    let (cluster, db) = killable_db().await;
+    let common::KillableDb { cluster, db, .. } = common::killable_db(Adapter::Postgres).await;
     let private_moto = moto::Moto::start();
     let names = moto::create_queue(private_moto.endpoint(), "spool", 30, 4).await;
     let queue = SqsQueue::new(SqsQueue::local_client(private_moto.endpoint()), names.url);
@@ -664,7 +643,7 @@ for_each_adapter!(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_spooled_body_travels_as_its_reference() {
-    let (cluster, db) = killable_db().await;
+    let common::KillableDb { cluster, db, .. } = common::killable_db(Adapter::Postgres).await;
     let t = hookbox_testkit::TestDb::create().await; // unused; keeps the rig shape
     let rig = rig_with(db, t, moto_queue().await).await;
     cluster.kill().expect("stop PostgreSQL");

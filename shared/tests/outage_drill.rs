@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::TimeDelta;
-use common::{Adapter, sql};
+use common::{Adapter, KillableDb, killable_db, sql};
 use hookbox::blob::memory::MemoryBlobStore;
 use hookbox::clock::{Clock, ManualClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
@@ -31,11 +31,8 @@ use hookbox::queue::sqs::SqsQueue;
 use hookbox::queue::{Queue, QueueConsumer};
 use hookbox::relay::{HttpSender, Relay, RelaySettings};
 use hookbox::signature::{Headers, Secret, sign_standard_webhooks};
-use hookbox::store::data_api::{DataApiDatabase, DataApiTarget};
-use hookbox::store::postgres::{PgDatabase, PgOptions};
 use hookbox::store::{Database, fetch_one};
 use hookbox_testkit::moto::{self, ClockedMoto, TestQueue};
-use hookbox_testkit::{PrivateCluster, start_data_api};
 use processing_support::{ScriptedHandler, order_body, t0};
 
 const SECRET: &str = "whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA==";
@@ -44,59 +41,6 @@ const PARTNER: &str = "shop";
 const MAX_RECEIVE_COUNT: u32 = 4;
 /// The queue's visibility timeout (seconds).
 const VISIBILITY_S: u32 = 30;
-
-/// The database the drill can kill, through one adapter.
-struct KillableDb {
-    cluster: PrivateCluster,
-    db: Arc<dyn Database>,
-    /// The local Data API server in front of it (Data API adapter).
-    _data_api: Option<Box<dyn std::any::Any + Send>>,
-}
-
-async fn killable_db(adapter: Adapter) -> KillableDb {
-    // durable commits: the drill kills PostgreSQL as a crash would, and a
-    // commit that was acknowledged must survive that (without fsync and
-    // synchronous_commit the throwaway cluster loses the last ones)
-    let cluster = PrivateCluster::start_durable();
-    let (db, data_api): (Arc<dyn Database>, _) = match adapter {
-        Adapter::Postgres => (
-            Arc::new(
-                PgDatabase::connect(
-                    cluster.url(),
-                    &PgOptions {
-                        acquire_timeout: Duration::from_secs(2),
-                        ..PgOptions::default()
-                    },
-                )
-                .expect("pool"),
-            ),
-            None,
-        ),
-        Adapter::DataApi => {
-            let server = start_data_api(cluster.url());
-            let db = DataApiDatabase::local(
-                &server.endpoint_url(),
-                DataApiTarget {
-                    resource_arn: "arn:aws:rds:us-east-1:123456789012:cluster:drill".into(),
-                    secret_arn: "arn:aws:secretsmanager:us-east-1:123456789012:secret:drill".into(),
-                    database: "postgres".into(),
-                },
-            );
-            (
-                Arc::new(db),
-                Some(Box::new(server) as Box<dyn std::any::Any + Send>),
-            )
-        }
-    };
-    hookbox::migrate::migrate(db.as_ref())
-        .await
-        .expect("migrate");
-    KillableDb {
-        cluster,
-        db,
-        _data_api: data_api,
-    }
-}
 
 /// Ingest, the processor and the sweeper on one clock, one database and one
 /// moto queue, as the functions are wired in AWS.

@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
 use hookbox::store::data_api::{DataApiDatabase, DataApiTarget};
@@ -176,5 +177,61 @@ pub async fn load_history(db: &dyn hookbox::store::Executor) {
         db.execute(&sql(statement), &hookbox::params! {})
             .await
             .expect("load");
+    }
+}
+
+/// A migrated database on a private cluster a test may kill and restart,
+/// through one adapter.
+pub struct KillableDb {
+    /// The cluster (kill, restart).
+    pub cluster: hookbox_testkit::PrivateCluster,
+    /// The database, through the adapter.
+    pub db: Arc<dyn Database>,
+    /// The local Data API server in front of it (Data API adapter).
+    _data_api: Option<Box<dyn std::any::Any + Send>>,
+}
+
+pub async fn killable_db(adapter: Adapter) -> KillableDb {
+    // durable commits: the drill kills PostgreSQL as a crash would, and a
+    // commit that was acknowledged must survive that (without fsync and
+    // synchronous_commit the throwaway cluster loses the last ones)
+    let cluster = hookbox_testkit::PrivateCluster::start_durable();
+    let (db, data_api): (Arc<dyn Database>, _) = match adapter {
+        Adapter::Postgres => (
+            Arc::new(
+                PgDatabase::connect(
+                    cluster.url(),
+                    &PgOptions {
+                        acquire_timeout: Duration::from_secs(2),
+                        ..PgOptions::default()
+                    },
+                )
+                .expect("pool"),
+            ),
+            None,
+        ),
+        Adapter::DataApi => {
+            let server = hookbox_testkit::start_data_api(cluster.url());
+            let db = DataApiDatabase::local(
+                &server.endpoint_url(),
+                DataApiTarget {
+                    resource_arn: "arn:aws:rds:us-east-1:123456789012:cluster:drill".into(),
+                    secret_arn: "arn:aws:secretsmanager:us-east-1:123456789012:secret:drill".into(),
+                    database: "postgres".into(),
+                },
+            );
+            (
+                Arc::new(db),
+                Some(Box::new(server) as Box<dyn std::any::Any + Send>),
+            )
+        }
+    };
+    hookbox::migrate::migrate(db.as_ref())
+        .await
+        .expect("migrate");
+    KillableDb {
+        cluster,
+        db,
+        _data_api: data_api,
     }
 }

@@ -10,13 +10,30 @@ use async_trait::async_trait;
 use hookbox::queue::{Queue, QueueError};
 use hookbox::store::{Database, DbError, Executor, Params, Rows, Statement, Transaction};
 
+/// An outage switch: down (`true`) or up.
+#[derive(Debug, Default)]
+pub struct Switch(AtomicBool);
+
+impl Switch {
+    /// Down (`true`) or up.
+    pub fn set_down(&self, down: bool) {
+        self.0.store(down, Ordering::SeqCst);
+    }
+
+    /// Whether it is down.
+    pub fn is_down(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
 /// A database the scenario can take down: every call fails retryably while
 /// it is down (a transaction begun before keeps working, as an open
 /// connection may).
 #[derive(Debug)]
 pub struct FlakyDb {
     inner: Arc<dyn Database>,
-    down: AtomicBool,
+    /// Its outage.
+    pub outage: Switch,
 }
 
 impl FlakyDb {
@@ -24,22 +41,12 @@ impl FlakyDb {
     pub fn new(inner: Arc<dyn Database>) -> Self {
         Self {
             inner,
-            down: AtomicBool::new(false),
+            outage: Switch::default(),
         }
     }
 
-    /// Down (`true`) or up.
-    pub fn set_down(&self, down: bool) {
-        self.down.store(down, Ordering::SeqCst);
-    }
-
-    /// Whether it is down.
-    pub fn is_down(&self) -> bool {
-        self.down.load(Ordering::SeqCst)
-    }
-
     fn unavailable(&self, statement: &'static str) -> Result<(), DbError> {
-        if self.is_down() {
+        if self.outage.is_down() {
             return Err(DbError::Unavailable {
                 statement,
                 reason: "DatabaseResumingException: the torture run took the database down".into(),
@@ -65,12 +72,13 @@ impl Database for FlakyDb {
     }
 }
 
-/// A queue whose sends fail while it is down (receiving is the event
-/// source's side and keeps working).
+/// A queue whose sends fail while it is down (the runner stops the event
+/// source's receives too).
 #[derive(Debug)]
 pub struct FlakyQueue<Q> {
     inner: Q,
-    down: AtomicBool,
+    /// Its outage.
+    pub outage: Switch,
 }
 
 impl<Q> FlakyQueue<Q> {
@@ -78,22 +86,12 @@ impl<Q> FlakyQueue<Q> {
     pub fn new(inner: Q) -> Self {
         Self {
             inner,
-            down: AtomicBool::new(false),
+            outage: Switch::default(),
         }
     }
 
-    /// Down (`true`) or up.
-    pub fn set_down(&self, down: bool) {
-        self.down.store(down, Ordering::SeqCst);
-    }
-
-    /// Whether it is down.
-    pub fn is_down(&self) -> bool {
-        self.down.load(Ordering::SeqCst)
-    }
-
     fn unavailable(&self, operation: &'static str) -> Result<(), QueueError> {
-        if self.is_down() {
+        if self.outage.is_down() {
             return Err(QueueError::Unavailable {
                 operation,
                 reason: "the torture run took the queue down".into(),

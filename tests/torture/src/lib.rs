@@ -534,15 +534,15 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
         let queue_down = outages
             .iter()
             .any(|&(s, len, _, q, _)| q && (s..s + len).contains(&step));
-        if flaky && !db.is_down() {
+        if flaky && !db.outage.is_down() {
             figures.db_outages += 1;
         }
         let db_down = flaky || stopped;
-        if queue_down && !queue.is_down() {
+        if queue_down && !queue.outage.is_down() {
             figures.queue_outages += 1;
         }
-        db.set_down(flaky);
-        queue.set_down(queue_down);
+        db.outage.set_down(flaky);
+        queue.outage.set_down(queue_down);
 
         // 1. partners send
         let due = plan.remove(&step).unwrap_or_default();
@@ -642,7 +642,7 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
         // sends (receives that worked while every send failed would burn
         // the receive counts of spooled events into the DLQ: see the README)
         let invocations = (0..2).map(|_| async {
-            if queue.is_down() {
+            if queue.outage.is_down() {
                 0
             } else {
                 invoke(&processor, &memory).await
@@ -671,8 +671,8 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
         }
     }
     disarm_failpoints();
-    db.set_down(false);
-    queue.set_down(false);
+    db.outage.set_down(false);
+    queue.outage.set_down(false);
     if stopped {
         database
             .cluster
