@@ -246,7 +246,18 @@ fn config() -> HookboxConfig {
     HookboxConfig::parse(&text, "torture").unwrap_or_else(|e| panic!("torture config: {e}"))
 }
 
-/// The webhooks of the scenario: three per order, bodies sometimes large.
+/// Event id prefixes of the hostile webhooks.
+const HOSTILE_ID_PREFIXES: &[&str] = &[
+    "'; DROP TABLE inbox; --",
+    "../../etc/passwd/",
+    "esc:",
+    "%00",
+    "<script>",
+    "\\0",
+];
+
+/// The webhooks of the scenario: three per order, bodies sometimes large,
+/// some with hostile bytes.
 fn webhooks(scenario: &Scenario, rng: &mut fastrand::Rng) -> Vec<Webhook> {
     let mut out = Vec::with_capacity(scenario.webhooks);
     let mut order = 0;
@@ -266,10 +277,30 @@ fn webhooks(scenario: &Scenario, rng: &mut fastrand::Rng) -> Vec<Webhook> {
                 let size = rng.usize(40_000..300_000);
                 body["pad"] = serde_json::Value::String("x".repeat(size));
             }
+            // hostile bytes where partners put them: text PostgreSQL and
+            // SQS refuse in the body, ids shaped like SQL, paths and our
+            // own escape prefix (GitHub's id header is any visible ASCII)
+            if rng.u8(0..100) < 5 {
+                body["note"] = serde_json::Value::String(
+                    "nul \u{0} nonchar \u{fffe} lone half: see raw; \"quoted\" \u{1f600}".into(),
+                );
+            }
+            let mut event_id = format!("evt-{}-{}", scenario.seed, out.len());
+            if partner == "gh" && rng.u8(0..100) < 10 {
+                let prefix = HOSTILE_ID_PREFIXES[rng.usize(0..HOSTILE_ID_PREFIXES.len())];
+                event_id = format!("{prefix}{event_id}");
+            }
+            let mut bytes = serde_json::to_vec(&body).unwrap_or_default();
+            if rng.u8(0..100) < 2 {
+                // a lone surrogate escape, which serde_json would not write
+                if let Some(end) = bytes.iter().rposition(|b| *b == b'}') {
+                    bytes.splice(end..end, br#","raw":"\ud800""#.iter().copied());
+                }
+            }
             out.push(Webhook {
                 partner,
-                event_id: format!("evt-{}-{}", scenario.seed, out.len()),
-                body: serde_json::to_vec(&body).unwrap_or_default(),
+                event_id,
+                body: bytes,
             });
         }
         order += 1;
@@ -817,8 +848,10 @@ async fn check_ledger(
         let accepted = answered
             .get(&hook.event_id)
             .is_some_and(|s| s.iter().any(|s| (200..300).contains(s)));
+        // (stored as ingest normalises it: `esc:` ids are escaped)
+        let stored_id = hookbox::inbox::ingest::storable(&hook.event_id);
         let found = by_event
-            .get(&hook.event_id)
+            .get(stored_id.as_ref())
             .map(Vec::as_slice)
             .unwrap_or(&[]);
         match (accepted, found) {
