@@ -1,9 +1,12 @@
-//! Outages the scenario switches on and off: a database that answers
-//! "unavailable" (as Aurora resuming or failing over does) and a queue whose
-//! sends fail (SQS throttling or unreachable). Both wrap the real adapter.
+//! The faults: crashes at the failpoints (armed from the scenario's seed),
+//! and the outages the scenario switches on and off: a database that
+//! answers "unavailable" (as Aurora resuming or failing over does) and a
+//! queue whose sends fail (SQS throttling or unreachable). Both wrap the
+//! real adapter.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -121,4 +124,52 @@ impl<Q: Queue> Queue for FlakyQueue<Q> {
         self.unavailable("change_visibility")?;
         self.inner.change_visibility(receipt_handle, timeout).await
     }
+}
+
+/// Arms every failpoint: each hit crashes (panics) with `chance`, drawn
+/// from the scenario's generator, and is counted.
+pub(crate) fn arm_failpoints(
+    chance: f64,
+    rng: Arc<Mutex<fastrand::Rng>>,
+    crashes: Arc<Mutex<BTreeMap<String, u64>>>,
+) {
+    for name in hookbox::failpoint::ALL {
+        let rng = rng.clone();
+        let crashes = crashes.clone();
+        let name: &'static str = name;
+        let armed = fail::cfg_callback(name, move || {
+            let roll = rng.lock().unwrap_or_else(|p| p.into_inner()).f64();
+            if roll < chance {
+                *crashes
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .entry(name.to_owned())
+                    .or_default() += 1;
+                std::panic::panic_any(Crash);
+            }
+        });
+        if let Err(e) = armed {
+            panic!("arming failpoint {name}: {e}");
+        }
+    }
+}
+
+pub(crate) fn disarm_failpoints() {
+    for name in hookbox::failpoint::ALL {
+        fail::remove(name);
+    }
+}
+
+/// The panic payload of an injected crash (the panic hook stays quiet).
+#[derive(Debug)]
+struct Crash;
+
+/// Silences the panic messages of injected crashes; other panics print.
+pub fn quiet_injected_crashes() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if info.payload().downcast_ref::<Crash>().is_none() {
+            previous(info);
+        }
+    }));
 }

@@ -18,19 +18,22 @@
 //! ([`Ledger`]). A failing run returns its seed and the command to replay.
 
 pub mod faults;
+mod ledger;
 pub mod receiver;
+mod scenario;
+
+pub use scenario::Scenario;
 
 use std::collections::{BTreeMap, HashMap};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use chrono::{DateTime, TimeDelta, TimeZone, Utc};
+use chrono::TimeDelta;
 use futures::FutureExt as _;
-use hmac::{KeyInit, Mac};
 use hookbox::blob::memory::MemoryBlobStore;
 use hookbox::clock::{Clock, ManualClock};
-use hookbox::config::{ConfigStore, HookboxConfig};
+use hookbox::config::ConfigStore;
 use hookbox::example::OrdersHandler;
 use hookbox::inbox::ingest::{Ingest, IngestRequest};
 use hookbox::metrics::Metrics;
@@ -46,11 +49,12 @@ use hookbox::store::postgres::{PgDatabase, PgOptions};
 use hookbox::store::{Database, Executor, Statement, Transaction};
 use hookbox_testkit::PrivateCluster;
 
-use faults::{FlakyDb, FlakyQueue};
+pub use faults::quiet_injected_crashes;
+use faults::{FlakyDb, FlakyQueue, arm_failpoints, disarm_failpoints};
+use ledger::{check_ledger, quiet, statement};
 use receiver::{GONE, Receivers};
+use scenario::{SW_SECRET, config, github_signature, t0, webhooks};
 
-const SW_SECRET: &str = "whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA==";
-const GH_SECRET: &str = "It's a Secret to Everybody";
 const STEP_S: i64 = 10;
 
 /// Which adapter of the database port.
@@ -60,45 +64,6 @@ pub enum Adapter {
     Postgres,
     /// aws-sdk-rdsdata through the local Data API.
     DataApi,
-}
-
-/// What to throw at hookbox.
-#[derive(Debug, Clone)]
-pub struct Scenario {
-    /// Everything random follows it.
-    pub seed: u64,
-    /// Unique webhooks (three per order: paid, shipped, delivered).
-    pub webhooks: usize,
-    /// Percent of webhooks sent more than once (1 to 3 extra copies, later).
-    pub duplicate_pct: u8,
-    /// Webhooks sent as bursts of 100 concurrent copies.
-    pub bursts: usize,
-    /// Percent of webhooks with a large body (40 to 300 KB: the blob store).
-    pub large_pct: u8,
-    /// Chance that a failpoint crashes when hit.
-    pub crash_chance: f64,
-    /// Outages, in turn: the database (calls fail), the queue, both, and
-    /// PostgreSQL itself stopped; the first lasts 25 to 33 minutes, the
-    /// others 1 to 5.
-    pub outages: usize,
-    /// Percent of `erp` delivery attempts that fail.
-    pub receiver_fail_pct: u8,
-}
-
-impl Scenario {
-    /// The CI-sized scenario for `seed`.
-    pub fn bounded(seed: u64, webhooks: usize) -> Self {
-        Self {
-            seed,
-            webhooks,
-            duplicate_pct: 30,
-            bursts: 2,
-            large_pct: 3,
-            crash_chance: 0.02,
-            outages: 4,
-            receiver_fail_pct: 20,
-        }
-    }
 }
 
 /// What a run did and found.
@@ -168,14 +133,6 @@ impl std::fmt::Display for Failure {
     }
 }
 
-/// One webhook a partner sends.
-#[derive(Debug, Clone)]
-struct Webhook {
-    partner: &'static str,
-    event_id: String,
-    body: Vec<u8>,
-}
-
 /// The business handler: the example orders domain, whose outbox rows go
 /// to `erp` for partner `sw` and to the gone destination for `gh`. Each
 /// processed event also writes one `torture_effects` row in the same
@@ -213,107 +170,6 @@ const EFFECT: Statement = Statement::new(
     "torture.effect",
     "INSERT INTO torture_effects (inbox_id) VALUES (CAST(:id AS uuid))",
 );
-
-fn t0() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 6, 1, 12, 0, 0)
-        .single()
-        .unwrap_or_else(Utc::now)
-}
-
-fn config() -> HookboxConfig {
-    let text = serde_json::json!({
-        "partners": {
-            "sw": {
-                "signature": {"scheme": "standard-webhooks"},
-                "secrets": [SW_SECRET],
-                "event_id": {"header": "webhook-id"},
-                "event_type": "/type",
-                "ordering_key": "/order_id"
-            },
-            "gh": {
-                "signature": {"scheme": "github"},
-                "secrets": [GH_SECRET],
-                "event_id": {"header": "x-github-delivery"},
-                "event_type": "/type"
-            }
-        },
-        "destinations": {
-            "erp": {"url": "https://erp.torture.invalid/hooks", "secrets": [SW_SECRET]},
-            GONE: {"url": "https://legacy.torture.invalid/hooks", "secrets": [SW_SECRET]}
-        }
-    })
-    .to_string();
-    HookboxConfig::parse(&text, "torture").unwrap_or_else(|e| panic!("torture config: {e}"))
-}
-
-/// Event id prefixes of the hostile webhooks.
-const HOSTILE_ID_PREFIXES: &[&str] = &[
-    "'; DROP TABLE inbox; --",
-    "../../etc/passwd/",
-    "esc:",
-    "%00",
-    "<script>",
-    "\\0",
-];
-
-/// The webhooks of the scenario: three per order, bodies sometimes large,
-/// some with hostile bytes.
-fn webhooks(scenario: &Scenario, rng: &mut fastrand::Rng) -> Vec<Webhook> {
-    let mut out = Vec::with_capacity(scenario.webhooks);
-    let mut order = 0;
-    while out.len() < scenario.webhooks {
-        let partner = if rng.u8(0..4) == 0 { "gh" } else { "sw" };
-        for event_type in ["payment.received", "order.shipped", "order.delivered"] {
-            if out.len() == scenario.webhooks {
-                break;
-            }
-            let mut body = serde_json::json!({
-                "type": event_type,
-                "order_id": format!("ord-{}-{order}", scenario.seed),
-                "amount_cents": 1250,
-                "currency": "EUR",
-            });
-            if rng.u8(0..100) < scenario.large_pct {
-                let size = rng.usize(40_000..300_000);
-                body["pad"] = serde_json::Value::String("x".repeat(size));
-            }
-            // hostile bytes where partners put them: text PostgreSQL and
-            // SQS refuse in the body, ids shaped like SQL, paths and our
-            // own escape prefix (GitHub's id header is any visible ASCII)
-            if rng.u8(0..100) < 5 {
-                body["note"] = serde_json::Value::String(
-                    "nul \u{0} nonchar \u{fffe} lone half: see raw; \"quoted\" \u{1f600}".into(),
-                );
-            }
-            let mut event_id = format!("evt-{}-{}", scenario.seed, out.len());
-            if partner == "gh" && rng.u8(0..100) < 10 {
-                let prefix = HOSTILE_ID_PREFIXES[rng.usize(0..HOSTILE_ID_PREFIXES.len())];
-                event_id = format!("{prefix}{event_id}");
-            }
-            let mut bytes = serde_json::to_vec(&body).unwrap_or_default();
-            if rng.u8(0..100) < 2 {
-                // a lone surrogate escape, which serde_json would not write
-                if let Some(end) = bytes.iter().rposition(|b| *b == b'}') {
-                    bytes.splice(end..end, br#","raw":"\ud800""#.iter().copied());
-                }
-            }
-            out.push(Webhook {
-                partner,
-                event_id,
-                body: bytes,
-            });
-        }
-        order += 1;
-    }
-    out
-}
-
-fn github_signature(body: &[u8]) -> String {
-    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(GH_SECRET.as_bytes())
-        .unwrap_or_else(|e| panic!("hmac key: {e}"));
-    mac.update(body);
-    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
-}
 
 /// The run's own PostgreSQL (durable commits: the run kills it as a crash
 /// would, and an acknowledged commit must survive), through `adapter`.
@@ -359,54 +215,6 @@ fn database(adapter: Adapter) -> Db {
         db,
         _data_api: data_api,
     }
-}
-
-/// Arms every failpoint: each hit crashes (panics) with `chance`, drawn
-/// from the scenario's generator, and is counted.
-fn arm_failpoints(
-    chance: f64,
-    rng: Arc<Mutex<fastrand::Rng>>,
-    crashes: Arc<Mutex<BTreeMap<String, u64>>>,
-) {
-    for name in hookbox::failpoint::ALL {
-        let rng = rng.clone();
-        let crashes = crashes.clone();
-        let name: &'static str = name;
-        let armed = fail::cfg_callback(name, move || {
-            let roll = rng.lock().unwrap_or_else(|p| p.into_inner()).f64();
-            if roll < chance {
-                *crashes
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .entry(name.to_owned())
-                    .or_default() += 1;
-                std::panic::panic_any(Crash);
-            }
-        });
-        if let Err(e) = armed {
-            panic!("arming failpoint {name}: {e}");
-        }
-    }
-}
-
-fn disarm_failpoints() {
-    for name in hookbox::failpoint::ALL {
-        fail::remove(name);
-    }
-}
-
-/// The panic payload of an injected crash (the panic hook stays quiet).
-#[derive(Debug)]
-struct Crash;
-
-/// Silences the panic messages of injected crashes; other panics print.
-pub fn quiet_injected_crashes() {
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if info.payload().downcast_ref::<Crash>().is_none() {
-            previous(info);
-        }
-    }));
 }
 
 /// Runs `scenario` through `adapter` and checks the ledger.
@@ -785,175 +593,4 @@ async fn invoke(processor: &Processor<'_>, memory: &MemoryQueue) -> usize {
         }
     }
     got.len()
-}
-
-fn statement(text: &'static str) -> Statement {
-    Statement::new("torture.ledger", text)
-}
-
-async fn count(db: &dyn Executor, text: &'static str) -> i64 {
-    match hookbox::store::fetch_one(db, &statement(text), &hookbox::params! {}).await {
-        Ok(row) => row.i64("n").unwrap_or(-1),
-        Err(_) => -1,
-    }
-}
-
-/// Nothing active in the inbox or the outbox, nothing on the queue.
-async fn quiet(db: &dyn Executor, memory: &MemoryQueue) -> bool {
-    memory.is_empty()
-        && count(
-            db,
-            "SELECT (SELECT count(*) FROM inbox WHERE status IN ('pending','processing','deferred'))
-                  + (SELECT count(*) FROM outbox WHERE status = 'pending') AS n",
-        )
-        .await
-            == 0
-}
-
-async fn check_ledger(
-    db: &dyn Executor,
-    memory: &MemoryQueue,
-    hooks: &[Webhook],
-    answered: &HashMap<String, Vec<u16>>,
-    receivers: &Receivers,
-    figures: &mut Figures,
-    violations: &mut Vec<String>,
-) {
-    let rows = match db
-        .execute(
-            &statement(
-                "SELECT i.partner, i.event_id, i.status,
-                        (SELECT count(*) FROM torture_effects e WHERE e.inbox_id = i.id) AS effects
-                   FROM inbox AS i",
-            ),
-            &hookbox::params! {},
-        )
-        .await
-    {
-        Ok(rows) => rows.rows,
-        Err(e) => {
-            violations.push(format!("cannot read the inbox: {e}"));
-            return;
-        }
-    };
-    let mut by_event: HashMap<String, Vec<(String, i64)>> = HashMap::new();
-    for r in &rows {
-        let event = r.text("event_id").unwrap_or_default();
-        by_event.entry(event).or_default().push((
-            r.text("status").unwrap_or_default(),
-            r.i64("effects").unwrap_or(-1),
-        ));
-    }
-    for hook in hooks {
-        let accepted = answered
-            .get(&hook.event_id)
-            .is_some_and(|s| s.iter().any(|s| (200..300).contains(s)));
-        // (stored as ingest normalises it: `esc:` ids are escaped)
-        let stored_id = hookbox::inbox::ingest::storable(&hook.event_id);
-        let found = by_event
-            .get(stored_id.as_ref())
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        match (accepted, found) {
-            (true, [(status, effects)]) => {
-                if status != "processed" {
-                    figures.lost += 1;
-                    violations.push(format!("{}: accepted, ended {status}", hook.event_id));
-                }
-                if *effects != 1 {
-                    if *effects > 1 {
-                        figures.double_applied += 1;
-                    } else {
-                        figures.lost += 1;
-                    }
-                    violations.push(format!(
-                        "{}: its effect applied {effects} times",
-                        hook.event_id
-                    ));
-                }
-            }
-            (true, []) => {
-                figures.lost += 1;
-                violations.push(format!("{}: accepted, no row", hook.event_id));
-            }
-            (true, many) => {
-                figures.double_applied += 1;
-                violations.push(format!("{}: {} rows", hook.event_id, many.len()));
-            }
-            (false, []) => violations.push(format!(
-                "{}: never accepted (answers {:?})",
-                hook.event_id,
-                answered.get(&hook.event_id)
-            )),
-            (false, _) => {}
-        }
-    }
-    if rows.len() != by_event.len() || by_event.len() > hooks.len() {
-        violations.push(format!(
-            "{} rows for {} distinct events of {} webhooks",
-            rows.len(),
-            by_event.len(),
-            hooks.len()
-        ));
-    }
-    // A message may reach the DLQ when its row is safe (the sweeper brings
-    // the row back); one whose event has no row is lost.
-    for dead in memory.dead_letters() {
-        figures.dead_lettered += 1;
-        let event = hookbox::inbox::InboxMessage::from_body(&dead)
-            .map(|m| match m {
-                hookbox::inbox::InboxMessage::Stored { event_id, .. } => event_id,
-                hookbox::inbox::InboxMessage::Spooled(s) => s.event_id,
-            })
-            .unwrap_or_default();
-        if !by_event.contains_key(&event) {
-            violations.push(format!(
-                "a message reached the DLQ and its event has no row: {}",
-                dead.chars().take(120).collect::<String>()
-            ));
-        }
-    }
-
-    // outbound: every erp row delivered (the receiver saw its webhook-id),
-    // every row for the gone destination dead with 410
-    let outbox = match db
-        .execute(
-            &statement("SELECT id, destination, status, attempts, last_error FROM outbox"),
-            &hookbox::params! {},
-        )
-        .await
-    {
-        Ok(rows) => rows.rows,
-        Err(e) => {
-            violations.push(format!("cannot read the outbox: {e}"));
-            return;
-        }
-    };
-    let delivered = receivers.delivered();
-    let tried = receivers.tried();
-    for r in &outbox {
-        let id = r.uuid("id").map(|u| u.to_string()).unwrap_or_default();
-        let destination = r.text("destination").unwrap_or_default();
-        let status = r.text("status").unwrap_or_default();
-        let error = r.opt_text("last_error").ok().flatten().unwrap_or_default();
-        if destination == GONE {
-            if status != "dead" || !error.contains("410") {
-                violations.push(format!("outbox {id} for {GONE}: {status} ({error})"));
-            }
-        } else if status != "delivered" || !delivered.contains_key(&id) {
-            violations.push(format!(
-                "outbox {id}: {status} after {} attempts, sent {} times, delivered {} times ({error})",
-                r.i64("attempts").unwrap_or(-1),
-                tried.get(&id).copied().unwrap_or(0),
-                delivered.get(&id).copied().unwrap_or(0)
-            ));
-        }
-    }
-    let transitions = count(db, "SELECT count(*) AS n FROM example_order_transitions").await;
-    if transitions != outbox.len() as i64 {
-        violations.push(format!(
-            "{transitions} business transitions but {} outbox rows",
-            outbox.len()
-        ));
-    }
 }

@@ -1,0 +1,181 @@
+//! The ledger check after a run: what the promise says, row by row.
+
+use std::collections::HashMap;
+
+use hookbox::queue::memory::MemoryQueue;
+use hookbox::store::{Executor, Statement};
+
+use crate::Figures;
+use crate::receiver::{GONE, Receivers};
+use crate::scenario::Webhook;
+
+pub(crate) fn statement(text: &'static str) -> Statement {
+    Statement::new("torture.ledger", text)
+}
+
+pub(crate) async fn count(db: &dyn Executor, text: &'static str) -> i64 {
+    match hookbox::store::fetch_one(db, &statement(text), &hookbox::params! {}).await {
+        Ok(row) => row.i64("n").unwrap_or(-1),
+        Err(_) => -1,
+    }
+}
+
+/// Nothing active in the inbox or the outbox, nothing on the queue.
+pub(crate) async fn quiet(db: &dyn Executor, memory: &MemoryQueue) -> bool {
+    memory.is_empty()
+        && count(
+            db,
+            "SELECT (SELECT count(*) FROM inbox WHERE status IN ('pending','processing','deferred'))
+                  + (SELECT count(*) FROM outbox WHERE status = 'pending') AS n",
+        )
+        .await
+            == 0
+}
+
+pub(crate) async fn check_ledger(
+    db: &dyn Executor,
+    memory: &MemoryQueue,
+    hooks: &[Webhook],
+    answered: &HashMap<String, Vec<u16>>,
+    receivers: &Receivers,
+    figures: &mut Figures,
+    violations: &mut Vec<String>,
+) {
+    let rows = match db
+        .execute(
+            &statement(
+                "SELECT i.partner, i.event_id, i.status,
+                        (SELECT count(*) FROM torture_effects e WHERE e.inbox_id = i.id) AS effects
+                   FROM inbox AS i",
+            ),
+            &hookbox::params! {},
+        )
+        .await
+    {
+        Ok(rows) => rows.rows,
+        Err(e) => {
+            violations.push(format!("cannot read the inbox: {e}"));
+            return;
+        }
+    };
+    let mut by_event: HashMap<String, Vec<(String, i64)>> = HashMap::new();
+    for r in &rows {
+        let event = r.text("event_id").unwrap_or_default();
+        by_event.entry(event).or_default().push((
+            r.text("status").unwrap_or_default(),
+            r.i64("effects").unwrap_or(-1),
+        ));
+    }
+    for hook in hooks {
+        let accepted = answered
+            .get(&hook.event_id)
+            .is_some_and(|s| s.iter().any(|s| (200..300).contains(s)));
+        // (stored as ingest normalises it: `esc:` ids are escaped)
+        let stored_id = hookbox::inbox::ingest::storable(&hook.event_id);
+        let found = by_event
+            .get(stored_id.as_ref())
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        match (accepted, found) {
+            (true, [(status, effects)]) => {
+                if status != "processed" {
+                    figures.lost += 1;
+                    violations.push(format!("{}: accepted, ended {status}", hook.event_id));
+                }
+                if *effects != 1 {
+                    if *effects > 1 {
+                        figures.double_applied += 1;
+                    } else {
+                        figures.lost += 1;
+                    }
+                    violations.push(format!(
+                        "{}: its effect applied {effects} times",
+                        hook.event_id
+                    ));
+                }
+            }
+            (true, []) => {
+                figures.lost += 1;
+                violations.push(format!("{}: accepted, no row", hook.event_id));
+            }
+            (true, many) => {
+                figures.double_applied += 1;
+                violations.push(format!("{}: {} rows", hook.event_id, many.len()));
+            }
+            (false, []) => violations.push(format!(
+                "{}: never accepted (answers {:?})",
+                hook.event_id,
+                answered.get(&hook.event_id)
+            )),
+            (false, _) => {}
+        }
+    }
+    if rows.len() != by_event.len() || by_event.len() > hooks.len() {
+        violations.push(format!(
+            "{} rows for {} distinct events of {} webhooks",
+            rows.len(),
+            by_event.len(),
+            hooks.len()
+        ));
+    }
+    // A message may reach the DLQ when its row is safe (the sweeper brings
+    // the row back); one whose event has no row is lost.
+    for dead in memory.dead_letters() {
+        figures.dead_lettered += 1;
+        let event = hookbox::inbox::InboxMessage::from_body(&dead)
+            .map(|m| match m {
+                hookbox::inbox::InboxMessage::Stored { event_id, .. } => event_id,
+                hookbox::inbox::InboxMessage::Spooled(s) => s.event_id,
+            })
+            .unwrap_or_default();
+        if !by_event.contains_key(&event) {
+            violations.push(format!(
+                "a message reached the DLQ and its event has no row: {}",
+                dead.chars().take(120).collect::<String>()
+            ));
+        }
+    }
+
+    // outbound: every erp row delivered (the receiver saw its webhook-id),
+    // every row for the gone destination dead with 410
+    let outbox = match db
+        .execute(
+            &statement("SELECT id, destination, status, attempts, last_error FROM outbox"),
+            &hookbox::params! {},
+        )
+        .await
+    {
+        Ok(rows) => rows.rows,
+        Err(e) => {
+            violations.push(format!("cannot read the outbox: {e}"));
+            return;
+        }
+    };
+    let delivered = receivers.delivered();
+    let tried = receivers.tried();
+    for r in &outbox {
+        let id = r.uuid("id").map(|u| u.to_string()).unwrap_or_default();
+        let destination = r.text("destination").unwrap_or_default();
+        let status = r.text("status").unwrap_or_default();
+        let error = r.opt_text("last_error").ok().flatten().unwrap_or_default();
+        if destination == GONE {
+            if status != "dead" || !error.contains("410") {
+                violations.push(format!("outbox {id} for {GONE}: {status} ({error})"));
+            }
+        } else if status != "delivered" || !delivered.contains_key(&id) {
+            violations.push(format!(
+                "outbox {id}: {status} after {} attempts, sent {} times, delivered {} times ({error})",
+                r.i64("attempts").unwrap_or(-1),
+                tried.get(&id).copied().unwrap_or(0),
+                delivered.get(&id).copied().unwrap_or(0)
+            ));
+        }
+    }
+    let transitions = count(db, "SELECT count(*) AS n FROM example_order_transitions").await;
+    if transitions != outbox.len() as i64 {
+        violations.push(format!(
+            "{transitions} business transitions but {} outbox rows",
+            outbox.len()
+        ));
+    }
+}

@@ -1,0 +1,158 @@
+//! What a scenario throws: its knobs, the partners and destinations, and
+//! the webhooks themselves (three per order, some large, some hostile).
+
+use chrono::{DateTime, TimeZone, Utc};
+use hmac::{KeyInit, Mac};
+use hookbox::config::HookboxConfig;
+
+use crate::receiver::GONE;
+
+pub(crate) const SW_SECRET: &str = "whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA==";
+pub(crate) const GH_SECRET: &str = "It's a Secret to Everybody";
+/// What to throw at hookbox.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Everything random follows it.
+    pub seed: u64,
+    /// Unique webhooks (three per order: paid, shipped, delivered).
+    pub webhooks: usize,
+    /// Percent of webhooks sent more than once (1 to 3 extra copies, later).
+    pub duplicate_pct: u8,
+    /// Webhooks sent as bursts of 100 concurrent copies.
+    pub bursts: usize,
+    /// Percent of webhooks with a large body (40 to 300 KB: the blob store).
+    pub large_pct: u8,
+    /// Chance that a failpoint crashes when hit.
+    pub crash_chance: f64,
+    /// Outages, in turn: the database (calls fail), the queue, both, and
+    /// PostgreSQL itself stopped; the first lasts 25 to 33 minutes, the
+    /// others 1 to 5.
+    pub outages: usize,
+    /// Percent of `erp` delivery attempts that fail.
+    pub receiver_fail_pct: u8,
+}
+
+impl Scenario {
+    /// The CI-sized scenario for `seed`.
+    pub fn bounded(seed: u64, webhooks: usize) -> Self {
+        Self {
+            seed,
+            webhooks,
+            duplicate_pct: 30,
+            bursts: 2,
+            large_pct: 3,
+            crash_chance: 0.02,
+            outages: 4,
+            receiver_fail_pct: 20,
+        }
+    }
+}
+
+/// One webhook a partner sends.
+#[derive(Debug, Clone)]
+pub(crate) struct Webhook {
+    pub(crate) partner: &'static str,
+    pub(crate) event_id: String,
+    pub(crate) body: Vec<u8>,
+}
+
+pub(crate) fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 6, 1, 12, 0, 0)
+        .single()
+        .unwrap_or_else(Utc::now)
+}
+
+pub(crate) fn config() -> HookboxConfig {
+    let text = serde_json::json!({
+        "partners": {
+            "sw": {
+                "signature": {"scheme": "standard-webhooks"},
+                "secrets": [SW_SECRET],
+                "event_id": {"header": "webhook-id"},
+                "event_type": "/type",
+                "ordering_key": "/order_id"
+            },
+            "gh": {
+                "signature": {"scheme": "github"},
+                "secrets": [GH_SECRET],
+                "event_id": {"header": "x-github-delivery"},
+                "event_type": "/type"
+            }
+        },
+        "destinations": {
+            "erp": {"url": "https://erp.torture.invalid/hooks", "secrets": [SW_SECRET]},
+            GONE: {"url": "https://legacy.torture.invalid/hooks", "secrets": [SW_SECRET]}
+        }
+    })
+    .to_string();
+    HookboxConfig::parse(&text, "torture").unwrap_or_else(|e| panic!("torture config: {e}"))
+}
+
+/// Event id prefixes of the hostile webhooks.
+const HOSTILE_ID_PREFIXES: &[&str] = &[
+    "'; DROP TABLE inbox; --",
+    "../../etc/passwd/",
+    "esc:",
+    "%00",
+    "<script>",
+    "\\0",
+];
+
+/// The webhooks of the scenario: three per order, bodies sometimes large,
+/// some with hostile bytes.
+pub(crate) fn webhooks(scenario: &Scenario, rng: &mut fastrand::Rng) -> Vec<Webhook> {
+    let mut out = Vec::with_capacity(scenario.webhooks);
+    let mut order = 0;
+    while out.len() < scenario.webhooks {
+        let partner = if rng.u8(0..4) == 0 { "gh" } else { "sw" };
+        for event_type in ["payment.received", "order.shipped", "order.delivered"] {
+            if out.len() == scenario.webhooks {
+                break;
+            }
+            let mut body = serde_json::json!({
+                "type": event_type,
+                "order_id": format!("ord-{}-{order}", scenario.seed),
+                "amount_cents": 1250,
+                "currency": "EUR",
+            });
+            if rng.u8(0..100) < scenario.large_pct {
+                let size = rng.usize(40_000..300_000);
+                body["pad"] = serde_json::Value::String("x".repeat(size));
+            }
+            // hostile bytes where partners put them: text PostgreSQL and
+            // SQS refuse in the body, ids shaped like SQL, paths and our
+            // own escape prefix (GitHub's id header is any visible ASCII)
+            if rng.u8(0..100) < 5 {
+                body["note"] = serde_json::Value::String(
+                    "nul \u{0} nonchar \u{fffe} lone half: see raw; \"quoted\" \u{1f600}".into(),
+                );
+            }
+            let mut event_id = format!("evt-{}-{}", scenario.seed, out.len());
+            if partner == "gh" && rng.u8(0..100) < 10 {
+                let prefix = HOSTILE_ID_PREFIXES[rng.usize(0..HOSTILE_ID_PREFIXES.len())];
+                event_id = format!("{prefix}{event_id}");
+            }
+            let mut bytes = serde_json::to_vec(&body).unwrap_or_default();
+            if rng.u8(0..100) < 2 {
+                // a lone surrogate escape, which serde_json would not write
+                if let Some(end) = bytes.iter().rposition(|b| *b == b'}') {
+                    bytes.splice(end..end, br#","raw":"\ud800""#.iter().copied());
+                }
+            }
+            out.push(Webhook {
+                partner,
+                event_id,
+                body: bytes,
+            });
+        }
+        order += 1;
+    }
+    out
+}
+
+pub(crate) fn github_signature(body: &[u8]) -> String {
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(GH_SECRET.as_bytes())
+        .unwrap_or_else(|e| panic!("hmac key: {e}"));
+    mac.update(body);
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
