@@ -90,6 +90,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "inbox_body_dedupe",
         sql: include_str!("../migrations/0008_inbox_body_dedupe.sql"),
     },
+    Migration {
+        version: 9,
+        name: "function_roles",
+        sql: include_str!("../migrations/0009_function_roles.sql"),
+    },
 ];
 
 /// Why migrating failed.
