@@ -15,13 +15,17 @@
 //! credential). `PhysicalResourceId` is stable, so an update never makes
 //! CloudFormation delete the "old" resource.
 
+pub mod roles;
+
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use aws_lambda_events::cloudformation::{
     CloudFormationCustomResourceResponse, CloudFormationCustomResourceResponseStatus,
 };
+use hookbox::config::SecretsManager;
 use hookbox::migrate::{MigrateError, MigrationReport, Migrator};
+use hookbox::startup::{Startup, StartupError};
 use hookbox::store::Database;
 use lambda_runtime::LambdaEvent;
 use serde::Deserialize;
@@ -83,12 +87,34 @@ pub struct Migrate {
     /// waited out, and the first pause between tries (doubling, at most 8 s).
     resume_wait: Duration,
     resume_backoff: Duration,
+    /// The function roles whose passwords follow their secrets.
+    roles: Option<roles::RoleSecrets>,
 }
 
 /// Default time a resuming database is waited for.
 pub const DEFAULT_RESUME_WAIT: Duration = Duration::from_secs(120);
 
 impl Migrate {
+    /// The handler of a Lambda sandbox (see `hookbox::startup`): the
+    /// database (the master user), the HTTP client answering CloudFormation
+    /// and, when `HOOKBOX_ROLE_SECRET_ARNS` is set, the function roles whose
+    /// passwords follow their secrets.
+    pub async fn from_startup(start: &Startup) -> Result<Self, StartupError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(Duration::from_secs(20))
+            .build()
+            .map_err(|e| StartupError::settings("the HTTP client", e))?;
+        let mut handler = Self::new(start.database().await?, http);
+        if let Some(text) = start.var(roles::ROLE_SECRETS_VAR) {
+            let secrets = Arc::new(SecretsManager::from_sdk_config(&start.aws().await));
+            let roles = roles::RoleSecrets::parse(&text, secrets)
+                .map_err(|e| StartupError::settings("function roles", e))?;
+            handler = handler.with_roles(roles);
+        }
+        Ok(handler)
+    }
+
     /// A handler applying hookbox's own migrations to `db`.
     pub fn new(db: Arc<dyn Database>, http: reqwest::Client) -> Self {
         Self {
@@ -100,7 +126,29 @@ impl Migrate {
             response_backoff: Duration::from_secs(1),
             resume_wait: DEFAULT_RESUME_WAIT,
             resume_backoff: Duration::from_secs(1),
+            roles: None,
         }
+    }
+
+    /// After migrating, sets the function roles' passwords from their
+    /// secrets (see [`roles`]).
+    pub fn with_roles(mut self, roles: roles::RoleSecrets) -> Self {
+        self.roles = Some(roles);
+        self
+    }
+
+    /// The migrations, then the roles' passwords: what Create and Update do.
+    async fn migrate_and_set_roles(&self) -> Result<Vec<(String, String)>, String> {
+        let report = self.migrate_waiting().await.map_err(|e| describe(&e))?;
+        let mut data = report_data(&report);
+        if let Some(roles) = &self.roles {
+            let n = roles
+                .apply(self.db.as_ref())
+                .await
+                .map_err(|e| e.to_string())?;
+            data.push(("Roles".into(), n.to_string()));
+        }
+        Ok(data)
     }
 
     /// How long an unavailable (e.g. resuming) database is waited out, and
@@ -174,9 +222,8 @@ impl Migrate {
         );
         let outcome = match request_type.as_str() {
             "Create" | "Update" => {
-                match tokio::time::timeout(budget, self.migrate_waiting()).await {
-                    Ok(Ok(report)) => Ok(report_data(&report)),
-                    Ok(Err(e)) => Err(describe(&e)),
+                match tokio::time::timeout(budget, self.migrate_and_set_roles()).await {
+                    Ok(result) => result,
                     Err(_) => Err(format!(
                         "migrations did not finish within {} s; they are transactional \
                          and will resume on the next deployment",

@@ -339,12 +339,26 @@ pub struct BlobConfigError(pub &'static str);
 pub async fn from_env(
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Arc<dyn BlobStore>, BlobConfigError> {
+    from_env_with_aws(env, || {
+        aws_config::defaults(aws_config::BehaviorVersion::latest()).load()
+    })
+    .await
+}
+
+/// Like [`from_env`], with the AWS configuration from `aws` (called only
+/// when the store is S3, after the variables are checked).
+pub async fn from_env_with_aws<F, Fut>(
+    env: impl Fn(&str) -> Option<String>,
+    aws: F,
+) -> Result<Arc<dyn BlobStore>, BlobConfigError>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = aws_config::SdkConfig>,
+{
     let get = |name: &str| env(name).filter(|v| !v.trim().is_empty());
     match (get(BUCKET_VAR), get(DIR_VAR)) {
         (Some(bucket), None) => {
-            let shared = aws_config::defaults(aws_config::BehaviorVersion::latest())
-                .load()
-                .await;
+            let shared = aws().await;
             Ok(Arc::new(s3::S3BlobStore::from_env(&shared, bucket, env)))
         }
         (None, Some(dir)) => Ok(Arc::new(fs::FsBlobStore::new(PathBuf::from(dir)))),

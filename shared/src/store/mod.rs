@@ -526,6 +526,22 @@ pub enum ConnectError {
 pub async fn connect_from_env(
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Arc<dyn Database>, ConnectError> {
+    connect_with_aws(env, || {
+        aws_config::defaults(aws_config::BehaviorVersion::latest()).load()
+    })
+    .await
+}
+
+/// Like [`connect_from_env`], with the AWS configuration from `aws` (called
+/// only for the Data API, after its variables are checked).
+pub async fn connect_with_aws<F, Fut>(
+    env: impl Fn(&str) -> Option<String>,
+    aws: F,
+) -> Result<Arc<dyn Database>, ConnectError>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = aws_config::SdkConfig>,
+{
     let var = |name: &'static str| env(name).filter(|v| !v.trim().is_empty());
     match var("HOOKBOX_DB").as_deref() {
         Some("data-api") => {
@@ -536,9 +552,10 @@ pub async fn connect_from_env(
                     .ok_or(ConnectError::MissingVariable("DB_SECRET_ARN"))?,
                 database: var("DB_NAME").ok_or(ConnectError::MissingVariable("DB_NAME"))?,
             };
-            Ok(Arc::new(
-                data_api::DataApiDatabase::from_aws_env(target).await,
-            ))
+            Ok(Arc::new(data_api::DataApiDatabase::from_sdk_config(
+                &aws().await,
+                target,
+            )))
         }
         None | Some("postgres") => {
             let url = var("DATABASE_URL").ok_or(ConnectError::NotConfigured)?;
