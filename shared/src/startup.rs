@@ -13,10 +13,15 @@
 //! run(service_fn(|event| ...)).await
 //! ```
 //!
-//! Init stays cheap: the AWS configuration is loaded once, and only by a
-//! function that needs an AWS client (credentials are resolved by the SDK on
-//! the first call, not here); the Data API, SQS and S3 clients share it.
+//! Init stays cheap: what can be refused (a missing variable, an invalid
+//! partner configuration) is checked at init, but the AWS clients (the
+//! Data API, SQS, S3) are built on first use, from one AWS configuration
+//! loaded then and shared by all of them (see `lazy`): building an SDK
+//! client loads the system's TLS roots, which the first invocation can
+//! pay instead of every cold start. Credentials are resolved by the SDK on
+//! the first call in any case.
 
+mod lazy;
 mod runtime_api;
 
 use std::fmt;
@@ -26,11 +31,18 @@ use std::sync::Arc;
 use aws_config::SdkConfig;
 use tokio::sync::OnceCell;
 
+use crate::blob::fs::FsBlobStore;
+use crate::blob::s3::S3BlobStore;
 use crate::blob::{self, BlobConfigError, BlobStore};
 use crate::clock::{Clock, SystemClock};
 use crate::config::{ConfigError, ConfigSource, ConfigStore, SecretStore, SecretsManager};
+use crate::inbox::body;
+use crate::inbox::ingest::{self, Ingest};
+use crate::queue::Queue;
 use crate::queue::sqs::SqsQueue;
+use crate::store::data_api::DataApiDatabase;
 use crate::store::{self, ConnectError, Database};
+use lazy::Lazy;
 
 pub use runtime_api::{RUNTIME_API_VAR, report_init_error};
 
@@ -75,19 +87,36 @@ impl StartupError {
     }
 }
 
-type Env = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
+type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// The AWS configuration, loaded once, on first use.
+#[derive(Debug, Clone, Default)]
+struct Aws(Arc<OnceCell<SdkConfig>>);
+
+impl Aws {
+    async fn get(&self) -> SdkConfig {
+        self.0
+            .get_or_init(|| aws_config::defaults(aws_config::BehaviorVersion::latest()).load())
+            .await
+            .clone()
+    }
+
+    fn is_loaded(&self) -> bool {
+        self.0.initialized()
+    }
+}
 
 /// The shared pieces of a function's init. Build it once in `main`.
 pub struct Startup {
     env: Env,
     clock: Arc<dyn Clock>,
-    aws: OnceCell<SdkConfig>,
+    aws: Aws,
 }
 
 impl fmt::Debug for Startup {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Startup")
-            .field("aws_loaded", &self.aws.initialized())
+            .field("aws_loaded", &self.aws.is_loaded())
             .finish_non_exhaustive()
     }
 }
@@ -103,9 +132,9 @@ impl Startup {
     /// Reads variables through `env` (tests pass a map); installs nothing.
     pub fn with_env(env: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
         Self {
-            env: Box::new(env),
+            env: Arc::new(env),
             clock: Arc::new(SystemClock),
-            aws: OnceCell::new(),
+            aws: Aws::default(),
         }
     }
 
@@ -132,10 +161,18 @@ impl Startup {
     /// The AWS configuration (region, endpoints, the credentials chain),
     /// loaded on first use and shared by every client.
     pub async fn aws(&self) -> SdkConfig {
-        self.aws
-            .get_or_init(|| aws_config::defaults(aws_config::BehaviorVersion::latest()).load())
-            .await
-            .clone()
+        self.aws.get().await
+    }
+
+    /// Secrets Manager, its client built on first use.
+    pub fn secrets(&self) -> Arc<dyn SecretStore> {
+        let aws = self.aws.clone();
+        Arc::new(Lazy::<dyn SecretStore>::new("Secrets Manager", move || {
+            let aws = aws.clone();
+            async move {
+                Arc::new(SecretsManager::from_sdk_config(&aws.get().await)) as Arc<dyn SecretStore>
+            }
+        }))
     }
 
     /// The partners/destinations configuration store, from `HOOKBOX_CONFIG`,
@@ -143,9 +180,8 @@ impl Startup {
     pub async fn partners(&self) -> Result<Arc<ConfigStore>, StartupError> {
         let source = ConfigSource::from_env(self.env())?;
         let secrets: Option<Arc<dyn SecretStore>> = match source {
-            ConfigSource::Secret { .. } => {
-                Some(Arc::new(SecretsManager::from_sdk_config(&self.aws().await)))
-            }
+            // read at once: an invalid configuration must fail the init
+            ConfigSource::Secret { .. } => Some(self.secrets()),
             _ => None,
         };
         Ok(Arc::new(
@@ -163,20 +199,69 @@ impl Startup {
             })
     }
 
-    /// The inbox queue (SQS, `HOOKBOX_QUEUE_URL`).
-    pub async fn queue(&self) -> Result<Arc<SqsQueue>, StartupError> {
+    /// The inbox queue (SQS, `HOOKBOX_QUEUE_URL`); the URL is checked now,
+    /// the client built on first use.
+    pub async fn queue(&self) -> Result<Arc<dyn Queue>, StartupError> {
         let url = self.queue_url()?;
-        Ok(Arc::new(SqsQueue::from_sdk_config(&self.aws().await, url)))
+        let aws = self.aws.clone();
+        Ok(Arc::new(Lazy::<dyn Queue>::new("SQS", move || {
+            let (aws, url) = (aws.clone(), url.clone());
+            async move { Arc::new(SqsQueue::from_sdk_config(&aws.get().await, url)) as Arc<dyn Queue> }
+        })))
     }
 
-    /// The database adapter (see [`store::connect_from_env`]).
+    /// The database adapter (see [`store::connect_from_env`]); the Data
+    /// API's variables are checked now, its client built on first use.
     pub async fn database(&self) -> Result<Arc<dyn Database>, StartupError> {
-        Ok(store::connect_with_aws(self.env(), || self.aws()).await?)
+        let Some(target) = store::data_api_target(self.env())? else {
+            return Ok(store::connect_from_env(self.env()).await?);
+        };
+        let aws = self.aws.clone();
+        Ok(Arc::new(Lazy::<dyn Database>::new("Data API", move || {
+            let (aws, target) = (aws.clone(), target.clone());
+            async move {
+                Arc::new(DataApiDatabase::from_sdk_config(&aws.get().await, target))
+                    as Arc<dyn Database>
+            }
+        })))
     }
 
-    /// The blob store (see [`blob::from_env`]).
+    /// The blob store (see [`blob::from_env`]); an S3 client is built on
+    /// first use.
     pub async fn blobs(&self) -> Result<Arc<dyn BlobStore>, StartupError> {
-        Ok(blob::from_env_with_aws(self.env(), || self.aws()).await?)
+        let bucket = match blob::location_from_env(self.env())? {
+            blob::Location::Dir(dir) => return Ok(Arc::new(FsBlobStore::new(dir))),
+            blob::Location::Bucket(bucket) => bucket,
+        };
+        let (aws, env) = (self.aws.clone(), self.env.clone());
+        Ok(Arc::new(Lazy::<dyn BlobStore>::new("S3", move || {
+            let (aws, env, bucket) = (aws.clone(), env.clone(), bucket.clone());
+            async move {
+                Arc::new(S3BlobStore::from_env(&aws.get().await, bucket, |n| env(n)))
+                    as Arc<dyn BlobStore>
+            }
+        })))
+    }
+
+    /// The ingest use case: partners, database, queue, blob store, the
+    /// inline-body threshold and the database deadline from their variables.
+    /// (Here rather than in `functions/ingest`, whose library holds the
+    /// Lambda event handling.)
+    pub async fn ingest(&self) -> Result<Ingest, StartupError> {
+        let inline_max = body::inline_max_from_env(self.env())
+            .map_err(|e| StartupError::settings("ingest settings", e))?;
+        let db_deadline = ingest::db_deadline_from_env(self.env())
+            .map_err(|e| StartupError::settings("ingest settings", e))?;
+        let ingest = Ingest::new(
+            self.partners().await?,
+            self.database().await?,
+            self.queue().await?,
+            self.blobs().await?,
+            self.clock(),
+        );
+        Ok(ingest
+            .with_inline_max(inline_max)
+            .with_db_deadline(db_deadline))
     }
 
     /// Runs a function's init. On failure the error is logged and reported
@@ -327,7 +412,7 @@ mod tests {
         let e = start.database().await.expect_err("incomplete");
         assert!(e.to_string().contains("DB_CLUSTER_ARN"), "{e}");
         assert!(
-            !start.aws.initialized(),
+            !start.aws.is_loaded(),
             "nothing was loaded for a refused config"
         );
     }
@@ -339,7 +424,37 @@ mod tests {
             r#"{"partners": {"demo": {"signature": {"scheme": "standard-webhooks"}, "secrets": ["whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA=="]}}}"#,
         )]));
         start.partners().await.expect("inline partners");
-        assert!(!start.aws.initialized());
+        assert!(!start.aws.is_loaded());
+    }
+
+    #[tokio::test]
+    async fn the_aws_clients_wait_for_their_first_use() {
+        let start = Startup::with_env(env(&[
+            ("HOOKBOX_QUEUE_URL", "http://127.0.0.1:9/1/inbox"),
+            ("HOOKBOX_DB", "data-api"),
+            (
+                "DB_CLUSTER_ARN",
+                "arn:aws:rds:us-east-1:123456789012:cluster:c",
+            ),
+            (
+                "DB_SECRET_ARN",
+                "arn:aws:secretsmanager:us-east-1:123456789012:secret:s",
+            ),
+            ("DB_NAME", "hookbox"),
+            ("HOOKBOX_BLOB_BUCKET", "bodies"),
+            ("AWS_REGION", "us-east-1"),
+        ]));
+        let queue = start.queue().await.expect("queue");
+        let db = start.database().await.expect("database");
+        let blobs = start.blobs().await.expect("blobs");
+        assert!(!start.aws.is_loaded(), "init loaded no AWS configuration");
+        for built in [
+            format!("{queue:?}"),
+            format!("{db:?}"),
+            format!("{blobs:?}"),
+        ] {
+            assert!(built.contains("built: false"), "{built}");
+        }
     }
 
     #[tokio::test]

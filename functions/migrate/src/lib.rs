@@ -23,7 +23,6 @@ use std::time::{Duration, SystemTime};
 use aws_lambda_events::cloudformation::{
     CloudFormationCustomResourceResponse, CloudFormationCustomResourceResponseStatus,
 };
-use hookbox::config::SecretsManager;
 use hookbox::migrate::{MigrateError, MigrationReport, Migrator};
 use hookbox::startup::{Startup, StartupError};
 use hookbox::store::Database;
@@ -77,7 +76,9 @@ struct Request {
 #[derive(Debug, Clone)]
 pub struct Migrate {
     db: Arc<dyn Database>,
-    http: reqwest::Client,
+    /// Answers CloudFormation; built on first use in a sandbox (building a
+    /// TLS client reads the system's trust store: not worth a cold start).
+    http: Arc<tokio::sync::OnceCell<reqwest::Client>>,
     migrator: Migrator,
     /// Used when the context carries no deadline (tests, local runs).
     default_budget: Duration,
@@ -100,26 +101,21 @@ impl Migrate {
     /// and, when `HOOKBOX_ROLE_SECRET_ARNS` is set, the function roles whose
     /// passwords follow their secrets.
     pub async fn from_startup(start: &Startup) -> Result<Self, StartupError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .timeout(Duration::from_secs(20))
-            .build()
-            .map_err(|e| StartupError::settings("the HTTP client", e))?;
-        let mut handler = Self::new(start.database().await?, http);
+        let mut handler = Self::new(start.database().await?, None);
         if let Some(text) = start.var(roles::ROLE_SECRETS_VAR) {
-            let secrets = Arc::new(SecretsManager::from_sdk_config(&start.aws().await));
-            let roles = roles::RoleSecrets::parse(&text, secrets)
+            let roles = roles::RoleSecrets::parse(&text, start.secrets())
                 .map_err(|e| StartupError::settings("function roles", e))?;
             handler = handler.with_roles(roles);
         }
         Ok(handler)
     }
 
-    /// A handler applying hookbox's own migrations to `db`.
-    pub fn new(db: Arc<dyn Database>, http: reqwest::Client) -> Self {
+    /// A handler applying hookbox's own migrations to `db`, answering with
+    /// `http` (`None`: a client of its own, built on first use).
+    pub fn new(db: Arc<dyn Database>, http: impl Into<Option<reqwest::Client>>) -> Self {
         Self {
             db,
-            http,
+            http: Arc::new(tokio::sync::OnceCell::new_with(http.into())),
             migrator: Migrator::new(hookbox::migrate::MIGRATIONS),
             default_budget: Duration::from_secs(300),
             response_attempts: 3,
@@ -272,11 +268,23 @@ impl Migrate {
                 attempts: 0,
                 last: format!("cannot serialise the response: {e}"),
             })?;
+        let http = self
+            .http
+            .get_or_try_init(|| async {
+                reqwest::Client::builder()
+                    .connect_timeout(Duration::from_secs(5))
+                    .timeout(Duration::from_secs(20))
+                    .build()
+            })
+            .await
+            .map_err(|e| HandlerError::ResponseNotDelivered {
+                attempts: 0,
+                last: format!("cannot build the HTTP client: {e}"),
+            })?;
         let mut last = String::new();
         for attempt in 1..=self.response_attempts {
             // The pre-signed S3 URL is signed without a content type.
-            let sent = self
-                .http
+            let sent = http
                 .put(url)
                 .header(reqwest::header::CONTENT_TYPE, "")
                 .body(body.clone())
