@@ -37,9 +37,10 @@ GRANT SELECT, INSERT ON outbox TO hookbox_processor;
 GRANT SELECT, INSERT, UPDATE ON example_orders, example_order_transitions TO hookbox_processor;
 
 -- relay: claim, deliver and record the outbox; sweep stranded inbox rows;
--- retention of both (archive or delete) and of their blob objects.
+-- retention of both (archive or delete), of the archives themselves, and
+-- of their blob objects.
 GRANT SELECT, UPDATE, DELETE ON outbox, inbox TO hookbox_relay;
-GRANT SELECT, INSERT ON outbox_archive, inbox_archive TO hookbox_relay;
+GRANT SELECT, INSERT, DELETE ON outbox_archive, inbox_archive TO hookbox_relay;
 GRANT SELECT, INSERT, DELETE ON blob_deletions TO hookbox_relay;
 GRANT EXECUTE ON FUNCTION outbox_claim_due(timestamptz, timestamptz, text, bigint, jsonb, bigint) TO hookbox_relay;
 
