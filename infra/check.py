@@ -31,6 +31,18 @@
    template that blocks public access, encrypts at rest and denies
    non-TLS requests.
 
+7. Secrets and the Data API, per function (on the translated template):
+   every function but migrate reads the database with a secret of its own
+   (DB_SECRET_ARN is !Ref to an AWS::SecretsManager::Secret whose generated
+   username is the function's role, hookbox_<binary>), may GetSecretValue
+   on exactly that secret (plus the partners secret when it reads
+   HOOKBOX_PARTNERS_SECRET_ARN), and no two functions share a secret; the
+   master secret is migrate's alone (with the role secrets it sets the
+   passwords from); the rds-data actions are exactly the ones the function
+   calls (DATA_API_ACTIONS); no action anywhere is a wildcard.
+8. Every schedule expression is well formed: rate(1 minute), rate(N
+   minutes|hours|days) with N > 1, or cron(...) with six fields.
+
 Usage: python3 infra/check.py [TEMPLATE] (default infra/template.yaml).
 Prints OK and exits 0, or prints every problem and exits 1 (2 when
 aws-sam-translator is not installed).
@@ -323,8 +335,12 @@ def check_translated(cfn: dict) -> None:
     lambdas = [r for r in resources.values() if r.get("Type") == "AWS::Lambda::Function"]
     for fn in lambdas:
         p = fn.get("Properties", {})
-        if p.get("Runtime") != "provided.al2023" or p.get("Architectures") != ["arm64"] or p.get("Handler") != "bootstrap":
-            problem(f"a Lambda function is not provided.al2023/arm64/bootstrap: {p.get('Runtime')} {p.get('Architectures')} {p.get('Handler')}")
+        if (
+            p.get("Runtime") != "provided.al2023"
+            or p.get("Architectures") not in (["arm64"], [{"Ref": "Architecture"}])
+            or p.get("Handler") != "bootstrap"
+        ):
+            problem(f"a Lambda function is not provided.al2023/Architecture/bootstrap: {p.get('Runtime')} {p.get('Architectures')} {p.get('Handler')}")
     # Least privilege: the only managed policy is the basic execution role
     # (logs), and no inline statement grants on every resource.
     for name, res in resources.items():
@@ -345,6 +361,121 @@ def check_translated(cfn: dict) -> None:
     notes.append(
         f"SAM transform: {len(resources)} CloudFormation resources, {len(lambdas)} Lambda functions"
     )
+
+
+# The Data API actions each binary's code calls (shared/src/store/data_api.rs:
+# ExecuteStatement, and Begin/Commit/RollbackTransaction where a use case
+# opens a transaction; nothing calls BatchExecuteStatement).
+TX = {"rds-data:ExecuteStatement", "rds-data:BeginTransaction", "rds-data:CommitTransaction", "rds-data:RollbackTransaction"}
+DATA_API_ACTIONS = {
+    "ingest": {"rds-data:ExecuteStatement"},
+    "processor": TX,
+    "relay": TX,
+    "migrate": TX,
+}
+MASTER_SECRET = {"Fn::GetAtt": ["DbCluster", "MasterUserSecret.SecretArn"]}
+
+
+def as_list(v):
+    return v if isinstance(v, list) else [v]
+
+
+def role_statements(resources: dict, role_name: str) -> list[dict]:
+    out = []
+    for policy in (resources.get(role_name, {}).get("Properties", {}).get("Policies") or []):
+        for st in as_list(policy.get("PolicyDocument", {}).get("Statement", [])):
+            if isinstance(st, dict) and "Fn::If" in st:
+                # the condition's true branch (e.g. kms:Decrypt when a key is given)
+                branch = st["Fn::If"][1]
+                st = branch if isinstance(branch, dict) else {}
+            if isinstance(st, dict) and st:
+                out.append(st)
+    return out
+
+
+def check_secrets_and_data_api(sam: dict, cfn: dict) -> None:
+    sam_resources = sam.get("Resources") or {}
+    resources = cfn.get("Resources") or {}
+    binaries = {
+        name: ((res.get("Metadata") or {}).get("BuildProperties") or {}).get("Binary")
+        for name, res in sam_resources.items()
+        if res.get("Type") == "AWS::Serverless::Function"
+    }
+    partners = {"Ref": "PartnersSecretArn"}
+    owners: dict[str, str] = {}
+    role_secrets: list = []
+    for name, binary in binaries.items():
+        fn = resources.get(name, {}).get("Properties", {})
+        env = (fn.get("Environment") or {}).get("Variables") or {}
+        role = fn.get("Role", {})
+        role_name = role.get("Fn::GetAtt", [None])[0] if isinstance(role, dict) else None
+        statements = role_statements(resources, role_name) if role_name else []
+        granted, data_api = [], set()
+        for st in statements:
+            actions = as_list(st.get("Action", []))
+            for a in actions:
+                if isinstance(a, str) and "*" in a:
+                    problem(f"{name}: wildcard action {a}")
+            if "secretsmanager:GetSecretValue" in actions:
+                granted.extend(as_list(st.get("Resource", [])))
+            data_api |= {a for a in actions if isinstance(a, str) and a.startswith("rds-data:")}
+        secret = env.get("DB_SECRET_ARN")
+        expected = set()
+        if secret is not None:
+            want = DATA_API_ACTIONS.get(binary)
+            if want is not None and data_api != want:
+                problem(f"{name}: rds-data actions {sorted(data_api)}, the code calls exactly {sorted(want)}")
+            if binary == "migrate":
+                if secret != MASTER_SECRET:
+                    problem(f"{name}: migrate connects with the master secret, not {secret!r}")
+                try:
+                    mapping = env.get("HOOKBOX_ROLE_SECRET_ARNS")
+                    role_secrets = re.findall(r"\$\{(\w+)\}", mapping["Fn::Sub"]) if isinstance(mapping, dict) else []
+                except (KeyError, TypeError):
+                    role_secrets = []
+                expected |= {json.dumps(MASTER_SECRET, sort_keys=True)}
+                expected |= {json.dumps({"Ref": r}, sort_keys=True) for r in role_secrets}
+            else:
+                ref = secret.get("Ref") if isinstance(secret, dict) else None
+                res = sam_resources.get(ref or "", {})
+                template = ((res.get("Properties") or {}).get("GenerateSecretString") or {}).get("SecretStringTemplate", "{}")
+                username = json.loads(template).get("username") if isinstance(template, str) else None
+                if res.get("Type") != "AWS::SecretsManager::Secret" or username != f"hookbox_{binary}":
+                    problem(f"{name}: DB_SECRET_ARN must be !Ref to a secret of its own role hookbox_{binary}, is {secret!r}")
+                elif ref in owners:
+                    problem(f"{name}: secret {ref} is already {owners[ref]}'s")
+                else:
+                    owners[ref] = name
+                expected.add(json.dumps(secret, sort_keys=True))
+        if "HOOKBOX_PARTNERS_SECRET_ARN" in env:
+            expected.add(json.dumps(partners, sort_keys=True))
+        got = {json.dumps(r, sort_keys=True) for r in granted}
+        if got != expected:
+            extra = sorted(got - expected)
+            missing = sorted(expected - got)
+            problem(
+                f"{name}: secretsmanager:GetSecretValue must be on exactly its own secrets"
+                + (f"; granted besides: {', '.join(extra)}" if extra else "")
+                + (f"; missing: {', '.join(missing)}" if missing else "")
+            )
+    for r in role_secrets:
+        if r not in owners:
+            problem(f"MigrateFunction sets the password of {r}, which no function uses")
+
+
+SCHEDULE = re.compile(
+    r"^(rate\(1 (minute|hour|day)\)|rate\(([2-9]|[1-9][0-9]+) (minutes|hours|days)\)|cron\(\S+( \S+){5}\))$"
+)
+
+
+def check_schedules(template: dict) -> None:
+    for name, res in (template.get("Resources") or {}).items():
+        for ev_name, ev in (((res.get("Properties") or {}).get("Events")) or {}).items():
+            if ev.get("Type") not in ("Schedule", "ScheduleV2"):
+                continue
+            expr = (ev.get("Properties") or {}).get("Schedule") or (ev.get("Properties") or {}).get("ScheduleExpression")
+            if not isinstance(expr, str) or not SCHEDULE.match(expr):
+                problem(f"{name}.{ev_name}: schedule expression {expr!r} is not rate(1 minute), rate(N minutes) or cron(6 fields)")
 
 
 def lint_translated(cfn: dict) -> None:
@@ -373,7 +504,9 @@ def main() -> int:
     cfn = translate(template)
     if cfn is not None:
         check_translated(cfn)
+        check_secrets_and_data_api(template, cfn)
         lint_translated(cfn)
+    check_schedules(template)
     check_functions(template)
     check_queue_consistency(template)
     check_blob_store(template)

@@ -807,8 +807,13 @@ impl SecretsManager {
         let shared = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .load()
             .await;
+        Self::from_sdk_config(&shared)
+    }
+
+    /// A client from an AWS configuration already loaded.
+    pub fn from_sdk_config(shared: &aws_config::SdkConfig) -> Self {
         Self {
-            client: aws_sdk_secretsmanager::Client::new(&shared),
+            client: aws_sdk_secretsmanager::Client::new(shared),
         }
     }
 

@@ -18,6 +18,7 @@ pub mod outbox;
 pub mod processing;
 pub mod queue;
 pub mod signature;
+pub mod startup;
 pub mod store;
 
 /// The relay use case lives with the outbox (`outbox::relay`); this is its

@@ -91,6 +91,11 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/0008_inbox_body_dedupe.sql"),
     },
     Migration {
+        version: 9,
+        name: "function_roles",
+        sql: include_str!("../migrations/0009_function_roles.sql"),
+    },
+    Migration {
         version: 10,
         name: "archive_retention",
         sql: include_str!("../migrations/0010_archive_retention.sql"),

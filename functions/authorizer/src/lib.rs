@@ -23,6 +23,7 @@ use hookbox::config::ConfigStore;
 use hookbox::inbox::ingest::signature_reason;
 use hookbox::metrics::Metrics;
 use hookbox::signature::Headers;
+use hookbox::startup::{Startup, StartupError};
 
 /// Why a request was denied (the metric and log reason).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +67,12 @@ fn policy(effect: IamPolicyEffect, method_arn: &str) -> ApiGatewayCustomAuthoriz
 }
 
 impl Authorizer {
+    /// The authorizer of a Lambda sandbox: the partners configuration and
+    /// the system clock (see `hookbox::startup`).
+    pub async fn from_startup(start: &Startup) -> Result<Self, StartupError> {
+        Ok(Self::new(start.partners().await?, start.clock()))
+    }
+
     /// Wires the configuration and the clock.
     pub fn new(config: Arc<ConfigStore>, clock: Arc<dyn Clock>) -> Self {
         Self { config, clock }

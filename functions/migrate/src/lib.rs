@@ -15,6 +15,8 @@
 //! credential). `PhysicalResourceId` is stable, so an update never makes
 //! CloudFormation delete the "old" resource.
 
+pub mod roles;
+
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -22,6 +24,7 @@ use aws_lambda_events::cloudformation::{
     CloudFormationCustomResourceResponse, CloudFormationCustomResourceResponseStatus,
 };
 use hookbox::migrate::{MigrateError, MigrationReport, Migrator};
+use hookbox::startup::{Startup, StartupError};
 use hookbox::store::Database;
 use lambda_runtime::LambdaEvent;
 use serde::Deserialize;
@@ -73,7 +76,9 @@ struct Request {
 #[derive(Debug, Clone)]
 pub struct Migrate {
     db: Arc<dyn Database>,
-    http: reqwest::Client,
+    /// Answers CloudFormation; built on first use in a sandbox (building a
+    /// TLS client reads the system's trust store: not worth a cold start).
+    http: Arc<tokio::sync::OnceCell<reqwest::Client>>,
     migrator: Migrator,
     /// Used when the context carries no deadline (tests, local runs).
     default_budget: Duration,
@@ -83,24 +88,63 @@ pub struct Migrate {
     /// waited out, and the first pause between tries (doubling, at most 8 s).
     resume_wait: Duration,
     resume_backoff: Duration,
+    /// The function roles whose passwords follow their secrets.
+    roles: Option<roles::RoleSecrets>,
 }
 
 /// Default time a resuming database is waited for.
 pub const DEFAULT_RESUME_WAIT: Duration = Duration::from_secs(120);
 
 impl Migrate {
-    /// A handler applying hookbox's own migrations to `db`.
-    pub fn new(db: Arc<dyn Database>, http: reqwest::Client) -> Self {
+    /// The handler of a Lambda sandbox (see `hookbox::startup`): the
+    /// database (the master user), the HTTP client answering CloudFormation
+    /// and, when `HOOKBOX_ROLE_SECRET_ARNS` is set, the function roles whose
+    /// passwords follow their secrets.
+    pub async fn from_startup(start: &Startup) -> Result<Self, StartupError> {
+        let mut handler = Self::new(start.database().await?, None);
+        if let Some(text) = start.var(roles::ROLE_SECRETS_VAR) {
+            let roles = roles::RoleSecrets::parse(&text, start.secrets())
+                .map_err(|e| StartupError::settings("function roles", e))?;
+            handler = handler.with_roles(roles);
+        }
+        Ok(handler)
+    }
+
+    /// A handler applying hookbox's own migrations to `db`, answering with
+    /// `http` (`None`: a client of its own, built on first use).
+    pub fn new(db: Arc<dyn Database>, http: impl Into<Option<reqwest::Client>>) -> Self {
         Self {
             db,
-            http,
+            http: Arc::new(tokio::sync::OnceCell::new_with(http.into())),
             migrator: Migrator::new(hookbox::migrate::MIGRATIONS),
             default_budget: Duration::from_secs(300),
             response_attempts: 3,
             response_backoff: Duration::from_secs(1),
             resume_wait: DEFAULT_RESUME_WAIT,
             resume_backoff: Duration::from_secs(1),
+            roles: None,
         }
+    }
+
+    /// After migrating, sets the function roles' passwords from their
+    /// secrets (see [`roles`]).
+    pub fn with_roles(mut self, roles: roles::RoleSecrets) -> Self {
+        self.roles = Some(roles);
+        self
+    }
+
+    /// The migrations, then the roles' passwords: what Create and Update do.
+    async fn migrate_and_set_roles(&self) -> Result<Vec<(String, String)>, String> {
+        let report = self.migrate_waiting().await.map_err(|e| describe(&e))?;
+        let mut data = report_data(&report);
+        if let Some(roles) = &self.roles {
+            let n = roles
+                .apply(self.db.as_ref())
+                .await
+                .map_err(|e| e.to_string())?;
+            data.push(("Roles".into(), n.to_string()));
+        }
+        Ok(data)
     }
 
     /// How long an unavailable (e.g. resuming) database is waited out, and
@@ -174,9 +218,8 @@ impl Migrate {
         );
         let outcome = match request_type.as_str() {
             "Create" | "Update" => {
-                match tokio::time::timeout(budget, self.migrate_waiting()).await {
-                    Ok(Ok(report)) => Ok(report_data(&report)),
-                    Ok(Err(e)) => Err(describe(&e)),
+                match tokio::time::timeout(budget, self.migrate_and_set_roles()).await {
+                    Ok(result) => result,
                     Err(_) => Err(format!(
                         "migrations did not finish within {} s; they are transactional \
                          and will resume on the next deployment",
@@ -225,11 +268,23 @@ impl Migrate {
                 attempts: 0,
                 last: format!("cannot serialise the response: {e}"),
             })?;
+        let http = self
+            .http
+            .get_or_try_init(|| async {
+                reqwest::Client::builder()
+                    .connect_timeout(Duration::from_secs(5))
+                    .timeout(Duration::from_secs(20))
+                    .build()
+            })
+            .await
+            .map_err(|e| HandlerError::ResponseNotDelivered {
+                attempts: 0,
+                last: format!("cannot build the HTTP client: {e}"),
+            })?;
         let mut last = String::new();
         for attempt in 1..=self.response_attempts {
             // The pre-signed S3 URL is signed without a content type.
-            let sent = self
-                .http
+            let sent = http
                 .put(url)
                 .header(reqwest::header::CONTENT_TYPE, "")
                 .body(body.clone())

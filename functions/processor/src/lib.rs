@@ -20,8 +20,10 @@ use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMe
 use chrono::{DateTime, Utc};
 use hookbox::blob::BlobStore;
 use hookbox::clock::{Clock, lambda_deadline};
+use hookbox::example::OrdersHandler;
 use hookbox::processing::{BatchReport, BusinessHandler, Processor, ProcessorConfig};
 use hookbox::queue::{Queue, Received};
+use hookbox::startup::{Startup, StartupError};
 use hookbox::store::Database;
 use lambda_runtime::LambdaEvent;
 
@@ -40,6 +42,24 @@ pub struct ProcessorFunction {
 }
 
 impl ProcessorFunction {
+    /// The processor of a Lambda sandbox (see `hookbox::startup`): its
+    /// settings, the database, the inbox queue, the blob store and the
+    /// business handler, here the example orders domain: replace
+    /// `OrdersHandler` with your own `BusinessHandler`.
+    pub async fn from_startup(start: &Startup) -> Result<Self, StartupError> {
+        let config = ProcessorConfig::from_env(start.env())
+            .map_err(|e| StartupError::settings("processor settings", e))?;
+        let handler = Arc::new(OrdersHandler::from_env(start.env()));
+        Ok(Self::new(
+            start.database().await?,
+            start.queue().await?,
+            start.blobs().await?,
+            start.clock(),
+            handler,
+            config,
+        ))
+    }
+
     /// The function over its ports.
     pub fn new(
         db: Arc<dyn Database>,

@@ -19,7 +19,9 @@ use std::time::Duration;
 use aws_lambda_events::cloudwatch_events::CloudWatchEvent;
 use hookbox::clock::{Clock, lambda_deadline};
 use hookbox::config::ConfigStore;
-use hookbox::relay::{Pause, Relay, RunReport};
+use hookbox::queue::Queue;
+use hookbox::relay::{HttpSender, Pause, Relay, RelaySettings, RunReport, TokioPause};
+use hookbox::startup::{Startup, StartupError};
 use lambda_runtime::LambdaEvent;
 
 /// How long a run lasts when the context carries no deadline (local calls).
@@ -35,6 +37,32 @@ pub struct RelayFunction {
 }
 
 impl RelayFunction {
+    /// The relay of a Lambda sandbox (see `hookbox::startup`): its settings
+    /// (leases name the sandbox that holds them), the destinations, the
+    /// database, the blob store, the inbox queue (the sweeper sends stranded
+    /// rows there) and the HTTP sender.
+    pub async fn from_startup(start: &Startup) -> Result<Self, StartupError> {
+        let worker = format!("relay-{}", uuid::Uuid::new_v4().simple());
+        let settings = RelaySettings::from_env(worker, start.env())
+            .map_err(|e| StartupError::settings("relay settings", e))?;
+        let config = start.partners().await?;
+        let queue: Arc<dyn Queue> = start.queue().await?;
+        let relay = Relay::new(
+            start.database().await?,
+            start.blobs().await?,
+            Arc::new(HttpSender::default()),
+            Some(queue),
+            start.clock(),
+            settings,
+        );
+        Ok(Self::new(
+            relay,
+            config,
+            start.clock(),
+            Arc::new(TokioPause),
+        ))
+    }
+
     /// The function over its ports.
     pub fn new(
         relay: Relay,

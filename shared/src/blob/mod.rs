@@ -339,15 +339,48 @@ pub struct BlobConfigError(pub &'static str);
 pub async fn from_env(
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Arc<dyn BlobStore>, BlobConfigError> {
-    let get = |name: &str| env(name).filter(|v| !v.trim().is_empty());
-    match (get(BUCKET_VAR), get(DIR_VAR)) {
-        (Some(bucket), None) => {
-            let shared = aws_config::defaults(aws_config::BehaviorVersion::latest())
-                .load()
-                .await;
+    from_env_with_aws(env, || {
+        aws_config::defaults(aws_config::BehaviorVersion::latest()).load()
+    })
+    .await
+}
+
+/// Like [`from_env`], with the AWS configuration from `aws` (called only
+/// when the store is S3, after the variables are checked).
+pub async fn from_env_with_aws<F, Fut>(
+    env: impl Fn(&str) -> Option<String>,
+    aws: F,
+) -> Result<Arc<dyn BlobStore>, BlobConfigError>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = aws_config::SdkConfig>,
+{
+    match location_from_env(&env)? {
+        Location::Bucket(bucket) => {
+            let shared = aws().await;
             Ok(Arc::new(s3::S3BlobStore::from_env(&shared, bucket, env)))
         }
-        (None, Some(dir)) => Ok(Arc::new(fs::FsBlobStore::new(PathBuf::from(dir)))),
+        Location::Dir(dir) => Ok(Arc::new(fs::FsBlobStore::new(dir))),
+    }
+}
+
+/// Where a function's blob store is (see [`from_env`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// An S3 bucket ([`BUCKET_VAR`]).
+    Bucket(String),
+    /// A directory ([`DIR_VAR`]).
+    Dir(PathBuf),
+}
+
+/// Reads [`BUCKET_VAR`] and [`DIR_VAR`]: exactly one must be set.
+pub fn location_from_env(
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Location, BlobConfigError> {
+    let get = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    match (get(BUCKET_VAR), get(DIR_VAR)) {
+        (Some(bucket), None) => Ok(Location::Bucket(bucket)),
+        (None, Some(dir)) => Ok(Location::Dir(PathBuf::from(dir))),
         (None, None) => Err(BlobConfigError("neither is set")),
         (Some(_), Some(_)) => Err(BlobConfigError("both are set")),
     }

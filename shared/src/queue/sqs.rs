@@ -56,7 +56,13 @@ impl SqsQueue {
     /// `AWS_ENDPOINT_URL_SQS` when set) with our timeouts.
     pub async fn from_aws_env(queue_url: impl Into<String>) -> Self {
         let shared = aws_config::defaults(BehaviorVersion::latest()).load().await;
-        let config = tune(aws_sdk_sqs::config::Builder::from(&shared)).build();
+        Self::from_sdk_config(&shared, queue_url)
+    }
+
+    /// A client from an AWS configuration already loaded (shared with the
+    /// function's other clients), with our timeouts.
+    pub fn from_sdk_config(shared: &aws_config::SdkConfig, queue_url: impl Into<String>) -> Self {
+        let config = tune(aws_sdk_sqs::config::Builder::from(shared)).build();
         Self::new(Client::from_conf(config), queue_url)
     }
 

@@ -157,7 +157,13 @@ impl DataApiDatabase {
     /// `AWS_ENDPOINT_URL_RDS_DATA` when set), with our timeouts and no retries.
     pub async fn from_aws_env(target: DataApiTarget) -> Self {
         let shared = aws_config::defaults(BehaviorVersion::latest()).load().await;
-        let config = tune(aws_sdk_rdsdata::config::Builder::from(&shared)).build();
+        Self::from_sdk_config(&shared, target)
+    }
+
+    /// A client from an AWS configuration already loaded (shared with the
+    /// function's other clients), with our timeouts and no retries.
+    pub fn from_sdk_config(shared: &aws_config::SdkConfig, target: DataApiTarget) -> Self {
+        let config = tune(aws_sdk_rdsdata::config::Builder::from(shared)).build();
         Self::new(Client::from_conf(config), target)
     }
 

@@ -526,20 +526,30 @@ pub enum ConnectError {
 pub async fn connect_from_env(
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Arc<dyn Database>, ConnectError> {
+    connect_with_aws(env, || {
+        aws_config::defaults(aws_config::BehaviorVersion::latest()).load()
+    })
+    .await
+}
+
+/// Like [`connect_from_env`], with the AWS configuration from `aws` (called
+/// only for the Data API, after its variables are checked).
+pub async fn connect_with_aws<F, Fut>(
+    env: impl Fn(&str) -> Option<String>,
+    aws: F,
+) -> Result<Arc<dyn Database>, ConnectError>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = aws_config::SdkConfig>,
+{
+    if let Some(target) = data_api_target(&env)? {
+        return Ok(Arc::new(data_api::DataApiDatabase::from_sdk_config(
+            &aws().await,
+            target,
+        )));
+    }
     let var = |name: &'static str| env(name).filter(|v| !v.trim().is_empty());
     match var("HOOKBOX_DB").as_deref() {
-        Some("data-api") => {
-            let target = data_api::DataApiTarget {
-                resource_arn: var("DB_CLUSTER_ARN")
-                    .ok_or(ConnectError::MissingVariable("DB_CLUSTER_ARN"))?,
-                secret_arn: var("DB_SECRET_ARN")
-                    .ok_or(ConnectError::MissingVariable("DB_SECRET_ARN"))?,
-                database: var("DB_NAME").ok_or(ConnectError::MissingVariable("DB_NAME"))?,
-            };
-            Ok(Arc::new(
-                data_api::DataApiDatabase::from_aws_env(target).await,
-            ))
-        }
         None | Some("postgres") => {
             let url = var("DATABASE_URL").ok_or(ConnectError::NotConfigured)?;
             let mut options = postgres::PgOptions::default();
@@ -551,6 +561,23 @@ pub async fn connect_from_env(
         }
         Some(other) => Err(ConnectError::UnknownAdapter(other.to_string())),
     }
+}
+
+/// The Data API target when `HOOKBOX_DB=data-api` (all three variables
+/// set), `None` for the other adapters.
+pub fn data_api_target(
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<data_api::DataApiTarget>, ConnectError> {
+    let var = |name: &'static str| env(name).filter(|v| !v.trim().is_empty());
+    if var("HOOKBOX_DB").as_deref() != Some("data-api") {
+        return Ok(None);
+    }
+    Ok(Some(data_api::DataApiTarget {
+        resource_arn: var("DB_CLUSTER_ARN")
+            .ok_or(ConnectError::MissingVariable("DB_CLUSTER_ARN"))?,
+        secret_arn: var("DB_SECRET_ARN").ok_or(ConnectError::MissingVariable("DB_SECRET_ARN"))?,
+        database: var("DB_NAME").ok_or(ConnectError::MissingVariable("DB_NAME"))?,
+    }))
 }
 
 /// Runs one retention statement of a table: `delete` (which must return one

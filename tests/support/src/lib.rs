@@ -16,7 +16,9 @@
 pub mod http_sink;
 pub mod moto;
 pub mod python;
+pub mod runtime_api;
 pub mod s3;
+pub mod smoke;
 
 use std::fmt;
 use std::io::Write as _;

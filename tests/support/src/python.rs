@@ -33,6 +33,22 @@ fn resolve(env: impl Fn(&str) -> Option<String>, root: &Path) -> PathBuf {
     PathBuf::from("python3")
 }
 
+/// The SAM CLI: `$HOOKBOX_DEPLOY_VENV/bin/sam`, else
+/// `<workspace>/.venv-deploy/bin/sam` (`tools/dev setup test` installs it
+/// there, apart from the test tools: it pins its own aws-sam-translator).
+pub fn sam() -> PathBuf {
+    std::env::var("HOOKBOX_DEPLOY_VENV")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join(".venv-deploy"))
+        .join("bin/sam")
+}
+
+/// What to tell someone without the SAM CLI.
+pub const SAM_INSTALL_HINT: &str = "run `tools/dev setup test` (it installs the SAM CLI of \
+     tools/requirements/deploy.txt into .venv-deploy)";
+
 /// The workspace's root directory (where `.venv` lives).
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -13,7 +13,7 @@ use std::process::{Command, Output};
 /// What the `cfn-lint` script runs, by the chosen interpreter (no PATH lookup).
 const CFN_LINT: &str = "import sys; from cfnlint.runner import main; sys.exit(main())";
 
-use hookbox_testkit::python::{INSTALL_HINT as INSTALL, python};
+use hookbox_testkit::python::{INSTALL_HINT as INSTALL, SAM_INSTALL_HINT, python, sam};
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -114,6 +114,105 @@ fn the_check_refuses_a_template_that_loses_the_blob_store_or_the_queue_size() {
         "InboxQueue MaximumMessageSize must be 1048576",
         "IngestFunction: HOOKBOX_BLOB_BUCKET must be !Ref",
         "BlobBucket: PublicAccessBlockConfiguration.BlockPublicPolicy must be true",
+    ] {
+        assert!(stderr.contains(expected), "{expected}\n{stderr}");
+    }
+}
+
+#[test]
+fn sam_validate_lint_accepts_the_template() {
+    let sam = sam();
+    let output = Command::new(&sam)
+        .args(["validate", "--lint", "--template", "infra/template.yaml"])
+        .env("AWS_DEFAULT_REGION", "eu-west-1")
+        .env("SAM_CLI_TELEMETRY", "0")
+        .current_dir(repo_root())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {} ({e}); {SAM_INSTALL_HINT}", sam.display()));
+    assert!(
+        output.status.success(),
+        "{}",
+        describe("sam validate --lint", &output)
+    );
+}
+
+/// check.py on the template with `edit` applied; its stderr (it must fail).
+fn check_refuses(edit: impl Fn(&str) -> String) -> String {
+    let root = repo_root();
+    let template = std::fs::read_to_string(root.join("infra/template.yaml")).expect("template");
+    let broken = edit(&template);
+    assert_ne!(broken, template, "the edit applies");
+    let dir = tempfile::Builder::new()
+        .prefix(".check-")
+        .tempdir_in(root.join("infra"))
+        .expect("temp dir in infra/");
+    let path = dir.path().join("broken-template.yaml");
+    std::fs::write(&path, broken.replace("CodeUri: ../", "CodeUri: ../../")).expect("write");
+    let output = run(
+        &python(),
+        &["infra/check.py", path.to_str().expect("utf-8")],
+    )
+    .expect("run check.py");
+    assert!(
+        !output.status.success(),
+        "{}",
+        describe("check.py", &output)
+    );
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn the_check_refuses_a_misspelled_report_batch_item_failures() {
+    let stderr =
+        check_refuses(|t| t.replacen("[ReportBatchItemFailures]", "[ReportBatchItemFailure]", 1));
+    assert!(
+        stderr.contains("FunctionResponseTypes [ReportBatchItemFailures]"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_check_refuses_a_malformed_schedule() {
+    let stderr = check_refuses(|t| t.replacen("rate(1 minute)", "rate(5 minute)", 1));
+    assert!(
+        stderr.contains("schedule expression 'rate(5 minute)'"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_check_refuses_a_function_granted_another_functions_secret() {
+    // the processor may also read the relay's database secret
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "                Resource: !Ref ProcessorDbSecret\n",
+            "                Resource: [!Ref ProcessorDbSecret, !Ref RelayDbSecret]\n",
+            1,
+        )
+    });
+    assert!(
+        stderr.contains("ProcessorFunction: secretsmanager:GetSecretValue must be on exactly its own secrets; granted besides: {\"Ref\": \"RelayDbSecret\"}"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_check_refuses_a_function_on_the_master_secret_or_with_extra_data_api_actions() {
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "DB_SECRET_ARN: !Ref IngestDbSecret",
+            "DB_SECRET_ARN: !GetAtt DbCluster.MasterUserSecret.SecretArn",
+            1,
+        )
+        .replacen(
+            "              Action: rds-data:ExecuteStatement\n",
+            "              Action: [rds-data:ExecuteStatement, rds-data:BatchExecuteStatement]\n",
+            1,
+        )
+    });
+    for expected in [
+        "IngestFunction: DB_SECRET_ARN must be !Ref to a secret of its own role hookbox_ingest",
+        "IngestFunction: rds-data actions ['rds-data:BatchExecuteStatement', 'rds-data:ExecuteStatement'], the code calls exactly ['rds-data:ExecuteStatement']",
     ] {
         assert!(stderr.contains(expected), "{expected}\n{stderr}");
     }
