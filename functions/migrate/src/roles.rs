@@ -122,18 +122,33 @@ impl RoleSecrets {
                 .password
                 .filter(|p| !p.is_empty())
                 .ok_or_else(|| invalid("has no password"))?;
-            db.execute(
-                &SET_PASSWORD,
-                &params! { "role" => role.as_str(), "password" => password.as_str() },
-            )
-            .await
-            .map_err(|source| RoleError::Db {
-                role: role.clone(),
-                source,
-            })?;
+            let params = params! { "role" => role.as_str(), "password" => password.as_str() };
+            // Roles belong to the cluster: a stack migrating another database
+            // of the same cluster at the same moment makes PostgreSQL refuse
+            // one of two concurrent ALTER ROLEs ("tuple concurrently
+            // updated"), which is worth another try, not a failed deploy.
+            let mut tries = 0;
+            loop {
+                tries += 1;
+                match db.execute(&SET_PASSWORD, &params).await {
+                    Ok(_) => break,
+                    Err(e) if tries < 5 && is_concurrent_update(&e) => continue,
+                    Err(source) => {
+                        return Err(RoleError::Db {
+                            role: role.clone(),
+                            source,
+                        });
+                    }
+                }
+            }
         }
         Ok(self.roles.len())
     }
+}
+
+/// PostgreSQL's refusal of one of two concurrent changes of a role.
+fn is_concurrent_update(e: &DbError) -> bool {
+    e.to_string().contains("tuple concurrently updated")
 }
 
 #[cfg(test)]

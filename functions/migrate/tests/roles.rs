@@ -31,13 +31,18 @@ async fn migrated() -> (TestDb, Arc<dyn Database>) {
         .await
         .expect("migrate");
     for role in ROLES {
-        owner
-            .execute(
-                &SET_PASSWORD,
-                &params! { "role" => role, "password" => "a-test-password-of-some-length" },
-            )
-            .await
-            .expect("set the role's password");
+        // the tests of this file run at once against one cluster, whose
+        // roles they share: PostgreSQL refuses one of two concurrent ALTER
+        // ROLEs ("tuple concurrently updated"), so try again
+        let params = params! { "role" => role, "password" => "a-test-password-of-some-length" };
+        let mut tries = 0;
+        while let Err(e) = owner.execute(&SET_PASSWORD, &params).await {
+            tries += 1;
+            assert!(
+                tries < 20 && e.to_string().contains("tuple concurrently updated"),
+                "set the role's password: {e}"
+            );
+        }
     }
     (db, owner)
 }
@@ -223,5 +228,144 @@ async fn only_function_roles_get_passwords_and_the_password_stays_out_of_the_sta
     assert!(
         !err.to_string().contains("short'"),
         "the password is not echoed: {err}"
+    );
+}
+
+/// The processor's role is enough for its real work: batches of stored,
+/// spooled (the database was down at ingest), large-bodied (blob store),
+/// deferred and unreadable messages, with the example domain writing its
+/// tables and the outbox, all connected as `hookbox_processor`.
+#[tokio::test]
+async fn the_processor_role_runs_real_batches() {
+    use hookbox::blob::memory::MemoryBlobStore;
+    use hookbox::clock::ManualClock;
+    use hookbox::example::OrdersHandler;
+    use hookbox::inbox::InboxMessage;
+    use hookbox::processing::{MessageOutcome, Processor, ProcessorConfig};
+    use hookbox::queue::memory::{MemoryQueue, MemoryQueueConfig};
+    use hookbox::queue::{Queue, QueueConsumer};
+
+    let (db, owner) = migrated().await;
+    let as_ingest = PgDatabase::connect(&url_as(db.url(), "hookbox_ingest"), &PgOptions::default())
+        .expect("pool");
+    let as_processor = PgDatabase::connect(
+        &url_as(db.url(), "hookbox_processor"),
+        &PgOptions::default(),
+    )
+    .expect("pool");
+    let clock = Arc::new(ManualClock::new(Utc::now()));
+    let queue = MemoryQueue::new(MemoryQueueConfig::default(), clock.clone());
+    let blobs = MemoryBlobStore::new();
+    let order = |event_type: &str, pad: usize| {
+        serde_json::to_vec(&serde_json::json!({
+            "type": event_type, "order_id": "o-1", "amount_cents": 100, "pad": "x".repeat(pad),
+        }))
+        .expect("json")
+    };
+    let stored = |id: &str, event_type: &str, body: Body| NewInboxEvent {
+        event_type: Some(event_type.into()),
+        body,
+        ..event(id)
+    };
+    // shipped first (deferred), paid with a 50 KB body (blob store), as ingest stores them
+    let big =
+        hookbox::inbox::body::store(&blobs, "demo", order("payment.received", 50_000), 32_768)
+            .await
+            .expect("the body in the blob store");
+    for (id, event_type, body) in [
+        (
+            "ship",
+            "order.shipped",
+            Body::Inline(order("order.shipped", 0)),
+        ),
+        ("paid", "payment.received", big),
+    ] {
+        let row =
+            hookbox::inbox::insert_if_new(&as_ingest, &stored(id, event_type, body), Utc::now())
+                .await
+                .expect("ingest's insert");
+        queue
+            .send(
+                &InboxMessage::stored(row.id(), "demo", id)
+                    .to_body()
+                    .expect("body"),
+            )
+            .await
+            .expect("send");
+    }
+    // a spooled event, and a message nobody can read
+    let spooled = stored(
+        "delivered",
+        "order.delivered",
+        Body::Inline(order("order.delivered", 0)),
+    );
+    queue
+        .send(
+            &InboxMessage::spooled(&spooled, Utc::now())
+                .to_body()
+                .expect("body"),
+        )
+        .await
+        .expect("send");
+    queue.send("{not json").await.expect("send");
+
+    let handler = OrdersHandler::new("erp");
+    let config = ProcessorConfig::default();
+    let processor = Processor {
+        db: &as_processor,
+        queue: &queue,
+        blobs: &blobs,
+        clock: clock.as_ref(),
+        handler: &handler,
+        config: &config,
+    };
+    let mut kinds = Vec::new();
+    for _ in 0..6 {
+        let got = queue.receive(10).await.expect("receive");
+        if got.is_empty() {
+            clock.advance(chrono::Duration::seconds(900));
+            continue;
+        }
+        let report = processor.process_batch(&got, None).await;
+        for r in &report.results {
+            assert!(
+                !matches!(
+                    r.outcome,
+                    MessageOutcome::Retried { .. } | MessageOutcome::Requeued { .. }
+                ),
+                "a statement the processor's role may not run? {:?}",
+                r.outcome
+            );
+            kinds.push(r.outcome.kind());
+        }
+        let retry = report.retry_message_ids();
+        for m in &got {
+            if !retry.contains(&m.message_id) {
+                queue.delete(&m.receipt_handle).await.expect("delete");
+            }
+        }
+    }
+    let status = hookbox::store::fetch_one(
+        owner.as_ref(),
+        &Statement::new(
+            "test.order",
+            "SELECT status, (SELECT count(*) FROM outbox) AS outbox,
+                    (SELECT count(*) FROM inbox WHERE status = 'quarantined') AS quarantined
+               FROM example_orders WHERE order_id = 'o-1'",
+        ),
+        &params! {},
+    )
+    .await
+    .expect("the order");
+    assert_eq!(
+        status.text("status").expect("status"),
+        "delivered",
+        "{kinds:?}"
+    );
+    assert_eq!(status.i64("outbox").expect("outbox"), 3, "{kinds:?}");
+    assert_eq!(
+        status.i64("quarantined").expect("quarantined"),
+        1,
+        "{kinds:?}"
     );
 }
