@@ -18,15 +18,9 @@ fn env(
     queue_url: Option<&str>,
     blob_dir: &std::path::Path,
 ) -> Vec<(&'static str, String)> {
-    let mut env = smoke::aws_env();
-    env.extend(smoke::data_api_env(db.name()));
+    let mut env = smoke::function_env(db.name(), queue_url, blob_dir);
     let partners = smoke::events_dir().join("partners-test.json");
     env.push(("HOOKBOX_CONFIG", partners.display().to_string()));
-    env.push(("AWS_ENDPOINT_URL_SQS", moto::endpoint()));
-    env.push(("HOOKBOX_BLOB_DIR", blob_dir.display().to_string()));
-    if let Some(url) = queue_url {
-        env.push(("HOOKBOX_QUEUE_URL", url.to_string()));
-    }
     env
 }
 

@@ -19,14 +19,8 @@ fn env(
     queue_url: Option<&str>,
     blob_dir: &std::path::Path,
 ) -> Vec<(&'static str, String)> {
-    let mut env = smoke::aws_env();
-    env.extend(smoke::data_api_env(db.name()));
-    env.push(("AWS_ENDPOINT_URL_SQS", moto::endpoint()));
-    env.push(("HOOKBOX_BLOB_DIR", blob_dir.display().to_string()));
+    let mut env = smoke::function_env(db.name(), queue_url, blob_dir);
     env.push(("HOOKBOX_MAX_RECEIVE_COUNT", "4".into()));
-    if let Some(url) = queue_url {
-        env.push(("HOOKBOX_QUEUE_URL", url.to_string()));
-    }
     env
 }
 

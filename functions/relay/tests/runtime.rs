@@ -19,21 +19,15 @@ fn env(
     queue_url: Option<&str>,
     blob_dir: &std::path::Path,
 ) -> Vec<(&'static str, String)> {
-    let mut env = smoke::aws_env();
-    env.extend(smoke::data_api_env(db.name()));
+    let mut env = smoke::function_env(db.name(), queue_url, blob_dir);
     let config = serde_json::json!({ "destinations": { "erp": {
         "url": sink.url("/erp"),
         "secrets": [smoke::DEMO_SECRET],
         "allowed_networks": ["127.0.0.0/8"],
     }}});
     env.push(("HOOKBOX_PARTNERS", config.to_string()));
-    env.push(("AWS_ENDPOINT_URL_SQS", moto::endpoint()));
-    env.push(("HOOKBOX_BLOB_DIR", blob_dir.display().to_string()));
     // a short invocation: stop claiming 1 s before the deadline
     env.push(("HOOKBOX_RELAY_STOP_MARGIN_SECONDS", "1".into()));
-    if let Some(url) = queue_url {
-        env.push(("HOOKBOX_QUEUE_URL", url.to_string()));
-    }
     env
 }
 

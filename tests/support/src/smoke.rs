@@ -81,6 +81,24 @@ pub fn data_api_env(database: &str) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// What the functions with a database, a queue and a blob store share: the
+/// AWS variables, the Data API in front of `database`, moto's SQS, the blob
+/// directory, and the queue URL when given (absent: the init error test).
+pub fn function_env(
+    database: &str,
+    queue_url: Option<&str>,
+    blob_dir: &std::path::Path,
+) -> Vec<(&'static str, String)> {
+    let mut env = aws_env();
+    env.extend(data_api_env(database));
+    env.push(("AWS_ENDPOINT_URL_SQS", crate::moto::endpoint()));
+    env.push(("HOOKBOX_BLOB_DIR", blob_dir.display().to_string()));
+    if let Some(url) = queue_url {
+        env.push(("HOOKBOX_QUEUE_URL", url.to_string()));
+    }
+    env
+}
+
 /// Standard Webhooks v1 signature of `body` with [`DEMO_SECRET`].
 pub fn sign(id: &str, timestamp: i64, body: &[u8]) -> String {
     let key = base64::engine::general_purpose::STANDARD
