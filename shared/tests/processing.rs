@@ -812,7 +812,33 @@ async fn a_replayed_quarantined_row_is_processed_exactly_once(adapter: Adapter) 
     );
 }
 
+/// A NUL in a business field the handler writes to text is a poison pill
+/// at once, not a row retried until it is dead (found by hand on the local
+/// stack through the Data API).
+async fn a_nul_in_the_order_id_is_quarantined_at_once(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let h = Harness::new(db.clone());
+    let id = h
+        .ingest_order("evt-nul", "payment.received", "o-\u{0}-1")
+        .await;
+    let good = h.ingest_order("evt-good", "payment.received", "o-2").await;
+    let (_, report) = h.deliver().await;
+    assert_eq!(outcomes(&report), ["quarantined", "processed"]);
+    let r = row(db.as_ref(), id).await;
+    assert_eq!(r.status, InboxStatus::Quarantined);
+    assert_eq!(r.attempts, 1);
+    assert!(
+        r.last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("U+0000")),
+        "{:?}",
+        r.last_error
+    );
+    assert_eq!(row(db.as_ref(), good).await.status, InboxStatus::Processed);
+}
+
 for_each_adapter!(
+    a_nul_in_the_order_id_is_quarantined_at_once,
     shipped_before_paid_in_separate_batches_converges_with_one_outbox_row_per_transition,
     events_out_of_order_in_one_batch_converge_within_the_batch,
     a_processed_message_costs_at_most_four_statements_plus_the_business_ones,

@@ -117,6 +117,15 @@ impl BusinessHandler for OrdersHandler {
                 row.partner, row.event_id
             )));
         }
+        // PostgreSQL's text refuses U+0000: every attempt would fail the
+        // same way, so it is a poison pill now, not a row dead after the
+        // last of its retries
+        if payload.order_id.contains('\0') {
+            return Ok(Outcome::Quarantine(format!(
+                "event {}/{} has U+0000 in its order_id, which the orders table cannot hold",
+                row.partner, row.event_id
+            )));
+        }
         let current = lock_order(tx, &payload.order_id).await?;
         match decide(order_event, current) {
             Decision::Transition { from, to } => {
