@@ -118,6 +118,16 @@ pub(crate) async fn check_ledger(
             hooks.len()
         ));
     }
+    // nothing refused left a row (their ids are `bad-<seed>-<n>`)
+    let refused_rows = by_event.keys().filter(|e| e.starts_with("bad-")).count();
+    if refused_rows > 0 {
+        violations.push(format!("{refused_rows} refused requests left a row"));
+    }
+    if let Some(answered) = receivers.attempts().get("hang answered") {
+        violations.push(format!(
+            "the tarpit answered {answered} times: no hang was tested"
+        ));
+    }
     // A message may reach the DLQ when its row is safe (the sweeper brings
     // the row back); one whose event has no row is lost.
     for dead in memory.dead_letters() {

@@ -19,6 +19,8 @@
 
 pub mod faults;
 mod ledger;
+mod outages;
+mod partners;
 pub mod receiver;
 mod scenario;
 
@@ -43,7 +45,7 @@ use hookbox::processing::{
 use hookbox::queue::QueueConsumer;
 use hookbox::queue::memory::{MemoryQueue, MemoryQueueConfig};
 use hookbox::relay::{Relay, RelaySettings};
-use hookbox::signature::{Headers, Secret, sign_standard_webhooks};
+use hookbox::signature::Headers;
 use hookbox::store::data_api::{DataApiDatabase, DataApiTarget};
 use hookbox::store::postgres::{PgDatabase, PgOptions};
 use hookbox::store::{Database, Executor, Statement, Transaction};
@@ -52,8 +54,9 @@ use hookbox_testkit::PrivateCluster;
 pub use faults::quiet_injected_crashes;
 use faults::{FlakyDb, FlakyQueue, arm_failpoints, disarm_failpoints};
 use ledger::{check_ledger, quiet, statement};
+use partners::{Refusable, refusable, signed_headers};
 use receiver::{GONE, Receivers};
-use scenario::{SW_SECRET, config, github_signature, t0, webhooks};
+use scenario::{config, t0, webhooks};
 
 const STEP_S: i64 = 10;
 
@@ -75,12 +78,15 @@ pub struct Figures {
     pub answers: BTreeMap<String, u64>,
     /// Crashes injected, per failpoint.
     pub crashes: BTreeMap<String, u64>,
-    /// Outages of the database and of the queue.
+    /// Outages of the database (through the Data API: pauses, answered
+    /// `DatabaseResumingException` by the local Data API itself).
     pub db_outages: u64,
     /// Outages of the queue.
     pub queue_outages: u64,
     /// Times PostgreSQL itself was stopped (and started again).
     pub postgres_stops: u64,
+    /// Requests that had to be refused, by kind and answer.
+    pub refused: BTreeMap<String, u64>,
     /// Delivery attempts by answer.
     pub deliveries: BTreeMap<String, u64>,
     /// Messages in the DLQ at the end (each with its row: checked).
@@ -177,43 +183,44 @@ struct Db {
     cluster: PrivateCluster,
     db: Arc<dyn Database>,
     /// The local Data API server in front of it (Data API adapter).
-    _data_api: Option<Box<dyn std::any::Any + Send>>,
+    data_api: Option<local_data_api::BackgroundServer>,
 }
 
 fn database(adapter: Adapter) -> Db {
     let cluster = PrivateCluster::start_durable();
-    let (db, data_api): (Arc<dyn Database>, Option<Box<dyn std::any::Any + Send>>) = match adapter {
-        Adapter::Postgres => (
-            Arc::new(
-                PgDatabase::connect(
-                    cluster.url(),
-                    &PgOptions {
-                        acquire_timeout: Duration::from_secs(2),
-                        ..PgOptions::default()
-                    },
-                )
-                .unwrap_or_else(|e| panic!("pool: {e}")),
+    let (db, data_api): (Arc<dyn Database>, Option<local_data_api::BackgroundServer>) =
+        match adapter {
+            Adapter::Postgres => (
+                Arc::new(
+                    PgDatabase::connect(
+                        cluster.url(),
+                        &PgOptions {
+                            acquire_timeout: Duration::from_secs(2),
+                            ..PgOptions::default()
+                        },
+                    )
+                    .unwrap_or_else(|e| panic!("pool: {e}")),
+                ),
+                None,
             ),
-            None,
-        ),
-        Adapter::DataApi => {
-            let server = hookbox_testkit::start_data_api(cluster.url());
-            let db = DataApiDatabase::local(
-                &server.endpoint_url(),
-                DataApiTarget {
-                    resource_arn: "arn:aws:rds:us-east-1:123456789012:cluster:torture".into(),
-                    secret_arn: "arn:aws:secretsmanager:us-east-1:123456789012:secret:torture"
-                        .into(),
-                    database: "postgres".into(),
-                },
-            );
-            (Arc::new(db), Some(Box::new(server)))
-        }
-    };
+            Adapter::DataApi => {
+                let server = hookbox_testkit::start_data_api(cluster.url());
+                let db = DataApiDatabase::local(
+                    &server.endpoint_url(),
+                    DataApiTarget {
+                        resource_arn: "arn:aws:rds:us-east-1:123456789012:cluster:torture".into(),
+                        secret_arn: "arn:aws:secretsmanager:us-east-1:123456789012:secret:torture"
+                            .into(),
+                        database: "postgres".into(),
+                    },
+                );
+                (Arc::new(db), Some(server))
+            }
+        };
     Db {
         cluster,
         db,
-        _data_api: data_api,
+        data_api,
     }
 }
 
@@ -276,10 +283,8 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
         gone: OrdersHandler::new(GONE),
     };
     let processor_config = ProcessorConfig::default();
-    let receivers = Arc::new(Receivers::new(
-        scenario.seed ^ 0xfeed,
-        scenario.receiver_fail_pct,
-    ));
+    let receivers =
+        Arc::new(Receivers::new(scenario.seed ^ 0xfeed, scenario.receiver_fail_pct).await);
     // two relay instances (scheduled invocations overlapping): leases keep
     // them off each other's rows
     let relays: Vec<Relay> = ["torture-relay-a", "torture-relay-b"]
@@ -317,26 +322,12 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
             .or_default()
             .push((i, 100));
     }
-    // outages: (start step, length, database, queue, PostgreSQL stopped)
-    let mut outages: Vec<(i64, i64, bool, bool, bool)> = (0..scenario.outages)
-        .map(|k| {
-            let (db_down, queue_down, killed) = match k % 4 {
-                0 => (true, false, false),
-                1 => (false, true, false),
-                2 => (true, true, false),
-                _ => (false, false, true),
-            };
-            // the first database outage outlasts the queue's receives
-            // (60 + 300 + 900 s): spooled events must keep circulating
-            let length = if k == 0 {
-                rng.i64(150..200)
-            } else {
-                rng.i64(6..30)
-            };
-            (rng.i64(0..send_steps), length, db_down, queue_down, killed)
-        })
-        .collect();
-    outages.sort_by_key(|o| o.0);
+    // the refusable requests, spread over the sending steps
+    let mut refusals: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+    for n in 0..scenario.bad_requests {
+        refusals.entry(rng.i64(0..send_steps)).or_default().push(n);
+    }
+    let outages = outages::plan(scenario.outages, send_steps, &mut rng);
 
     let mut figures = Figures::default();
     let mut violations: Vec<String> = Vec::new();
@@ -346,12 +337,11 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
     arm_failpoints(scenario.crash_chance, fp_rng.clone(), crashes.clone());
     let mut step: i64 = 0;
     let mut stopped = false;
+    let mut db_paused = false;
     let last_step = send_steps + 60 * 30; // resends may go on for a while
     while step <= last_step {
         // outages
-        let killed = outages
-            .iter()
-            .any(|&(s, len, _, _, k)| k && (s..s + len).contains(&step));
+        let (flaky, queue_down, killed) = outages::down_at(&outages, step);
         if killed != stopped {
             if killed {
                 figures.postgres_stops += 1;
@@ -367,50 +357,29 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
             }
             stopped = killed;
         }
-        let flaky = outages
-            .iter()
-            .any(|&(s, len, d, _, _)| d && (s..s + len).contains(&step));
-        let queue_down = outages
-            .iter()
-            .any(|&(s, len, _, q, _)| q && (s..s + len).contains(&step));
-        if flaky && !db.outage.is_down() {
-            figures.db_outages += 1;
+        if flaky != db_paused {
+            if flaky {
+                figures.db_outages += 1;
+            }
+            match &database.data_api {
+                // the local Data API answers DatabaseResumingException itself
+                Some(server) if flaky => server.api().pause(None),
+                Some(server) => server.api().resume(),
+                None => db.outage.set_down(flaky),
+            }
+            db_paused = flaky;
         }
         let db_down = flaky || stopped;
         if queue_down && !queue.outage.is_down() {
             figures.queue_outages += 1;
         }
-        db.outage.set_down(flaky);
         queue.outage.set_down(queue_down);
 
         // 1. partners send
         let due = plan.remove(&step).unwrap_or_default();
         for (i, copies) in due {
             let hook = &hooks[i];
-            let now = clock.now();
-            let headers: Vec<(String, String)> = match hook.partner {
-                "gh" => vec![
-                    ("x-github-event".into(), "order".into()),
-                    ("x-github-delivery".into(), hook.event_id.clone()),
-                    ("x-hub-signature-256".into(), github_signature(&hook.body)),
-                    ("content-type".into(), "application/json".into()),
-                ],
-                _ => {
-                    let signed = sign_standard_webhooks(
-                        &hook.event_id,
-                        now,
-                        &hook.body,
-                        &[Secret::new(SW_SECRET)],
-                    )
-                    .unwrap_or_else(|e| panic!("sign: {e}"));
-                    vec![
-                        ("webhook-id".into(), signed.id),
-                        ("webhook-timestamp".into(), signed.timestamp),
-                        ("webhook-signature".into(), signed.signature),
-                        ("content-type".into(), "application/json".into()),
-                    ]
-                }
-            };
+            let headers = signed_headers(hook, clock.now());
             let sends = (0..copies).map(|_| {
                 let request = IngestRequest {
                     partner: hook.partner,
@@ -468,6 +437,23 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
             }
         }
 
+        for n in refusals.remove(&step).unwrap_or_default() {
+            let victim = &hooks[n % hooks.len()];
+            let request = refusable(scenario.seed, n, clock.now(), victim);
+            let status = refuse(&ingest, &request).await;
+            let answer = status.map_or_else(|| "crash".to_owned(), |s| s.to_string());
+            *figures
+                .refused
+                .entry(format!("{} {answer}", request.kind))
+                .or_default() += 1;
+            if !status.is_some_and(|s| (400..500).contains(&s)) {
+                violations.push(format!(
+                    "a {} request (bad-{}-{n}) was answered {answer}, not a 4xx",
+                    request.kind, scenario.seed
+                ));
+            }
+        }
+
         // 2. two processor invocations at once
         let processor = Processor {
             db: db.as_ref(),
@@ -501,16 +487,15 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
 
         clock.advance(TimeDelta::seconds(STEP_S));
         step += 1;
-        if plan.is_empty()
-            && step > send_steps
-            && step > outages.iter().map(|o| o.0 + o.1).max().unwrap_or(0)
-            && !stopped
-        {
+        if plan.is_empty() && step > send_steps && step > outages::last_end(&outages) && !stopped {
             break;
         }
     }
     disarm_failpoints();
     db.outage.set_down(false);
+    if let Some(server) = &database.data_api {
+        server.api().resume();
+    }
     queue.outage.set_down(false);
     if stopped {
         database
@@ -570,6 +555,27 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
             figures,
         }))
     }
+}
+
+/// Sends a request that must be refused; its status (`None`: it crashed).
+async fn refuse(ingest: &Ingest, request: &Refusable) -> Option<u16> {
+    let ingest_request = IngestRequest {
+        partner: request.partner,
+        headers: Headers::from_pairs(
+            request
+                .headers
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_str())),
+        ),
+        body: &request.body,
+        url: None,
+    };
+    let mut metrics = Metrics::new();
+    AssertUnwindSafe(ingest.handle(&ingest_request, &mut metrics))
+        .catch_unwind()
+        .await
+        .ok()
+        .map(|r| r.status)
 }
 
 /// One processor invocation: receive up to 10, process, delete those not

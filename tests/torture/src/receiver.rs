@@ -1,14 +1,20 @@
 //! The downstream receivers, in process (the relay's sender port; nothing
 //! leaves the machine): `erp` fails at random, answers 429 with
-//! Retry-After, and "hangs" past the timeout; `legacy` answers 410 (gone).
+//! Retry-After, and hangs past the timeout; `legacy` answers 410 (gone).
 //! Every 2xx is logged by `webhook-id`, as a receiver that deduplicates
 //! would.
+//!
+//! A quarter of the hangs are real: the attempt goes through hookbox's own
+//! HTTP adapter (`HttpSender`, reqwest) to a tarpit on 127.0.0.1 that reads
+//! the request and never answers, so the relay's timeout is what ends it.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use hookbox::relay::{OutboundRequest, SendOutcome, WebhookSender};
+use hookbox::config::Destination;
+use hookbox::relay::{HttpSender, OutboundRequest, SendOutcome, WebhookSender};
+use tokio::io::AsyncReadExt as _;
 
 /// The destination that is gone.
 pub const GONE: &str = "legacy";
@@ -22,17 +28,75 @@ pub struct Receivers {
     delivered: Mutex<HashMap<String, u32>>,
     tried: Mutex<HashMap<String, u32>>,
     attempts: Mutex<HashMap<&'static str, u64>>,
+    tarpit: Tarpit,
+}
+
+/// A receiver on 127.0.0.1 that reads every request and never answers,
+/// reached through the real HTTP adapter.
+#[derive(Debug)]
+struct Tarpit {
+    url: reqwest::Url,
+    http: HttpSender,
+}
+
+impl Tarpit {
+    /// Listening (on the caller's runtime) until the process ends.
+    async fn start() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap_or_else(|e| panic!("the tarpit: bind 127.0.0.1:0: {e}"));
+        let addr = listener
+            .local_addr()
+            .unwrap_or_else(|e| panic!("the tarpit's address: {e}"));
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    // read until the client gives up; answer nothing
+                    let mut buf = vec![0u8; 64 * 1024];
+                    while let Ok(n) = socket.read(&mut buf).await {
+                        if n == 0 {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        let url = reqwest::Url::parse(&format!("http://{addr}/hooks"))
+            .unwrap_or_else(|e| panic!("the tarpit's URL: {e}"));
+        Self {
+            url,
+            http: HttpSender::default(),
+        }
+    }
+
+    /// `request`, sent to the tarpit instead of its destination (the SSRF
+    /// guard told that loopback is this destination's network).
+    async fn send(&self, request: OutboundRequest<'_>) -> SendOutcome {
+        let destination = Destination {
+            url: self.url.clone(),
+            allowed_networks: vec!["127.0.0.1/32".parse().unwrap_or_else(|e| panic!("{e}"))],
+            ..request.destination.clone()
+        };
+        self.http
+            .send(OutboundRequest {
+                destination: &destination,
+                ..request
+            })
+            .await
+    }
 }
 
 impl Receivers {
-    /// Receivers whose failures follow `seed`.
-    pub fn new(seed: u64, fail_pct: u8) -> Self {
+    /// Receivers whose failures follow `seed` (the tarpit listens on the
+    /// caller's runtime).
+    pub async fn new(seed: u64, fail_pct: u8) -> Self {
         Self {
             rng: Mutex::new(fastrand::Rng::with_seed(seed)),
             fail_pct,
             delivered: Mutex::default(),
             tried: Mutex::default(),
             attempts: Mutex::default(),
+            tarpit: Tarpit::start().await,
         }
     }
 
@@ -49,7 +113,8 @@ impl Receivers {
         self.tried.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Attempts by answer (`2xx`, `500`, `429`, `timeout`, `410`).
+    /// Attempts by answer (`2xx`, `500`, `429`, `timeout` (simulated),
+    /// `hang` (the tarpit, ended by the relay's timeout), `410`).
     pub fn attempts(&self) -> HashMap<&'static str, u64> {
         self.attempts
             .lock()
@@ -88,11 +153,10 @@ impl WebhookSender for Receivers {
             self.count("410");
             return response(410, None);
         }
-        let roll = self
-            .rng
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .u8(0..100);
+        let (roll, real) = {
+            let mut rng = self.rng.lock().unwrap_or_else(|p| p.into_inner());
+            (rng.u8(0..100), rng.u8(0..4) == 0)
+        };
         if roll < self.fail_pct {
             return match roll % 3 {
                 0 => {
@@ -102,6 +166,16 @@ impl WebhookSender for Receivers {
                 1 => {
                     self.count("429");
                     response(429, Some("30"))
+                }
+                _ if real => {
+                    let outcome = self.tarpit.send(request).await;
+                    match &outcome {
+                        SendOutcome::Failed { .. } => self.count("hang"),
+                        // the tarpit never answers: anything else is wrong
+                        // and shows in the figures
+                        _ => self.count("hang answered"),
+                    }
+                    outcome
                 }
                 _ => {
                     self.count("timeout");

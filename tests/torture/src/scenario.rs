@@ -30,6 +30,9 @@ pub struct Scenario {
     pub outages: usize,
     /// Percent of `erp` delivery attempts that fail.
     pub receiver_fail_pct: u8,
+    /// Requests hookbox must refuse with a 4xx (forged, stale, malformed,
+    /// ambiguous, unknown partner), sent among the others.
+    pub bad_requests: usize,
 }
 
 impl Scenario {
@@ -44,6 +47,7 @@ impl Scenario {
             crash_chance: 0.02,
             outages: 4,
             receiver_fail_pct: 20,
+            bad_requests: webhooks / 20,
         }
     }
 }
@@ -80,7 +84,7 @@ pub(crate) fn config() -> HookboxConfig {
             }
         },
         "destinations": {
-            "erp": {"url": "https://erp.torture.invalid/hooks", "secrets": [SW_SECRET]},
+            "erp": {"url": "https://erp.torture.invalid/hooks", "secrets": [SW_SECRET], "timeout_secs": 1},
             GONE: {"url": "https://legacy.torture.invalid/hooks", "secrets": [SW_SECRET]}
         }
     })

@@ -21,6 +21,15 @@ async fn bounded(adapter: Adapter) {
                     figures.crashes.values().sum::<u64>() > 0,
                     "seed {seed}: no crash was injected: {figures:?}"
                 );
+                assert!(
+                    figures.deliveries.get("hang").copied().unwrap_or(0) > 0,
+                    "seed {seed}: no delivery hung past its timeout: {figures:?}"
+                );
+                assert_eq!(
+                    figures.refused.values().sum::<u64>(),
+                    (WEBHOOKS / 20) as u64,
+                    "seed {seed}: every refusable request was sent: {figures:?}"
+                );
                 println!("seed {seed} {adapter:?}: {figures:?}");
             }
             Err(failure) => panic!("{failure}"),

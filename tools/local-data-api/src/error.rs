@@ -76,6 +76,10 @@ pub enum ServiceError {
     /// 404: ExecuteStatement / BatchExecuteStatement on an unknown transaction.
     #[error("TransactionNotFoundException: {0}")]
     TransactionNotFound(String),
+    /// 400: the database is paused (Aurora Serverless v2 at zero capacity)
+    /// and resuming: see [`crate::LocalDataApi::pause`].
+    #[error("DatabaseResumingException: {0}")]
+    DatabaseResuming(String),
     /// 504: PostgreSQL cannot be reached or the connection was lost.
     #[error("DatabaseUnavailableException: {0}")]
     DatabaseUnavailable(String),
@@ -98,6 +102,7 @@ impl ServiceError {
             ServiceError::NotFound(_) => "NotFoundException",
             ServiceError::TransactionNotFound(_) => "TransactionNotFoundException",
             ServiceError::DatabaseUnavailable(_) => "DatabaseUnavailableException",
+            ServiceError::DatabaseResuming(_) => "DatabaseResumingException",
             ServiceError::InternalServerError(_) => "InternalServerErrorException",
             ServiceError::ServiceUnavailable(_) => "ServiceUnavailableError",
         }
@@ -109,7 +114,8 @@ impl ServiceError {
             ServiceError::BadRequest(_)
             | ServiceError::DatabaseError(_)
             | ServiceError::StatementTimeout(_)
-            | ServiceError::UnsupportedResult(_) => StatusCode::BAD_REQUEST,
+            | ServiceError::UnsupportedResult(_)
+            | ServiceError::DatabaseResuming(_) => StatusCode::BAD_REQUEST,
             ServiceError::NotFound(_) | ServiceError::TransactionNotFound(_) => {
                 StatusCode::NOT_FOUND
             }
@@ -129,6 +135,7 @@ impl ServiceError {
             | ServiceError::NotFound(m)
             | ServiceError::TransactionNotFound(m)
             | ServiceError::DatabaseUnavailable(m)
+            | ServiceError::DatabaseResuming(m)
             | ServiceError::InternalServerError(m)
             | ServiceError::ServiceUnavailable(m) => m,
         }

@@ -37,12 +37,7 @@ async fn read<T: DeserializeOwned>(body: Body) -> Result<T, ServiceError> {
                 "cannot read the request body (the limit is {MAX_REQUEST_BYTES} bytes): {e}"
             ))
         })?;
-    if bytes.is_empty() {
-        return serde_json::from_slice(b"{}")
-            .map_err(|e| ServiceError::BadRequest(format!("empty request body: {e}")));
-    }
-    serde_json::from_slice(&bytes)
-        .map_err(|e| ServiceError::BadRequest(format!("the request body is not valid: {e}")))
+    crate::service::decode(&bytes)
 }
 
 fn ok<T: Serialize>(value: &T) -> Response {

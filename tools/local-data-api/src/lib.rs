@@ -49,6 +49,7 @@ mod error;
 mod execute;
 mod http;
 mod params;
+mod pause;
 mod service;
 mod transactions;
 mod values;
@@ -68,6 +69,17 @@ pub use execute::{MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, MAX_ROW_BYTES};
 use crate::db::{Databases, PoolSettings};
 use crate::service::Service;
 use crate::transactions::Transactions;
+
+/// The checks the server makes on a request before it touches the
+/// database, on the raw body of the operation at `path` (`/Execute`,
+/// `/BatchExecute`, `/BeginTransaction`, `/CommitTransaction`,
+/// `/RollbackTransaction`): decoding, required members, the SQL's named
+/// parameters and every parameter's value and type hint. `Err` is the
+/// error the server answers. Never panics, whatever the bytes (the
+/// `local_data_api_request` fuzz target holds it to that).
+pub fn check_request(path: &str, body: &[u8]) -> Result<(), ServiceError> {
+    service::check_request(path, body)
+}
 
 /// The service's transaction idle timeout: 3 minutes without a call.
 pub const DEFAULT_TRANSACTION_IDLE_TIMEOUT: Duration = Duration::from_secs(3 * 60);
@@ -172,6 +184,7 @@ impl LocalDataApi {
         Ok(Self {
             service: Arc::new(Service {
                 dbs,
+                pause: pause::Pause::new(config.clock.clone()),
                 txs,
                 statement_timeout: config.statement_timeout,
             }),
@@ -191,6 +204,29 @@ impl LocalDataApi {
     /// [`hookbox::clock::ManualClock`].
     pub async fn reap_idle_transactions(&self) -> usize {
         self.service.txs.reap().await
+    }
+
+    /// Pauses the database as Aurora Serverless v2 auto-pause does: open
+    /// transactions are gone (their connections closed, PostgreSQL rolls
+    /// back) and every call answers `DatabaseResumingException` (400) until
+    /// `resume_time` has passed on the configured clock since the first call
+    /// after the pause (the call that wakes it), or, with `None`, until
+    /// [`LocalDataApi::resume`]. Request checks still come first: a bad
+    /// request is a `BadRequestException` either way.
+    pub fn pause(&self, resume_time: Option<Duration>) {
+        self.service.pause.pause(resume_time);
+        let abandoned = self.service.txs.abandon_all();
+        tracing::info!(abandoned, ?resume_time, "database paused");
+    }
+
+    /// Ends a pause now.
+    pub fn resume(&self) {
+        self.service.pause.resume();
+    }
+
+    /// Whether the database is paused (or still resuming).
+    pub fn is_paused(&self) -> bool {
+        self.service.pause.is_paused()
     }
 
     /// Number of open transactions.

@@ -11,11 +11,13 @@ use crate::db::{Databases, discard};
 use crate::error::ServiceError;
 use crate::execute::{self, ResultOptions};
 use crate::params::{self, Bound};
+use crate::pause::Pause;
 use crate::transactions::{Transactions, TxGuard};
 use crate::wire::{
     BatchExecuteStatementRequest, BatchExecuteStatementResponse, BeginTransactionRequest,
     BeginTransactionResponse, EndTransactionRequest, EndTransactionResponse,
-    ExecuteStatementRequest, ExecuteStatementResponse, SqlParameter, UpdateResult,
+    ExecuteStatementRequest, ExecuteStatementResponse, ResultSetOptions, SqlParameter,
+    UpdateResult,
 };
 
 /// The model's limit on `sql`.
@@ -31,6 +33,7 @@ const GUARD_MARGIN: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 pub(crate) struct Service {
     pub dbs: Databases,
+    pub pause: Pause,
     pub txs: Transactions,
     pub statement_timeout: Duration,
 }
@@ -80,6 +83,121 @@ fn transaction_not_found(id: &str) -> ServiceError {
 
 fn not_found(id: &str) -> ServiceError {
     ServiceError::NotFound(format!("Transaction {id} is not found"))
+}
+
+/// Checks an `ExecuteStatement` request before any connection is used: its
+/// members, its SQL (named parameters) and its parameters, bound.
+fn prepare_execute(
+    request: &ExecuteStatementRequest,
+) -> Result<(NamedSql, Bound, ResultOptions), ServiceError> {
+    check_common(
+        request.resource_arn.as_ref(),
+        request.secret_arn.as_ref(),
+        request.database.as_ref(),
+    )?;
+    let named = parse_sql(request.sql.as_ref())?;
+    let bound = params::bind(&named, request.parameters.as_deref().unwrap_or_default())?;
+    let no_options = ResultSetOptions::default();
+    let result_set = request.result_set_options.as_ref().unwrap_or(&no_options);
+    let options = ResultOptions {
+        include_metadata: request.include_result_metadata.unwrap_or(false),
+        json: match request.format_records_as.as_deref() {
+            None | Some("NONE") => false,
+            Some("JSON") => true,
+            Some(other) => {
+                return Err(ServiceError::BadRequest(format!(
+                    "formatRecordsAs must be NONE or JSON, not {other:?}"
+                )));
+            }
+        },
+        long_as_string: match result_set.long_return_type.as_deref() {
+            None | Some("LONG") => false,
+            Some("STRING") => true,
+            Some(other) => {
+                return Err(ServiceError::BadRequest(format!(
+                    "longReturnType must be LONG or STRING, not {other:?}"
+                )));
+            }
+        },
+        decimal_as_number: match result_set.decimal_return_type.as_deref() {
+            None | Some("STRING") => false,
+            Some("DOUBLE_OR_LONG") => true,
+            Some(other) => {
+                return Err(ServiceError::BadRequest(format!(
+                    "decimalReturnType must be STRING or DOUBLE_OR_LONG, not {other:?}"
+                )));
+            }
+        },
+    };
+    Ok((named, bound, options))
+}
+
+/// Checks a `BatchExecuteStatement` request before any connection is used.
+fn prepare_batch(
+    request: &BatchExecuteStatementRequest,
+) -> Result<(NamedSql, Vec<Bound>), ServiceError> {
+    check_common(
+        request.resource_arn.as_ref(),
+        request.secret_arn.as_ref(),
+        request.database.as_ref(),
+    )?;
+    let named = parse_sql(request.sql.as_ref())?;
+    let sets: &[Vec<SqlParameter>] = request.parameter_sets.as_deref().unwrap_or_default();
+    let bound: Vec<Bound> = sets
+        .iter()
+        .enumerate()
+        .map(|(i, set)| {
+            params::bind(&named, set).map_err(|e| match e {
+                ServiceError::BadRequest(m) => {
+                    ServiceError::BadRequest(format!("parameter set #{}: {m}", i + 1))
+                }
+                other => other,
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((named, bound))
+}
+
+/// The checks a request passes before the database is touched, on the raw
+/// body of the operation at `path` (`/Execute`, `/BatchExecute`,
+/// `/BeginTransaction`, `/CommitTransaction`, `/RollbackTransaction`):
+/// decoding, members, SQL and parameters. What the server answers a bad
+/// request comes from here.
+pub(crate) fn check_request(path: &str, body: &[u8]) -> Result<(), ServiceError> {
+    match path {
+        "/Execute" => prepare_execute(&decode::<ExecuteStatementRequest>(body)?).map(drop),
+        "/BatchExecute" => prepare_batch(&decode::<BatchExecuteStatementRequest>(body)?).map(drop),
+        "/BeginTransaction" => {
+            let request: BeginTransactionRequest = decode(body)?;
+            check_common(
+                request.resource_arn.as_ref(),
+                request.secret_arn.as_ref(),
+                request.database.as_ref(),
+            )
+        }
+        "/CommitTransaction" | "/RollbackTransaction" => {
+            let request: EndTransactionRequest = decode(body)?;
+            check_common(
+                request.resource_arn.as_ref(),
+                request.secret_arn.as_ref(),
+                None,
+            )?;
+            require(request.transaction_id.as_ref(), "transactionId").map(drop)
+        }
+        other => Err(ServiceError::BadRequest(format!(
+            "no Data API operation at {other}"
+        ))),
+    }
+}
+
+/// Decodes a request body (an empty body is an empty request).
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ServiceError> {
+    if bytes.is_empty() {
+        return serde_json::from_slice(b"{}")
+            .map_err(|e| ServiceError::BadRequest(format!("empty request body: {e}")));
+    }
+    serde_json::from_slice(bytes)
+        .map_err(|e| ServiceError::BadRequest(format!("the request body is not valid: {e}")))
 }
 
 impl Service {
@@ -158,44 +276,8 @@ impl Service {
         &self,
         request: ExecuteStatementRequest,
     ) -> Result<ExecuteStatementResponse, ServiceError> {
-        check_common(
-            request.resource_arn.as_ref(),
-            request.secret_arn.as_ref(),
-            request.database.as_ref(),
-        )?;
-        let named = parse_sql(request.sql.as_ref())?;
-        let bound = params::bind(&named, request.parameters.as_deref().unwrap_or_default())?;
-        let result_set = request.result_set_options.unwrap_or_default();
-        let options = ResultOptions {
-            include_metadata: request.include_result_metadata.unwrap_or(false),
-            json: match request.format_records_as.as_deref() {
-                None | Some("NONE") => false,
-                Some("JSON") => true,
-                Some(other) => {
-                    return Err(ServiceError::BadRequest(format!(
-                        "formatRecordsAs must be NONE or JSON, not {other:?}"
-                    )));
-                }
-            },
-            long_as_string: match result_set.long_return_type.as_deref() {
-                None | Some("LONG") => false,
-                Some("STRING") => true,
-                Some(other) => {
-                    return Err(ServiceError::BadRequest(format!(
-                        "longReturnType must be LONG or STRING, not {other:?}"
-                    )));
-                }
-            },
-            decimal_as_number: match result_set.decimal_return_type.as_deref() {
-                None | Some("STRING") => false,
-                Some("DOUBLE_OR_LONG") => true,
-                Some(other) => {
-                    return Err(ServiceError::BadRequest(format!(
-                        "decimalReturnType must be STRING or DOUBLE_OR_LONG, not {other:?}"
-                    )));
-                }
-            },
-        };
+        let (named, bound, options) = prepare_execute(&request)?;
+        self.pause.check()?;
         let connection = self
             .connection(
                 present(request.transaction_id.as_ref()),
@@ -219,25 +301,8 @@ impl Service {
         &self,
         request: BatchExecuteStatementRequest,
     ) -> Result<BatchExecuteStatementResponse, ServiceError> {
-        check_common(
-            request.resource_arn.as_ref(),
-            request.secret_arn.as_ref(),
-            request.database.as_ref(),
-        )?;
-        let named = parse_sql(request.sql.as_ref())?;
-        let sets: Vec<Vec<SqlParameter>> = request.parameter_sets.unwrap_or_default();
-        let bound: Vec<Bound> = sets
-            .iter()
-            .enumerate()
-            .map(|(i, set)| {
-                params::bind(&named, set).map_err(|e| match e {
-                    ServiceError::BadRequest(m) => {
-                        ServiceError::BadRequest(format!("parameter set #{}: {m}", i + 1))
-                    }
-                    other => other,
-                })
-            })
-            .collect::<Result<_, _>>()?;
+        let (named, bound) = prepare_batch(&request)?;
+        self.pause.check()?;
         let transaction_id = present(request.transaction_id.as_ref());
         if transaction_id.is_none() && bound.is_empty() {
             return Ok(BatchExecuteStatementResponse::default());
@@ -274,6 +339,7 @@ impl Service {
             request.secret_arn.as_ref(),
             request.database.as_ref(),
         )?;
+        self.pause.check()?;
         let database = self.dbs.resolve(request.database.as_deref()).to_string();
         let connection = self.dbs.connection(&database).await?;
         let begun = self
@@ -303,6 +369,7 @@ impl Service {
             None,
         )?;
         let id = require(request.transaction_id.as_ref(), "transactionId")?;
+        self.pause.check()?;
         let mut guard = self.txs.acquire(id).await.ok_or_else(|| not_found(id))?;
         if guard.aborted() {
             // PostgreSQL would answer COMMIT with ROLLBACK and no error; the
@@ -330,6 +397,7 @@ impl Service {
             None,
         )?;
         let id = require(request.transaction_id.as_ref(), "transactionId")?;
+        self.pause.check()?;
         let mut guard = self.txs.acquire(id).await.ok_or_else(|| not_found(id))?;
         self.txs.end(&mut guard, "ROLLBACK").await?;
         Ok(EndTransactionResponse {

@@ -209,6 +209,34 @@ impl Transactions {
         }
     }
 
+    /// Forgets every open transaction and closes its connection (PostgreSQL
+    /// rolls back), as a database that stops takes its sessions with it; a
+    /// call still running on one finishes first. Returns how many.
+    pub(crate) fn abandon_all(&self) -> usize {
+        let all: Vec<Arc<Tx>> = self.map().drain().map(|(_, tx)| tx).collect();
+        let count = all.len();
+        for tx in all {
+            match tx.state.clone().try_lock_owned() {
+                Ok(mut state) => {
+                    if let Some(connection) = state.connection.take() {
+                        discard(connection);
+                    }
+                }
+                Err(_) => {
+                    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                        runtime.spawn(async move {
+                            let mut state = tx.state.clone().lock_owned().await;
+                            if let Some(connection) = state.connection.take() {
+                                discard(connection);
+                            }
+                        });
+                    }
+                }
+            }
+        }
+        count
+    }
+
     /// Rolls back and forgets every expired transaction that no call is
     /// using right now; returns how many.
     pub(crate) async fn reap(&self) -> usize {

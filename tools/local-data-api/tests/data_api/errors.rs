@@ -193,3 +193,59 @@ async fn raw_post(endpoint: &str, path: &str, body: &str) -> (u16, String, Strin
         .expect("status");
     (status, head.to_string(), body.to_string())
 }
+
+/// `check_request` (what the fuzz target drives) is what the server answers
+/// a bad request: the same shape and message, before any database work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_request_refuses_what_the_server_refuses_with_the_same_message() {
+    let s = start().await;
+    let http = reqwest::Client::new();
+    let arns = format!(r#""resourceArn":"{RESOURCE_ARN}","secretArn":"{SECRET_ARN}""#);
+    let cases: Vec<(&str, String)> = vec![
+        ("/Execute", "{".into()),
+        ("/Execute", format!("{{{arns}}}")),
+        (
+            "/Execute",
+            format!(
+                r#"{{{arns},"sql":"SELECT :a","parameters":[{{"name":"a","value":{{"stringValue":"x"}},"typeHint":"DATE"}}]}}"#
+            ),
+        ),
+        (
+            "/Execute",
+            format!(r#"{{{arns},"sql":"SELECT 1","formatRecordsAs":"XML"}}"#),
+        ),
+        (
+            "/BatchExecute",
+            format!(
+                r#"{{{arns},"sql":"SELECT :a","parameterSets":[[{{"name":"b","value":{{"longValue":1}}}}]]}}"#
+            ),
+        ),
+        ("/BeginTransaction", r#"{"secretArn":"s"}"#.into()),
+        ("/CommitTransaction", format!("{{{arns}}}")),
+        ("/RollbackTransaction", "[]".into()),
+    ];
+    for (path, body) in cases {
+        let checked = local_data_api::check_request(path, body.as_bytes())
+            .expect_err(&format!("{path} {body}: refused"));
+        let answer = http
+            .post(format!("{}{path}", s.endpoint))
+            .body(body.clone())
+            .send()
+            .await
+            .expect("the server answers");
+        assert_eq!(answer.status(), checked.status(), "{path} {body}");
+        let kind = answer
+            .headers()
+            .get("x-amzn-errortype")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        assert_eq!(kind, checked.name(), "{path} {body}");
+        let message: serde_json::Value = answer.json().await.expect("a JSON error");
+        assert_eq!(message["message"], checked.message(), "{path} {body}");
+    }
+    let fine = format!(
+        r#"{{{arns},"sql":"SELECT :a","parameters":[{{"name":"a","value":{{"longValue":1}}}}]}}"#
+    );
+    assert!(local_data_api::check_request("/Execute", fine.as_bytes()).is_ok());
+}

@@ -7,6 +7,7 @@ mod support;
 mod errors;
 mod execute;
 mod limits;
+mod paused;
 mod running;
 mod transactions;
 mod types;
