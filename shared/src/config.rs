@@ -29,9 +29,15 @@
 //!     "max_in_flight": 10,
 //!     "ordered": false,
 //!     "allowed_networks": [],
-//!     "backoff_secs": [5, 300, 1800, 7200, 18000, 36000, 36000]
+//!     "backoff_secs": [5, 300, 1800, 7200, 18000, 36000, 36000],
+//!     "subscribe": {"event_types": ["order.*"],
+//!                   "filters": [{"pointer": "/currency", "equals": "EUR"}]}
 //! }}}
 //! ```
+//!
+//! `subscribe` (optional; without it a destination gets only the events
+//! published to it by name) is documented in [`crate::outbox::subscription`]
+//! and docs/publishing.md.
 //!
 //! Every destination field but `url` and `secrets` is optional; the values
 //! above are the defaults (`max_attempts` defaults to one more than the
@@ -53,6 +59,7 @@ use ipnet::IpNet;
 use serde::Deserialize;
 
 use crate::clock::Clock;
+use crate::outbox::subscription::{RawSubscription, Subscription};
 use crate::signature::{SchemeConfig, SchemeKind, Secret, Verifier};
 
 /// Largest `max_body_bytes` accepted, and the default: the largest body the
@@ -554,6 +561,9 @@ pub struct Destination {
     pub allowed_networks: Vec<IpNet>,
     /// Delay after failed attempt n is `backoff[n - 1]` (the last repeats), ±20%.
     pub backoff: Vec<Duration>,
+    /// The published events it gets (`None`: only those published to it by
+    /// name). See [`crate::outbox::subscription`].
+    pub subscription: Option<Subscription>,
 }
 
 impl fmt::Debug for Destination {
@@ -570,6 +580,7 @@ impl fmt::Debug for Destination {
             .field("max_in_flight", &self.max_in_flight)
             .field("ordered", &self.ordered)
             .field("allowed_networks", &self.allowed_networks)
+            .field("subscription", &self.subscription)
             .finish_non_exhaustive()
     }
 }
@@ -600,6 +611,8 @@ struct RawDestination {
     allowed_networks: Vec<String>,
     #[serde(default)]
     backoff_secs: Option<Vec<f64>>,
+    #[serde(default)]
+    subscribe: Option<RawSubscription>,
 }
 
 fn destination_error(
@@ -731,6 +744,11 @@ impl RawDestination {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let subscription = self
+            .subscribe
+            .map(RawSubscription::validate)
+            .transpose()
+            .map_err(|(field, reason)| err(&field, reason))?;
         Ok(Destination {
             name: name.to_string(),
             url,
@@ -741,6 +759,7 @@ impl RawDestination {
             ordered: self.ordered,
             allowed_networks,
             backoff,
+            subscription,
         })
     }
 }

@@ -100,6 +100,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "archive_retention",
         sql: include_str!("../migrations/0010_archive_retention.sql"),
     },
+    Migration {
+        version: 11,
+        name: "publish",
+        sql: include_str!("../migrations/0011_publish.sql"),
+    },
 ];
 
 /// Why migrating failed.

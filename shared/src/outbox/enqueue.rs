@@ -18,10 +18,11 @@ use uuid::Uuid;
 
 use super::blob_refs;
 use super::payload::DEFAULT_INLINE_MAX_BYTES;
+use super::publish::{PUBLISH, check_fields};
 use crate::blob::{self, BlobError, BlobKey, BlobStore, OUTBOX_PREFIX};
 use crate::params;
 use crate::processing::HandlerError;
-use crate::store::{DbError, Statement, Transaction, Value};
+use crate::store::{DbError, Transaction, Value};
 
 /// An outbound event, written by business code inside its transaction.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,6 +65,18 @@ pub enum EnqueueError {
         /// The bound.
         limit: usize,
     },
+    /// A published payload (no destination named, so no blob store) is over
+    /// what a row keeps ([`super::publish::MAX_PUBLISHED_PAYLOAD_BYTES`]): a
+    /// poison pill for the inbox event that wrote it.
+    #[error(
+        "the published payload is {size} bytes of JSON, over the {limit}-byte limit of a payload          kept in its rows: publish it to one destination with outbox::enqueue_with_blobs"
+    )]
+    PayloadTooLarge {
+        /// The payload's JSON text, bytes.
+        size: usize,
+        /// The limit, bytes.
+        limit: usize,
+    },
     /// The payload is over the inline threshold and the caller gave no blob
     /// store (plain [`enqueue`]).
     #[error(
@@ -102,7 +115,9 @@ impl EnqueueError {
     /// True when trying again later may succeed.
     pub fn is_retryable(&self) -> bool {
         match self {
-            EnqueueError::TooLong { .. } | EnqueueError::NeedsBlobStore { .. } => false,
+            EnqueueError::TooLong { .. }
+            | EnqueueError::PayloadTooLarge { .. }
+            | EnqueueError::NeedsBlobStore { .. } => false,
             EnqueueError::Blob { source, .. } => source.is_retryable(),
             EnqueueError::Db(e) => e.is_retryable(),
         }
@@ -117,29 +132,19 @@ impl From<EnqueueError> for HandlerError {
     fn from(e: EnqueueError) -> Self {
         match e {
             // the same input will be too long on every attempt
-            EnqueueError::TooLong { .. } => HandlerError::Poison(e.to_string()),
+            EnqueueError::TooLong { .. } | EnqueueError::PayloadTooLarge { .. } => {
+                HandlerError::Poison(e.to_string())
+            }
             e => HandlerError::Retryable(e.to_string()),
         }
     }
 }
 
-pub const ENQUEUE: Statement = Statement::new(
-    "outbox.enqueue",
-    "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination,
-                         payload, payload_key, payload_size, payload_sha256,
-                         status, next_attempt_at, created_at)
-     SELECT CAST(:id AS uuid), CAST(:aggregate_type AS text), CAST(:aggregate_id AS text),
-            CAST(:event_type AS text), CAST(:destination AS text),
-            p.payload, CAST(:payload_key AS text),
-            coalesce(CAST(:payload_size AS bigint), octet_length(CAST(p.payload AS text))),
-            CAST(:payload_sha256 AS bytea), 'pending',
-            CAST(:now AS timestamptz), CAST(:now AS timestamptz)
-       FROM (SELECT CAST(:payload AS jsonb) AS payload OFFSET 0) AS p",
-);
-
 /// Writes an outbound event inside the caller's transaction (so it exists
 /// if and only if the business change commits). Due at once. Returns its
-/// id, which every delivery will carry as `webhook-id`. One statement.
+/// id, which every delivery will carry as `webhook-id`. One statement: the
+/// SQL function every publisher calls ([`super::publish`]), with the
+/// destination named (subscribed or not).
 ///
 /// For payloads up to the inline threshold only: a larger one is
 /// [`EnqueueError::NeedsBlobStore`] (use [`enqueue_with_blobs`]).
@@ -170,28 +175,14 @@ async fn write(
     event: &NewOutboxEvent,
     now: DateTime<Utc>,
 ) -> Result<Uuid, EnqueueError> {
-    for (field, value, limit) in [
-        (
-            "aggregate_type",
-            &event.aggregate_type,
-            MAX_AGGREGATE_TYPE_BYTES,
-        ),
-        ("aggregate_id", &event.aggregate_id, MAX_AGGREGATE_ID_BYTES),
-        ("event_type", &event.event_type, MAX_OUTBOX_EVENT_TYPE_BYTES),
-    ] {
-        if value.len() > limit {
-            return Err(EnqueueError::TooLong {
-                field,
-                size: value.len(),
-                limit,
-            });
-        }
-    }
-    let id = Uuid::now_v7();
+    check_fields(
+        &event.aggregate_type,
+        &event.aggregate_id,
+        &event.event_type,
+    )?;
     let text = event.payload.to_string();
     let size = text.len();
     let params = params! {
-        "id" => id,
         "aggregate_type" => event.aggregate_type.as_str(),
         "aggregate_id" => event.aggregate_id.as_str(),
         "event_type" => event.event_type.as_str(),
@@ -231,6 +222,17 @@ async fn write(
             .with("payload_size", i64::try_from(size).unwrap_or(i64::MAX))
             .with("payload_sha256", sha256.as_slice())
     };
-    tx.execute(&ENQUEUE, &params).await?;
-    Ok(id)
+    let rows = tx.execute(&PUBLISH, &params).await?;
+    match rows.rows.as_slice() {
+        [row] => Ok(row.uuid("id")?),
+        other => Err(EnqueueError::Db(DbError::Decode {
+            statement: PUBLISH.name,
+            column: "id".into(),
+            detail: format!(
+                "publishing to destination {:?} wrote {} rows, not 1",
+                event.destination,
+                other.len()
+            ),
+        })),
+    }
 }

@@ -19,10 +19,13 @@
 //! ([`repo::CLAIM_BUDGET_BYTES`]).
 
 pub mod blob_refs;
+pub mod destinations;
 pub mod enqueue;
 pub mod payload;
+pub mod publish;
 pub mod relay;
 pub mod repo;
+pub mod subscription;
 
 use std::fmt;
 use std::str::FromStr;
@@ -36,6 +39,7 @@ pub use enqueue::{
     NewOutboxEvent, enqueue, enqueue_with_blobs,
 };
 pub use payload::{PayloadError, PayloadStorage};
+pub use publish::{MAX_PUBLISHED_PAYLOAD_BYTES, NewEvent, publish};
 pub use repo::{
     ClaimRequest, Claimed, DeliveryOutcome, DeliveryResult, PendingSummary, UnreadableRow,
     Unrecorded, claim_batch, claim_due, claim_ids, counts_by_status, get,

@@ -250,6 +250,15 @@ impl LocalStack {
             HookboxConfig::parse(&text, &source)?,
             clock.clone(),
         ));
+        // publishers evaluate subscriptions against the database's copy (the
+        // relay's runs keep it in step too)
+        hookbox::outbox::destinations::sync(
+            db.as_ref(),
+            config.current().await.as_ref(),
+            clock.now(),
+        )
+        .await
+        .context("copying the destinations and subscriptions to the database")?;
 
         let (queue, consumer, memory_queue): (Arc<dyn Queue>, Arc<dyn QueueConsumer>, _) =
             match &options.queue {

@@ -13,8 +13,10 @@
 //!   POST each, ≤ max_in_flight at once per destination
 //!   nothing was due → pause ~1 s
 //! every minute: sweep stranded inbox rows → queue
-//! once a run:   purge finished rows older than the retention, then the
-//!               blob objects no row refers to any more (`retention`)
+//! once a run:   copy the configured destinations and subscriptions to
+//!               the database (publishers evaluate them there), purge
+//!               finished rows older than the retention, then the blob
+//!               objects no row refers to any more (`retention`)
 //! ```
 //!
 //! A row that can never be delivered as written (its payload object is
@@ -470,6 +472,24 @@ impl Relay {
         pause: &dyn Pause,
     ) -> RunReport {
         let report = Mutex::new(RunReport::default());
+        // publishers evaluate subscriptions against the database's copy
+        let synced = outbox::destinations::sync(
+            self.db.as_ref(),
+            config.current().await.as_ref(),
+            self.clock.now(),
+        )
+        .await;
+        record(&report, |r| match synced {
+            Ok(changed) => {
+                if changed > 0 {
+                    tracing::info!(
+                        changed,
+                        "destinations and subscriptions synced from the configuration"
+                    );
+                }
+            }
+            Err(e) => r.errors.push(format!("syncing destinations: {e}")),
+        });
         let purged = self.purge().await;
         record(&report, |r| match purged {
             Ok(p) => r.purge = p,
