@@ -1,0 +1,222 @@
+//! Publishing from other languages' services, each in its own transaction
+//! (docs/publishing.md): Python with psycopg and Node.js with node-postgres
+//! straight to PostgreSQL, and Python with boto3 through the RDS Data API
+//! (the local Data API; ExecuteStatement with a transactionId). The
+//! committed event is delivered to every subscribed destination, under the
+//! ids `hookbox_publish` returned; the rolled-back one to none.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use hookbox::blob::memory::MemoryBlobStore;
+use hookbox::clock::ManualClock;
+use hookbox::config::{ConfigStore, HookboxConfig};
+use hookbox::relay::{FixedJitter, HttpSender, Relay, RelaySettings};
+use hookbox::store::postgres::{PgDatabase, PgOptions};
+use hookbox::store::{Database, Statement};
+use hookbox_testkit::TestDb;
+use hookbox_testkit::http_sink::HttpSink;
+
+const SECRET: &str = "whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA==";
+
+fn scripts() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("publish")
+}
+
+/// `crm` takes `order.*`, `erp` `order.paid` in EUR, `audit` only USD.
+fn config(sink: &HttpSink) -> HookboxConfig {
+    let dest = |name: &str, subscribe: serde_json::Value| {
+        serde_json::json!({
+            "url": sink.url(&format!("/{name}")),
+            "secrets": [SECRET],
+            "allowed_networks": ["127.0.0.0/8"],
+            "subscribe": subscribe,
+        })
+    };
+    let text = serde_json::json!({"destinations": {
+        "crm": dest("crm", serde_json::json!({"event_types": ["order.*"]})),
+        "erp": dest("erp", serde_json::json!({"event_types": ["order.paid"],
+            "filters": [{"pointer": "/currency", "equals": "EUR"}]})),
+        "audit": dest("audit", serde_json::json!({"event_types": ["order.paid"],
+            "filters": [{"pointer": "/currency", "equals": "USD"}]})),
+    }})
+    .to_string();
+    HookboxConfig::parse(&text, "test").expect("valid config")
+}
+
+/// Runs a client; the ids it printed.
+async fn client(program: PathBuf, args: Vec<String>) -> Vec<String> {
+    let shown = format!("{} {}", program.display(), args.join(" "));
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(&program)
+            .args(&args)
+            .current_dir(scripts())
+            .output()
+    })
+    .await
+    .expect("join")
+    .unwrap_or_else(|e| {
+        panic!("cannot run {shown}: {e} (tools/dev setup test installs the clients)")
+    });
+    assert!(
+        output.status.success(),
+        "{shown} failed: {}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{shown} printed no JSON list of ids ({e}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+/// Where a client publishes to.
+struct Target {
+    /// `postgres://…` of the test database.
+    dsn: String,
+    /// Its name.
+    database: String,
+    /// The local Data API in front of it.
+    data_api: String,
+}
+
+/// How a client is run for an order, ending with commit or rollback.
+type Run = fn(&Target, &str, &str) -> (PathBuf, Vec<String>);
+
+async fn committed_is_delivered_to_every_subscriber_and_rolled_back_to_none(name: &str, run: Run) {
+    let test_db = TestDb::create().await;
+    let server = hookbox_testkit::start_data_api(test_db.url());
+    let target = Target {
+        dsn: test_db.url().to_string(),
+        database: test_db
+            .url()
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+        data_api: server.endpoint_url(),
+    };
+    let db: Arc<dyn Database> =
+        Arc::new(PgDatabase::connect(test_db.url(), &PgOptions::default()).expect("pool"));
+    hookbox::migrate::migrate(db.as_ref())
+        .await
+        .expect("migrate");
+    let sink = HttpSink::start().await;
+    let cfg = config(&sink);
+    hookbox::outbox::destinations::sync(db.as_ref(), &cfg, chrono::Utc::now())
+        .await
+        .expect("sync");
+
+    let (program, args) = run(&target, &format!("{name}-kept"), "commit");
+    let kept = client(program, args).await;
+    let (program, args) = run(&target, &format!("{name}-dropped"), "rollback");
+    let dropped = client(program, args).await;
+    assert_eq!(kept.len(), 2, "{name}: crm and erp subscribe: {kept:?}");
+    assert_eq!(dropped.len(), 2, "{name}: {dropped:?}");
+
+    let rows = db
+        .execute(
+            &Statement::new(
+                "test.rows",
+                "SELECT CAST(id AS text) AS id, destination, aggregate_id FROM outbox",
+            ),
+            &hookbox::params! {},
+        )
+        .await
+        .expect("outbox")
+        .rows;
+    let stored: BTreeSet<(String, String, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.text("aggregate_id").expect("aggregate_id"),
+                r.text("destination").expect("destination"),
+                r.text("id").expect("id"),
+            )
+        })
+        .collect();
+    let ids: BTreeSet<&String> = stored.iter().map(|(_, _, id)| id).collect();
+    assert_eq!(
+        ids,
+        kept.iter().collect(),
+        "{name}: only the committed event's rows, under the returned ids: {stored:?}"
+    );
+    let destinations: BTreeSet<&str> = stored.iter().map(|(_, d, _)| d.as_str()).collect();
+    assert_eq!(destinations, BTreeSet::from(["crm", "erp"]));
+
+    let clock = Arc::new(ManualClock::new(
+        chrono::Utc::now() + chrono::Duration::seconds(5),
+    ));
+    let relay = Relay::new(
+        db.clone(),
+        Arc::new(MemoryBlobStore::new()),
+        Arc::new(HttpSender::default()),
+        None,
+        clock.clone(),
+        RelaySettings::new("publish-clients"),
+    )
+    .with_jitter(Arc::new(FixedJitter(0.0)));
+    relay.drain(&ConfigStore::fixed(cfg, clock)).await;
+    let delivered: BTreeSet<(String, String)> = sink
+        .requests()
+        .iter()
+        .map(|r| {
+            assert_eq!(r.json()["order_id"], format!("{name}-kept"));
+            (
+                r.target.clone(),
+                r.header("webhook-id").unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let expected: BTreeSet<(String, String)> = stored
+        .iter()
+        .map(|(_, d, id)| (format!("/{d}"), id.clone()))
+        .collect();
+    assert_eq!(delivered, expected, "{name}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_with_psycopg() {
+    committed_is_delivered_to_every_subscriber_and_rolled_back_to_none("py", |t, order, end| {
+        let args = ["publish.py", "postgres", &t.dsn, order, end];
+        (
+            hookbox_testkit::python::python(),
+            args.map(String::from).to_vec(),
+        )
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_with_node_postgres() {
+    committed_is_delivered_to_every_subscriber_and_rolled_back_to_none("node", |t, order, end| {
+        let args = ["publish.mjs", &t.dsn, order, end];
+        (PathBuf::from("node"), args.map(String::from).to_vec())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_with_boto3_through_the_data_api() {
+    committed_is_delivered_to_every_subscriber_and_rolled_back_to_none("boto3", |t, order, end| {
+        let args = [
+            "publish.py",
+            "data-api",
+            &t.data_api,
+            "arn:aws:rds:us-east-1:123456789012:cluster:hookbox",
+            "arn:aws:secretsmanager:us-east-1:123456789012:secret:hookbox",
+            &t.database,
+            order,
+            end,
+        ];
+        (
+            hookbox_testkit::python::python(),
+            args.map(String::from).to_vec(),
+        )
+    })
+    .await;
+}
