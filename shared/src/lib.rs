@@ -12,6 +12,7 @@ pub mod config;
 pub mod example;
 pub mod failpoint;
 pub mod inbox;
+pub mod maintenance;
 pub mod metrics;
 pub mod migrate;
 pub mod outbox;

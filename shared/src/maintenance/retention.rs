@@ -24,9 +24,9 @@
 
 use futures::StreamExt as _;
 
-use super::{Relay, chrono_duration};
 use crate::blob::BlobKey;
 use crate::inbox;
+use crate::outbox::relay::{Relay, chrono_duration};
 use crate::outbox::{self, blob_refs};
 use crate::store::{DbError, Transaction};
 

@@ -1,0 +1,187 @@
+//! One batch: the claim (with its lease), the deliveries within each
+//! destination's slots, and a failed claim taken again row by row.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+use tokio::sync::Semaphore;
+
+use super::attempt::{self, Kind};
+use super::report::{BatchReport, Delivered};
+use super::{Lease, Relay, chrono_duration};
+use crate::config::{Destination, HookboxConfig};
+use crate::outbox::repo::CLAIM_BUDGET_BYTES;
+use crate::outbox::{self, Claimed, UnreadableRow};
+use crate::store::DbError;
+
+/// Request slots per destination (`max_in_flight`), shared by every batch
+/// of one relay, whichever lane runs it.
+#[derive(Debug, Default)]
+pub(crate) struct Slots(Mutex<HashMap<String, (usize, Arc<Semaphore>)>>);
+
+impl Slots {
+    pub(crate) fn of(&self, destination: &Destination) -> Arc<Semaphore> {
+        let mut slots = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match slots.get(&destination.name) {
+            Some((limit, slot)) if *limit == destination.max_in_flight => slot.clone(),
+            _ => {
+                let slot = Arc::new(Semaphore::new(destination.max_in_flight));
+                slots.insert(
+                    destination.name.clone(),
+                    (destination.max_in_flight, slot.clone()),
+                );
+                slot
+            }
+        }
+    }
+}
+
+impl Relay {
+    /// One batch: claim due rows (one statement), deliver them, record every
+    /// result (one statement). A row that waited `slot_wait` for one of its
+    /// destination's `max_in_flight` slots, or would start too close to
+    /// `batch_deadline`, is released unattempted; no request outlives the
+    /// deadline. A claim that fails as a whole, not retryably, is claimed
+    /// again row by row ([`Relay::reclaim`]). (A lane of [`Relay::run`]
+    /// records each batch together with its next claim instead: one
+    /// statement per batch.)
+    pub async fn deliver_batch(
+        &self,
+        config: &HookboxConfig,
+        batch_deadline: DateTime<Utc>,
+    ) -> Result<BatchReport, DbError> {
+        let lease = self.lease(config, batch_deadline);
+        let request = lease.request(self.settings.batch_size);
+        let claimed = match outbox::claim_batch(self.db.as_ref(), request, CLAIM_BUDGET_BYTES).await
+        {
+            Ok(claimed) => claimed,
+            Err(e) if !e.is_retryable() => {
+                tracing::error!(error = %e, "the claim failed; claiming its rows again one by one");
+                self.reclaim(&lease).await?
+            }
+            Err(e) => return Err(e),
+        };
+        if claimed.is_empty() {
+            return Ok(BatchReport::default());
+        }
+        let delivered = self
+            .deliver(config, lease.token, claimed, batch_deadline)
+            .await;
+        let recorded = outbox::record_results(
+            self.db.as_ref(),
+            &delivered.token,
+            self.clock.now(),
+            &delivered.results,
+        )
+        .await?;
+        Ok(delivered.recorded(recorded))
+    }
+
+    /// The terms of the next claim: now, a lease outlasting `batch_deadline`,
+    /// a token naming the batch, the ordered destinations.
+    pub(super) fn lease(&self, config: &HookboxConfig, batch_deadline: DateTime<Utc>) -> Lease {
+        let now = self.clock.now();
+        Lease {
+            now,
+            lease_until: batch_deadline.max(now) + chrono_duration(self.settings.lease_slack),
+            // `locked_by` names this batch, not just this relay: a lane whose
+            // lease ran out must not record over a row another lane (of the
+            // same relay) has claimed since
+            token: format!("{}/{}", self.settings.worker, uuid::Uuid::new_v4().simple()),
+            ordered: config
+                .destinations()
+                .filter(|d| d.ordered)
+                .map(|d| d.name.clone())
+                .collect(),
+        }
+    }
+
+    /// After a claim statement failed as a whole and not retryably (the Data
+    /// API refusing an answer it cannot carry, after the statement ran and
+    /// committed its leases; a row no statement can decode): claims again
+    /// under the same token, ids only, which takes that claim's leases back
+    /// first (they are the oldest due rows), then reads each row on its own.
+    /// A row that cannot be read on its own either is returned as
+    /// unreadable (the caller records it dead with the reason); the others
+    /// are delivered as usual. A retryable error while reading ends it.
+    pub(super) async fn reclaim(&self, lease: &Lease) -> Result<Claimed, DbError> {
+        let ids =
+            outbox::claim_ids(self.db.as_ref(), lease.request(self.settings.batch_size)).await?;
+        let mut claimed = Claimed::default();
+        for id in ids {
+            match outbox::get(self.db.as_ref(), id).await {
+                Ok(Some(row)) => claimed.rows.push(row),
+                // (deleted meanwhile: nothing to deliver)
+                Ok(None) => {}
+                Err(e) if e.is_retryable() => return Err(e),
+                Err(e) => claimed.unreadable.push(UnreadableRow {
+                    id,
+                    error: e.to_string(),
+                }),
+            }
+        }
+        claimed.rows.sort_by_key(|r| r.seq);
+        Ok(claimed)
+    }
+
+    /// Delivers claimed rows (each destination's slots shared with every
+    /// lane); the results are not recorded yet. Rows the claim could not
+    /// decode are dead, with the reason.
+    pub(super) async fn deliver(
+        &self,
+        config: &HookboxConfig,
+        token: String,
+        claimed: Claimed,
+        batch_deadline: DateTime<Utc>,
+    ) -> Delivered {
+        let mut report = BatchReport {
+            claimed: claimed.len() as u64,
+            ..BatchReport::default()
+        };
+        let attempts = claimed.rows.iter().map(|row| {
+            let destination = config.destination(&row.destination);
+            let slot = destination.map(|d| self.slots.of(d));
+            self.attempt(row, destination, slot, batch_deadline)
+        });
+        let mut outcomes = futures::future::join_all(attempts).await;
+        outcomes.extend(claimed.unreadable.into_iter().map(|bad| {
+            attempt::dead_unreadable(
+                bad.id,
+                None,
+                format!(
+                    "the row cannot be read: {}; it can never be delivered as written \
+                     (fix the row, then `hookbox outbox retry`)",
+                    bad.error
+                ),
+            )
+        }));
+        let mut results = Vec::with_capacity(outcomes.len());
+        for (result, kind) in outcomes {
+            match kind {
+                Kind::Delivered => report.delivered += 1,
+                Kind::Retried { refused } => {
+                    report.retried += 1;
+                    report.refused += u64::from(refused);
+                }
+                Kind::Dead {
+                    gone,
+                    refused,
+                    unreadable,
+                } => {
+                    report.dead += 1;
+                    report.gone += u64::from(gone);
+                    report.refused += u64::from(refused);
+                    report.unreadable += u64::from(unreadable);
+                }
+                Kind::NotAttempted => report.not_attempted += 1,
+            }
+            results.push(result);
+        }
+        Delivered {
+            token,
+            results,
+            report,
+        }
+    }
+}
