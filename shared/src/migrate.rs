@@ -105,6 +105,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "publish",
         sql: include_str!("../migrations/0011_publish.sql"),
     },
+    Migration {
+        version: 12,
+        name: "outbox_attempts",
+        sql: include_str!("../migrations/0012_outbox_attempts.sql"),
+    },
 ];
 
 /// Why migrating failed.

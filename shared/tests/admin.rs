@@ -121,6 +121,7 @@ async fn outbox_row(
             outcome,
             status_code: code,
             error,
+            attempt: None,
         }],
     )
     .await

@@ -302,6 +302,7 @@ async fn each_repository_operation_costs_one_data_api_call() {
             outcome: DeliveryOutcome::Delivered,
             status_code: Some(200),
             error: None,
+            attempt: None,
         })
         .collect();
     let (recorded, c) = cost(d, || outbox::record_results(d, "relay", at(2), &results)).await;

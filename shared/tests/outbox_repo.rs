@@ -204,6 +204,7 @@ async fn record_results_updates_the_whole_batch_in_one_statement(adapter: Adapte
             outcome: DeliveryOutcome::Delivered,
             status_code: Some(204),
             error: None,
+            attempt: None,
         },
         DeliveryResult {
             id: ids[1],
@@ -212,12 +213,14 @@ async fn record_results_updates_the_whole_batch_in_one_statement(adapter: Adapte
             },
             status_code: Some(503),
             error: Some("503 Service Unavailable".into()),
+            attempt: None,
         },
         DeliveryResult {
             id: ids[2],
             outcome: DeliveryOutcome::Dead,
             status_code: Some(410),
             error: Some("410 Gone".into()),
+            attempt: None,
         },
         DeliveryResult {
             id: ids[3],
@@ -226,6 +229,7 @@ async fn record_results_updates_the_whole_batch_in_one_statement(adapter: Adapte
             },
             status_code: None,
             error: Some("connection refused".into()),
+            attempt: None,
         },
     ];
     // a relay that does not hold the lease records nothing
@@ -308,6 +312,7 @@ async fn counts_oldest_pending_and_retention(adapter: Adapter) {
             outcome: DeliveryOutcome::Delivered,
             status_code: Some(200),
             error: None,
+            attempt: None,
         })
         .collect();
     outbox::record_results(d, "r", at(2), &results)
@@ -402,6 +407,7 @@ async fn record_and_claim_records_the_last_batch_and_claims_the_next(adapter: Ad
         outcome: DeliveryOutcome::Delivered,
         status_code: Some(200),
         error: None,
+        attempt: None,
     };
 
     // nothing to record yet: the head of the aggregate only
@@ -451,6 +457,7 @@ async fn record_and_claim_records_the_last_batch_and_claims_the_next(adapter: Ad
         },
         status_code: None,
         error: None,
+        attempt: None,
     }];
     let (recorded, again) = step(d, ("lane/3", &released), "lane/4", 4).await;
     assert_eq!(recorded, 1);

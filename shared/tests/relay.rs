@@ -1122,6 +1122,7 @@ async fn a_late_lane_records_nothing_over_a_newer_claim_of_the_same_relay() {
             outcome: outbox::DeliveryOutcome::Dead,
             status_code: Some(500),
             error: Some("late".into()),
+            attempt: None,
         }],
     )
     .await

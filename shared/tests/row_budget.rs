@@ -292,6 +292,7 @@ async fn every_outbox_statement_takes_the_largest_rows(adapter: Adapter) {
                 outcome: DeliveryOutcome::Dead,
                 status_code: Some(500),
                 error: Some(error.clone()),
+                attempt: None,
             })
             .collect();
         dead.extend(batch.rows.iter().map(|r| r.id));

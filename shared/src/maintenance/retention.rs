@@ -6,6 +6,8 @@
 //! inbox::purge_finished  ≤ purge_max_batches × purge_batch rows  (1 statement each)
 //! outbox::purge_finished ≤ purge_max_batches × purge_batch rows  (1 statement each)
 //!   deleting queues the rows' blob keys in blob_deletions (same statement)
+//! outbox::attempts::purge (HOOKBOX_ATTEMPT_RETENTION_DAYS, default 30):
+//!                        ≤ purge_max_batches × purge_batch attempt log rows
 //! inbox::purge_archived, outbox::purge_archived (HOOKBOX_ARCHIVE_RETENTION_DAYS):
 //!                        ≤ purge_max_batches × purge_batch archived rows each;
 //!   they queue their blob keys in blob_deletions too
@@ -45,6 +47,8 @@ pub struct PurgeReport {
     pub outbox: u64,
     /// Archived rows deleted by the archive's own retention (both tables).
     pub archived_deleted: u64,
+    /// Attempt log rows deleted by its own retention.
+    pub attempts_deleted: u64,
     /// Blob objects deleted (no row referred to them any more).
     pub blobs_deleted: u64,
     /// Queued objects kept because another row still refers to them (the
@@ -106,6 +110,17 @@ impl Relay {
             for _ in 0..self.settings.purge_max_batches {
                 let n = outbox::purge_archived(self.db.as_ref(), cutoff, batch).await?;
                 report.archived_deleted += n;
+                if (n as i64) < batch {
+                    break;
+                }
+            }
+        }
+        if let Some(retention) = self.settings.attempt_retention {
+            let cutoff = self.clock.now() - chrono_duration(retention);
+            let batch = self.settings.purge_batch;
+            for _ in 0..self.settings.purge_max_batches {
+                let n = outbox::attempts::purge(self.db.as_ref(), cutoff, batch).await?;
+                report.attempts_deleted += n;
                 if (n as i64) < batch {
                     break;
                 }

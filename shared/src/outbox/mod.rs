@@ -18,6 +18,7 @@
 //! stays inside the Data API's 64 KB, and every claim inside its 1 MiB
 //! ([`repo::CLAIM_BUDGET_BYTES`]).
 
+pub mod attempts;
 pub mod blob_refs;
 pub mod destinations;
 pub mod enqueue;
@@ -41,8 +42,8 @@ pub use enqueue::{
 pub use payload::{PayloadError, PayloadStorage};
 pub use publish::{MAX_PUBLISHED_PAYLOAD_BYTES, NewEvent, publish};
 pub use repo::{
-    ClaimRequest, Claimed, DeliveryOutcome, DeliveryResult, PendingSummary, UnreadableRow,
-    Unrecorded, claim_batch, claim_due, claim_ids, counts_by_status, get,
+    AttemptDetail, ClaimRequest, Claimed, DeliveryOutcome, DeliveryResult, PendingSummary,
+    UnreadableRow, Unrecorded, claim_batch, claim_due, claim_ids, counts_by_status, get,
     oldest_pending_created_at, pending_summary, purge_archived, purge_finished, record_and_claim,
     record_results,
 };

@@ -281,13 +281,32 @@ pub struct DeliveryResult {
     pub status_code: Option<u16>,
     /// Error text for failures (already free of secrets).
     pub error: Option<String>,
+    /// What the attempt log keeps of an attempt that sent a request (`None`:
+    /// none was sent, or not known; the log then has the recording time).
+    pub attempt: Option<AttemptDetail>,
 }
+
+/// An attempt's timing and the start of its answer, for the attempt log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptDetail {
+    /// When the request started.
+    pub started_at: DateTime<Utc>,
+    /// How long until the answer (or the failure).
+    pub latency: std::time::Duration,
+    /// The start of the response body ([`MAX_RESPONSE_EXCERPT_BYTES`]), when
+    /// there was one.
+    pub response_excerpt: Option<String>,
+}
+
+/// Most response-body bytes the attempt log keeps per attempt.
+pub const MAX_RESPONSE_EXCERPT_BYTES: usize = 1024;
 
 /// The UPDATE recording a batch's results (`:results`, a JSON array built by
 /// [`results_json`]) for rows still leased to `:recorded_by`.
 macro_rules! record_update {
     () => {
-        "UPDATE outbox AS o
+        "WITH updated AS (
+         UPDATE outbox AS o
         SET status = r.status,
             attempts = o.attempts + CASE WHEN r.attempted THEN 1 ELSE 0 END,
             next_attempt_at = CASE WHEN r.status = 'pending' THEN r.next_attempt_at
@@ -304,11 +323,31 @@ macro_rules! record_update {
                  status_code integer, error text)
       WHERE o.id = ANY(ARRAY(SELECT CAST(e ->> 'id' AS uuid)
                                FROM jsonb_array_elements(CAST(:results AS jsonb)) AS e))
-        AND o.id = r.id AND o.locked_by = :recorded_by"
+        AND o.id = r.id AND o.locked_by = :recorded_by
+      RETURNING o.id, o.attempts, o.destination),
+     logged AS (
+         INSERT INTO outbox_attempts (outbox_id, attempt, attempted_at, destination,
+                                      status_code, latency_ms, error, response_excerpt)
+         SELECT u.id, u.attempts, coalesce(a.attempted_at, CAST(:now AS timestamptz)),
+                u.destination, a.status_code, a.latency_ms, a.error, a.response
+           FROM updated AS u
+           JOIN jsonb_to_recordset(CAST(:results AS jsonb))
+                AS a(id uuid, attempted boolean, attempted_at timestamptz, status_code integer,
+                     latency_ms integer, error text, response text)
+             ON a.id = u.id
+          WHERE a.attempted)"
     };
 }
 
-pub const RECORD_RESULTS: Statement = Statement::new("outbox.record_results", record_update!());
+/// The results of a batch recorded, and each attempt logged
+/// (`outbox_attempts`), in one statement; `recorded` is the rows changed.
+pub const RECORD_RESULTS: Statement = Statement::new(
+    "outbox.record_results",
+    concat!(
+        record_update!(),
+        " SELECT count(*) AS recorded FROM updated"
+    ),
+);
 // Only pending rows are ever leased (constraint outbox_lease_only_pending,
 // migration 0004), so the batch's token alone says "still pending and ours". A
 // `status = 'pending'` condition here would match the partial indexes'
@@ -330,13 +369,13 @@ pub async fn record_results(
     if results.is_empty() {
         return Ok(0);
     }
-    Ok(db
-        .execute(
-            &RECORD_RESULTS,
-            &params! { "results" => results_json(results), "recorded_by" => worker, "now" => now },
-        )
-        .await?
-        .affected)
+    let row = crate::store::fetch_one(
+        db,
+        &RECORD_RESULTS,
+        &params! { "results" => results_json(results), "recorded_by" => worker, "now" => now },
+    )
+    .await?;
+    Ok(u64::try_from(row.i64("recorded")?).unwrap_or(0))
 }
 
 /// Longest `last_error` recorded, bytes: errors come back with every claim
@@ -372,6 +411,9 @@ fn results_json(results: &[DeliveryResult]) -> serde_json::Value {
                 "next_attempt_at": next,
                 "status_code": r.status_code,
                 "error": r.error.as_deref().map(bounded),
+                "attempted_at": r.attempt.as_ref().and_then(|a| at(&a.started_at)),
+                "latency_ms": r.attempt.as_ref().map(|a| i64::try_from(a.latency.as_millis()).unwrap_or(i64::MAX).min(i64::from(i32::MAX))),
+                "response": r.attempt.as_ref().and_then(|a| a.response_excerpt.as_deref()).map(|t| crate::store::cut_to(t, MAX_RESPONSE_EXCERPT_BYTES + '…'.len_utf8())),
             })
         })
         .collect::<Vec<_>>()
@@ -389,12 +431,10 @@ fn results_json(results: &[DeliveryResult]) -> serde_json::Value {
 pub const RECORD_AND_CLAIM: Statement = Statement::new(
     "outbox.record_and_claim",
     concat!(
-        "WITH recorded AS (",
         record_update!(),
-        " RETURNING 1)
-        SELECT r.n AS recorded, ",
+        " SELECT r.n AS recorded, ",
         outbox_columns!("c."),
-        " FROM (SELECT count(*) AS n FROM recorded) AS r
+        " FROM (SELECT count(*) AS n FROM updated) AS r
           LEFT JOIN LATERAL outbox_claim_due(",
         claim_args!(),
         ") AS c ON true"

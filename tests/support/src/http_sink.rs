@@ -61,6 +61,7 @@ struct Shared {
     arrived: Notify,
     status: AtomicU16,
     headers: Mutex<Vec<(String, String)>>,
+    body: Mutex<String>,
     rules: Mutex<Vec<Rule>>,
 }
 
@@ -107,6 +108,7 @@ impl HttpSink {
             arrived: Notify::new(),
             status: AtomicU16::new(200),
             headers: Mutex::new(Vec::new()),
+            body: Mutex::new(String::new()),
             rules: Mutex::new(Vec::new()),
         });
         let serving = shared.clone();
@@ -132,6 +134,13 @@ impl HttpSink {
     /// Status code for the following requests (default 200).
     pub fn respond_with(&self, status: u16) {
         self.shared.status.store(status, Ordering::SeqCst);
+    }
+
+    /// Status and response body for the following requests (rules answer
+    /// with an empty body).
+    pub fn respond_with_body(&self, status: u16, body: &str) {
+        self.respond_with(status);
+        *self.shared.body.lock().unwrap_or_else(|p| p.into_inner()) = body.to_string();
     }
 
     /// Status and extra response headers for the following requests (e.g.
@@ -256,8 +265,8 @@ async fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
                 body,
             });
         shared.arrived.notify_waiters();
-        let (status, extra) = match rule {
-            Some(rule) => (rule.status, rule.headers),
+        let (status, extra, answer) = match rule {
+            Some(rule) => (rule.status, rule.headers, String::new()),
             None => (
                 shared.status.load(Ordering::SeqCst),
                 shared
@@ -265,10 +274,18 @@ async fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .clone(),
+                shared
+                    .body
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone(),
             ),
         };
         let extra: String = extra.iter().map(|(n, v)| format!("{n}: {v}\r\n")).collect();
-        let response = format!("HTTP/1.1 {status} Sink\r\n{extra}content-length: 0\r\n\r\n");
+        let response = format!(
+            "HTTP/1.1 {status} Sink\r\n{extra}content-length: {}\r\n\r\n{answer}",
+            answer.len()
+        );
         stream.write_all(response.as_bytes()).await?;
         if close {
             return Ok(());

@@ -1,4 +1,4 @@
-//! `hookbox outbox list|retry`: the outbound side for operators.
+//! `hookbox outbox list|attempts|retry`: the outbound side for operators.
 
 use std::process::ExitCode;
 
@@ -20,6 +20,10 @@ const LIST_ERROR_CHARS: usize = 60;
 pub enum OutboxCommand {
     /// List rows, oldest first.
     List(ListArgs),
+    /// Every logged attempt of one delivery, oldest first: when, status,
+    /// latency, error, the start of the response. Exit 1 when none is
+    /// logged (an unknown id, or attempts older than the log's retention).
+    Attempts(AttemptsArgs),
     /// Put dead rows back to pending, due now, attempts reset to 0 (by id,
     /// or every dead row). Exit 1 when an id is missing or not dead.
     Retry(RetryArgs),
@@ -37,6 +41,15 @@ pub struct ListArgs {
     #[arg(long, value_name = "N", default_value_t = 50,
           value_parser = clap::value_parser!(u32).range(1..))]
     limit: u32,
+    #[command(flatten)]
+    db: DbArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct AttemptsArgs {
+    /// The outbox row id (its deliveries' `webhook-id`).
+    #[arg(value_name = "ID")]
+    id: Uuid,
     #[command(flatten)]
     db: DbArgs,
 }
@@ -70,6 +83,7 @@ pub struct RetryArgs {
 pub async fn run(command: &OutboxCommand) -> Outcome {
     match command {
         OutboxCommand::List(args) => list(args).await,
+        OutboxCommand::Attempts(args) => attempts(args).await,
         OutboxCommand::Retry(args) => retry(args).await,
     }
 }
@@ -139,6 +153,57 @@ async fn list(args: &ListArgs) -> Outcome {
     } else {
         println!("({} rows)", rows.len());
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Response excerpts in the table are cut to this many characters.
+const RESPONSE_CHARS: usize = 80;
+
+async fn attempts(args: &AttemptsArgs) -> Outcome {
+    let db = connect(&args.db).await?;
+    let attempts = hookbox::outbox::attempts::of(db.as_ref(), args.id)
+        .await
+        .or_failed("cannot read the attempt log")?;
+    if attempts.is_empty() {
+        eprintln!(
+            "no attempt of outbox row {} is logged (unknown id, not attempted yet, or older than \
+             HOOKBOX_ATTEMPT_RETENTION_DAYS)",
+            args.id
+        );
+        return Ok(ExitCode::from(FAILED));
+    }
+    let table: Vec<Vec<String>> = attempts
+        .iter()
+        .map(|a| {
+            vec![
+                a.attempt.to_string(),
+                time(a.attempted_at),
+                a.destination.clone(),
+                a.status_code.map_or_else(|| "-".into(), |c| c.to_string()),
+                a.latency_ms
+                    .map_or_else(|| "-".into(), |ms| format!("{ms} ms")),
+                a.error
+                    .as_deref()
+                    .map_or_else(|| "-".into(), |e| shorten(e, LIST_ERROR_CHARS)),
+                a.response_excerpt
+                    .as_deref()
+                    .map_or_else(|| "-".into(), |r| shorten(r, RESPONSE_CHARS)),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "ATTEMPT",
+            "AT",
+            "DESTINATION",
+            "STATUS",
+            "LATENCY",
+            "ERROR",
+            "RESPONSE",
+        ],
+        &table,
+    );
+    println!("({} attempts of {})", attempts.len(), args.id);
     Ok(ExitCode::SUCCESS)
 }
 

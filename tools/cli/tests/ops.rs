@@ -207,6 +207,7 @@ async fn finished_outbox_row(
             outcome: DeliveryOutcome::Dead,
             status_code: Some(410),
             error: Some(format!("HTTP 410 Gone from {destination}")),
+            attempt: None,
         }
     } else {
         DeliveryResult {
@@ -214,6 +215,7 @@ async fn finished_outbox_row(
             outcome: DeliveryOutcome::Delivered,
             status_code: Some(200),
             error: None,
+            attempt: None,
         }
     };
     let n = outbox::record_results(db, "relay-1", at(t + 1), &[result])
@@ -1295,4 +1297,89 @@ async fn dlq_redrive_with_replay_dead_puts_the_dead_rows_back_to_pending_before_
     let mut want = bodies.clone();
     want.sort();
     assert_eq!(back, want);
+}
+
+/// `hookbox outbox attempts <id>` shows every logged attempt of a delivery
+/// that failed twice and then succeeded; an id with none logged is exit 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_attempts_shows_each_attempt_of_a_delivery() {
+    let (test_db, db) = migrated().await;
+    let id = enqueue(db.as_ref(), "erp", "o-att", 0).await;
+    let answers = [
+        (
+            Some(503),
+            Some("HTTP 503: down for maintenance"),
+            Some("down for maintenance"),
+        ),
+        (None, Some("no answer within 10s (timed out)"), None),
+        (Some(204), None, Some("accepted")),
+    ];
+    for (i, (status, error, response)) in answers.iter().enumerate() {
+        let t = 10 * i64::try_from(i).expect("small") + 1;
+        outbox::claim_due(
+            db.as_ref(),
+            outbox::ClaimRequest {
+                worker: "relay-1",
+                now: at(t + 5_000),
+                lease_until: at(t + 5_030),
+                limit: 10,
+                ordered_destinations: &[],
+            },
+        )
+        .await
+        .expect("claim");
+        let outcome = if i < 2 {
+            DeliveryOutcome::Retry {
+                next_attempt_at: at(t + 1),
+            }
+        } else {
+            DeliveryOutcome::Delivered
+        };
+        let recorded = outbox::record_results(
+            db.as_ref(),
+            "relay-1",
+            at(t + 5_000),
+            &[DeliveryResult {
+                id,
+                outcome,
+                status_code: status.map(|s: u16| s),
+                error: error.map(str::to_string),
+                attempt: Some(hookbox::outbox::AttemptDetail {
+                    started_at: at(t + 5_000),
+                    latency: std::time::Duration::from_millis(40 + i as u64),
+                    response_excerpt: response.map(str::to_string),
+                }),
+            }],
+        )
+        .await
+        .expect("record");
+        assert_eq!(recorded, 1);
+    }
+    let out = hookbox_db(&test_db, &["outbox", "attempts", &id.to_string()]).await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("ATTEMPT"), "{text}");
+    for (n, needle) in [
+        (1, "down for maintenance"),
+        (2, "timed out"),
+        (3, "accepted"),
+    ] {
+        let line = lines[n];
+        assert!(line.starts_with(&n.to_string()), "{text}");
+        assert!(line.contains(needle) && line.contains("erp"), "{text}");
+    }
+    assert!(
+        lines[1].contains("503") && lines[1].contains("40 ms"),
+        "{text}"
+    );
+    assert!(
+        lines[3].contains("204") && lines[3].contains("42 ms"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("(3 attempts of {id})")), "{text}");
+
+    let none = hookbox_db(&test_db, &["outbox", "attempts", &Uuid::nil().to_string()]).await;
+    assert_eq!(code(&none), 1);
+    assert!(stderr(&none).contains("no attempt"), "{}", stderr(&none));
 }

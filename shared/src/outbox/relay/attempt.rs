@@ -12,7 +12,7 @@ use super::sender::{OutboundRequest, SendOutcome};
 use super::{Relay, backoff, chrono_duration};
 use crate::config::Destination;
 use crate::outbox::payload::{self, PayloadStorage};
-use crate::outbox::{DeliveryOutcome, DeliveryResult, OutboxRow};
+use crate::outbox::{AttemptDetail, DeliveryOutcome, DeliveryResult, OutboxRow};
 use crate::signature::sign_standard_webhooks;
 
 /// What an attempt came to, for the batch's report.
@@ -107,6 +107,7 @@ impl Relay {
                     outcome: DeliveryOutcome::NotAttempted { next_attempt_at },
                     status_code: None,
                     error: None,
+                    attempt: None,
                 },
                 Kind::NotAttempted,
             )
@@ -196,6 +197,7 @@ impl Relay {
             }
         };
         let timeout = destination.timeout.min(left);
+        let started = std::time::Instant::now();
         let sent = self
             .sender
             .send(OutboundRequest {
@@ -206,8 +208,18 @@ impl Relay {
             })
             .await;
         crate::failpoint::hit!(crate::failpoint::RELAY_AFTER_POST);
+        let detail = AttemptDetail {
+            started_at: start,
+            latency: started.elapsed(),
+            response_excerpt: match &sent {
+                SendOutcome::Response { body_excerpt, .. } if !body_excerpt.is_empty() => {
+                    Some(body_excerpt.clone())
+                }
+                _ => None,
+            },
+        };
         let span_fields = (row.id, destination.name.as_str(), attempt);
-        match sent {
+        let (mut result, kind) = match sent {
             SendOutcome::Response { status, .. } if (200..300).contains(&status) => {
                 tracing::info!(outbox_id = %span_fields.0, destination = span_fields.1, attempt, status, "delivered");
                 (
@@ -216,6 +228,7 @@ impl Relay {
                         outcome: DeliveryOutcome::Delivered,
                         status_code: Some(status),
                         error: None,
+                        attempt: None,
                     },
                     Kind::Delivered,
                 )
@@ -237,6 +250,7 @@ impl Relay {
                             "410 Gone: destination {:?} says this endpoint no longer exists",
                             destination.name
                         )),
+                        attempt: None,
                     },
                     Kind::Dead {
                         gone: true,
@@ -253,7 +267,7 @@ impl Relay {
                 let mut error = format!("HTTP {status}");
                 if !body_excerpt.is_empty() {
                     error.push_str(": ");
-                    error.push_str(&body_excerpt);
+                    error.push_str(&super::sender::short_excerpt(&body_excerpt));
                 }
                 let retry_after = match status {
                     429 | 503 => retry_after
@@ -286,7 +300,9 @@ impl Relay {
                     true,
                 )
             }
-        }
+        };
+        result.attempt = Some(detail);
+        (result, kind)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -321,6 +337,7 @@ impl Relay {
                     outcome: DeliveryOutcome::Dead,
                     status_code,
                     error: Some(format!("gave up after {attempt} attempts: {error}")),
+                    attempt: None,
                 },
                 Kind::Dead {
                     gone: false,
@@ -349,6 +366,7 @@ impl Relay {
                 outcome: DeliveryOutcome::Retry { next_attempt_at },
                 status_code,
                 error: Some(error),
+                attempt: None,
             },
             Kind::Retried { refused },
         )
@@ -381,6 +399,7 @@ pub(super) fn dead_unreadable(
             outcome: DeliveryOutcome::Dead,
             status_code: None,
             error: Some(error),
+            attempt: None,
         },
         Kind::Dead {
             gone: false,

@@ -84,6 +84,7 @@ impl RunReport {
             .count("SweepSendFailed", self.sweep.send_failed)
             .count("Purged", self.purge.inbox + self.purge.outbox)
             .count("ArchivedPurged", self.purge.archived_deleted)
+            .count("AttemptsPurged", self.purge.attempts_deleted)
             .count("BlobsDeleted", self.purge.blobs_deleted)
             .count("BlobDeleteFailed", self.purge.blob_delete_failed)
             .count("RelayErrors", self.errors.len() as u64);

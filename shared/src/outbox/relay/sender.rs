@@ -207,18 +207,35 @@ fn kind(error: &reqwest::Error) -> String {
     }
 }
 
-/// The first 200 characters of a response body, one line, for an error text.
+/// The first 1 KiB of a response body as one line of text (invalid UTF-8
+/// replaced, control characters as spaces, `…` when cut): what the attempt
+/// log keeps.
 pub fn excerpt(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&body[..body.len().min(800)]);
+    let cut = body.len() > crate::outbox::repo::MAX_RESPONSE_EXCERPT_BYTES;
+    let text = String::from_utf8_lossy(
+        &body[..body
+            .len()
+            .min(crate::outbox::repo::MAX_RESPONSE_EXCERPT_BYTES)],
+    );
     let mut out: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
-        .take(200)
         .collect();
-    if text.chars().count() > 200 || body.len() > 800 {
+    out = out.trim().to_string();
+    if cut {
         out.push('…');
     }
-    out.trim().to_string()
+    out
+}
+
+/// The first 200 characters of an excerpt, for an error text.
+pub fn short_excerpt(excerpt: &str) -> String {
+    if excerpt.chars().count() <= 200 {
+        return excerpt.to_string();
+    }
+    let mut out: String = excerpt.chars().take(200).collect();
+    out.push('…');
+    out
 }
 
 #[cfg(test)]
@@ -226,12 +243,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn excerpts_are_short_single_lines() {
+    fn excerpts_are_single_lines_of_at_most_1_kib() {
         assert_eq!(excerpt(b"  nope\r\n"), "nope");
-        let long = "x".repeat(1_000);
+        assert_eq!(excerpt(b"a\nb"), "a b");
+        let long = "x".repeat(5_000);
         let e = excerpt(long.as_bytes());
-        assert_eq!(e.chars().count(), 201);
+        assert_eq!(e.chars().count(), 1_025);
         assert!(e.ends_with('…'));
         assert_eq!(excerpt(&[0xff, b'a']), "\u{fffd}a");
+        let short = short_excerpt(&e);
+        assert_eq!(short.chars().count(), 201);
+        assert!(short.ends_with('…'));
+        assert_eq!(short_excerpt("fine"), "fine");
     }
 }

@@ -56,6 +56,9 @@ pub struct RelaySettings {
     /// Retention of the archive tables: archived rows older than this are
     /// deleted; `None`: kept.
     pub archive_retention: Option<Duration>,
+    /// Retention of the attempt log (`outbox_attempts`): attempts older
+    /// than this are deleted, whatever became of their rows; `None`: kept.
+    pub attempt_retention: Option<Duration>,
     /// Retention: rows per purge statement.
     pub purge_batch: i64,
     /// Retention: purge statements per table per run (bounds the work).
@@ -81,6 +84,7 @@ impl RelaySettings {
             retention: Some(Duration::from_secs(30 * 86_400)),
             retention_mode: Retention::Delete,
             archive_retention: None,
+            attempt_retention: Some(Duration::from_secs(30 * 86_400)),
             purge_batch: 1_000,
             purge_max_batches: 10,
         }
@@ -174,6 +178,10 @@ impl RelaySettings {
                 });
             }
             s.archive_retention = (days > 0).then(|| Duration::from_secs(days * 86_400));
+        }
+        if let Some(v) = var("HOOKBOX_ATTEMPT_RETENTION_DAYS") {
+            let days = number(v, 0, 36_500)?;
+            s.attempt_retention = (days > 0).then(|| Duration::from_secs(days * 86_400));
         }
         Ok(s)
     }

@@ -1,0 +1,82 @@
+//! The attempt log (`outbox_attempts`, migration 12): every delivery
+//! attempt, written by the statement that records its batch's results
+//! ([`super::repo::RECORD_AND_CLAIM`], [`super::repo::RECORD_RESULTS`]),
+//! read by `hookbox outbox attempts <id>` and the admin page, purged by its
+//! own retention (`HOOKBOX_ATTEMPT_RETENTION_DAYS`).
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::params;
+use crate::store::{DbError, Executor, Statement};
+
+/// One logged attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    /// The delivery (outbox row, its `webhook-id`).
+    pub outbox_id: Uuid,
+    /// Its attempt number (1 for the first).
+    pub attempt: i64,
+    /// When the request started (or, for an attempt that sent nothing, when
+    /// it was recorded).
+    pub attempted_at: DateTime<Utc>,
+    /// The destination.
+    pub destination: String,
+    /// The HTTP status (`None`: no answer).
+    pub status_code: Option<i64>,
+    /// Time to the answer or the failure, milliseconds.
+    pub latency_ms: Option<i64>,
+    /// What failed.
+    pub error: Option<String>,
+    /// The start of the response body (1 KiB).
+    pub response_excerpt: Option<String>,
+}
+
+/// Most attempts [`of`] returns.
+pub const MAX_LISTED: i64 = 1_000;
+
+pub const OF: Statement = Statement::new(
+    "outbox.attempts_of",
+    "SELECT outbox_id, attempt, attempted_at, destination, status_code, latency_ms, error,
+            response_excerpt
+       FROM outbox_attempts WHERE outbox_id = CAST(:id AS uuid) ORDER BY id LIMIT :limit",
+);
+
+/// Every logged attempt of delivery `id`, oldest first (at most
+/// [`MAX_LISTED`]).
+pub async fn of(db: &dyn Executor, id: Uuid) -> Result<Vec<Attempt>, DbError> {
+    db.execute(&OF, &params! { "id" => id, "limit" => MAX_LISTED })
+        .await?
+        .rows
+        .iter()
+        .map(|r| {
+            Ok(Attempt {
+                outbox_id: r.uuid("outbox_id")?,
+                attempt: r.i64("attempt")?,
+                attempted_at: r.timestamp("attempted_at")?,
+                destination: r.text("destination")?,
+                status_code: r.opt_i64("status_code")?,
+                latency_ms: r.opt_i64("latency_ms")?,
+                error: r.opt_text("error")?,
+                response_excerpt: r.opt_text("response_excerpt")?,
+            })
+        })
+        .collect()
+}
+
+pub const PURGE: Statement = Statement::new(
+    "outbox.attempts_purge",
+    "DELETE FROM outbox_attempts
+      WHERE id = ANY(ARRAY(SELECT id FROM outbox_attempts
+                            WHERE attempted_at < CAST(:before AS timestamptz)
+                            ORDER BY attempted_at LIMIT :limit))",
+);
+
+/// Deletes up to `limit` attempts older than `before`, oldest first; how
+/// many.
+pub async fn purge(db: &dyn Executor, before: DateTime<Utc>, limit: i64) -> Result<u64, DbError> {
+    Ok(db
+        .execute(&PURGE, &params! { "before" => before, "limit" => limit })
+        .await?
+        .affected)
+}
