@@ -191,6 +191,38 @@ async fn the_whole_flow_is_effectively_once_end_to_end_and_nothing_is_lost() {
         transitions
     );
 
+    // the admin API shows a delivery's attempts (the attempt log)
+    let delivered = text(
+        db.as_ref(),
+        "SELECT min(id::text) AS t FROM outbox WHERE status = :p",
+        "delivered",
+    )
+    .await
+    .expect("a delivered row");
+    let log: serde_json::Value = reqwest::Client::new()
+        .get(format!(
+            "{}/admin/api/outbox/{delivered}/attempts",
+            stack.url()
+        ))
+        .send()
+        .await
+        .expect("attempts")
+        .json()
+        .await
+        .expect("JSON");
+    let attempts = log["attempts"].as_array().expect("attempts");
+    let last = attempts.last().expect("at least one attempt");
+    assert!(
+        (200..300).contains(&last["status_code"].as_i64().unwrap_or(0)),
+        "{log}"
+    );
+    assert_eq!(
+        last["attempt"].as_i64(),
+        Some(attempts.len() as i64),
+        "{log}"
+    );
+    assert!(last["latency_ms"].as_i64().is_some(), "{log}");
+
     // 5. the ledger: everything accepted is accounted for, nothing missing
     eventually("the inbox settled", || async {
         let active = number(

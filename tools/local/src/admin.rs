@@ -61,6 +61,7 @@ pub fn routes(admin: Admin) -> Router {
         .route("/admin/api/outbox", get(outbox_rows))
         .route("/admin/api/inbox/{id}/replay", post(replay_row))
         .route("/admin/api/outbox/{id}/retry", post(retry_row))
+        .route("/admin/api/outbox/{id}/attempts", get(attempts_of))
         .route("/admin/api/dlq/redrive", post(redrive))
         .with_state(admin)
 }
@@ -250,6 +251,29 @@ async fn outbox_rows(State(admin): State<Admin>, Query(q): Query<ListQuery>) -> 
             "last_error": r.last_error,
             "created_at": r.created_at.to_rfc3339(),
         })).collect::<Vec<_>>() }))
+        .into_response(),
+        Err(e) => db_error(e),
+    }
+}
+
+/// Every logged attempt of one delivery, oldest first (empty when none is).
+async fn attempts_of(State(admin): State<Admin>, Path(id): Path<String>) -> Response {
+    let id = match parse_id(&id) {
+        Ok(id) => id,
+        Err(r) => return *r,
+    };
+    match outbox::attempts::of(admin.db.as_ref(), id).await {
+        Ok(attempts) => Json(
+            json!({ "id": id, "attempts": attempts.iter().map(|a| json!({
+            "attempt": a.attempt,
+            "attempted_at": a.attempted_at.to_rfc3339(),
+            "destination": a.destination,
+            "status_code": a.status_code,
+            "latency_ms": a.latency_ms,
+            "error": a.error,
+            "response_excerpt": a.response_excerpt,
+        })).collect::<Vec<_>>() }),
+        )
         .into_response(),
         Err(e) => db_error(e),
     }
