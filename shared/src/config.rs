@@ -31,7 +31,10 @@
 //!     "allowed_networks": [],
 //!     "backoff_secs": [5, 300, 1800, 7200, 18000, 36000, 36000],
 //!     "subscribe": {"event_types": ["order.*"],
-//!                   "filters": [{"pointer": "/currency", "equals": "EUR"}]}
+//!                   "filters": [{"pointer": "/currency", "equals": "EUR"}]},
+//!     "trip_after": 5,
+//!     "cool_down_secs": 60,
+//!     "disable_after_hours": 120
 //! }}}
 //! ```
 //!
@@ -564,7 +567,22 @@ pub struct Destination {
     /// The published events it gets (`None`: only those published to it by
     /// name). See [`crate::outbox::subscription`].
     pub subscription: Option<Subscription>,
+    /// The breaker opens after this many failed attempts in a row.
+    pub trip_after: u32,
+    /// How long an open breaker stops deliveries before one probe.
+    pub cool_down: Duration,
+    /// Failing continuously this long disables the destination (`None`:
+    /// never).
+    pub disable_after: Option<Duration>,
 }
+
+/// Default failed attempts in a row that open a destination's breaker.
+pub const DEFAULT_TRIP_AFTER: u32 = 5;
+/// Default cool-down of an open breaker.
+pub const DEFAULT_COOL_DOWN: Duration = Duration::from_secs(60);
+/// Default time of continuous failure after which a destination is
+/// disabled: 5 days.
+pub const DEFAULT_DISABLE_AFTER: Duration = Duration::from_secs(5 * 86_400);
 
 impl fmt::Debug for Destination {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -581,6 +599,9 @@ impl fmt::Debug for Destination {
             .field("ordered", &self.ordered)
             .field("allowed_networks", &self.allowed_networks)
             .field("subscription", &self.subscription)
+            .field("trip_after", &self.trip_after)
+            .field("cool_down", &self.cool_down)
+            .field("disable_after", &self.disable_after)
             .finish_non_exhaustive()
     }
 }
@@ -613,6 +634,12 @@ struct RawDestination {
     backoff_secs: Option<Vec<f64>>,
     #[serde(default)]
     subscribe: Option<RawSubscription>,
+    #[serde(default)]
+    trip_after: Option<u32>,
+    #[serde(default)]
+    cool_down_secs: Option<f64>,
+    #[serde(default)]
+    disable_after_hours: Option<f64>,
 }
 
 fn destination_error(
@@ -749,6 +776,27 @@ impl RawDestination {
             .map(RawSubscription::validate)
             .transpose()
             .map_err(|(field, reason)| err(&field, reason))?;
+        let trip_after = match self.trip_after {
+            None => DEFAULT_TRIP_AFTER,
+            Some(n) if (1..=1_000).contains(&n) => n,
+            Some(n) => return Err(err("trip_after", format!("{n} is outside 1..=1000"))),
+        };
+        let cool_down = match self.cool_down_secs {
+            None => DEFAULT_COOL_DOWN,
+            Some(v) => seconds(v)
+                .filter(|d| *d >= Duration::from_secs(1) && *d <= Duration::from_secs(86_400))
+                .ok_or_else(|| err("cool_down_secs", format!("{v} is outside [1, 86400]")))?,
+        };
+        let disable_after = match self.disable_after_hours {
+            None => Some(DEFAULT_DISABLE_AFTER),
+            Some(0.0) => None,
+            Some(v) => Some(seconds(v * 3_600.0).ok_or_else(|| {
+                err(
+                    "disable_after_hours",
+                    format!("{v} is not a positive number of hours (at most a year; 0: never)"),
+                )
+            })?),
+        };
         Ok(Destination {
             name: name.to_string(),
             url,
@@ -760,6 +808,9 @@ impl RawDestination {
             allowed_networks,
             backoff,
             subscription,
+            trip_after,
+            cool_down,
+            disable_after,
         })
     }
 }

@@ -110,6 +110,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "outbox_attempts",
         sql: include_str!("../migrations/0012_outbox_attempts.sql"),
     },
+    Migration {
+        version: 13,
+        name: "destination_health",
+        sql: include_str!("../migrations/0013_destination_health.sql"),
+    },
 ];
 
 /// Why migrating failed.

@@ -390,6 +390,13 @@ fn destinations_get_documented_defaults_and_toml_works_too() {
     assert!(crm.ordered);
     let steps: Vec<u64> = crm.backoff.iter().map(|d| d.as_secs()).collect();
     assert_eq!(steps, [5, 300, 1_800, 7_200, 18_000, 36_000, 36_000]);
+    assert_eq!(crm.trip_after, 5);
+    assert_eq!(crm.cool_down, std::time::Duration::from_secs(60));
+    assert_eq!(
+        crm.disable_after,
+        Some(std::time::Duration::from_secs(5 * 86_400))
+    );
+    assert_eq!(crm.subscription, None, "explicit publishes only");
     let shown = format!("{crm:?}");
     assert!(
         !shown.contains("whsec_") && !shown.contains("t0p"),
@@ -437,6 +444,22 @@ fn invalid_destinations_are_refused_naming_the_destination_and_field() {
         (
             serde_json::json!({ "url": "https://x.example/", "secrets": [secret], "backoff_secs": [5, -1] }),
             "destination \"crm\": backoff_secs[1]: -1 is not a positive",
+        ),
+        (
+            serde_json::json!({ "url": "https://x.example/", "secrets": [secret], "trip_after": 0 }),
+            "destination \"crm\": trip_after: 0 is outside",
+        ),
+        (
+            serde_json::json!({ "url": "https://x.example/", "secrets": [secret], "cool_down_secs": 0.5 }),
+            "destination \"crm\": cool_down_secs: 0.5 is outside",
+        ),
+        (
+            serde_json::json!({ "url": "https://x.example/", "secrets": [secret], "disable_after_hours": -2 }),
+            "destination \"crm\": disable_after_hours: -2 is not a positive",
+        ),
+        (
+            serde_json::json!({ "url": "https://x.example/", "secrets": [secret], "subscribe": {"event_types": ["a"], "filters": [{"pointer": "a", "equals": 1}]} }),
+            "destination \"crm\": subscribe.filters[0].pointer:",
         ),
         (
             serde_json::json!({ "url": "https://x.example/", "secrets": [secret], "allowed_networks": ["lan"] }),

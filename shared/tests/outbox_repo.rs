@@ -374,6 +374,7 @@ async fn step(
             lease_until: at(now + 30),
             limit: 10,
             ordered_destinations: &ordered,
+            destination_caps: &[],
         },
     )
     .await

@@ -40,7 +40,7 @@ async fn claim_cost(db: &dyn Database, params: &Params) -> (u64, u64) {
             .expect("time").to_utc(),
         "lease_until" => chrono::DateTime::parse_from_rfc3339("2000-01-01T00:00:30Z")
             .expect("time").to_utc(),
-        "worker" => "warm-up", "limit" => 1_i64, "ordered" => serde_json::json!([]),
+        "worker" => "warm-up", "limit" => 1_i64, "ordered" => serde_json::json!([]), "caps" => serde_json::json!({}),
     };
     // the relay's budget, unless the test sets one
     let budgeted = |p: &Params| match p.get("budget") {
@@ -108,7 +108,7 @@ async fn hot_queries_use_the_partial_indexes(adapter: Adapter) {
             d,
             &params! {
                 "now" => at(60), "lease_until" => at(90), "worker" => "r", "limit" => 100_i64,
-                "ordered" => ordered.clone(),
+                "ordered" => ordered.clone(), "caps" => serde_json::json!({}),
             },
         )
         .await;
@@ -199,7 +199,7 @@ async fn relay_statements_use_the_primary_key_with_a_large_due_backlog(adapter: 
         d,
         &params! {
             "now" => at(1_000_000_000), "lease_until" => at(1_000_000_030), "worker" => "r",
-            "limit" => 500_i64, "ordered" => serde_json::json!([]),
+            "limit" => 500_i64, "ordered" => serde_json::json!([]), "caps" => serde_json::json!({}),
         },
     )
     .await;
@@ -301,7 +301,7 @@ async fn the_claim_walks_the_due_index_when_a_burst_meets_no_statistics(adapter:
                 .expect("time").to_utc(),
             "lease_until" => chrono::DateTime::parse_from_rfc3339("2026-07-01T00:02:00Z")
                 .expect("time").to_utc(),
-            "worker" => "r", "limit" => 100_i64, "ordered" => serde_json::json!([]),
+            "worker" => "r", "limit" => 100_i64, "ordered" => serde_json::json!([]), "caps" => serde_json::json!({}),
         },
     )
     .await;

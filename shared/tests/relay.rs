@@ -577,6 +577,7 @@ impl hookbox::config::SecretStore for SlowSecret {
                     lease_until: now + chrono::Duration::seconds(35),
                     limit: 10,
                     ordered_destinations: &[],
+                    destination_caps: &[],
                 },
             )
             .await
@@ -800,7 +801,7 @@ async fn no_request_outlives_its_batch_and_late_rows_are_released_unattempted() 
     });
     let cfg = config(
         "http://127.0.0.1:9/unused",
-        serde_json::json!({ "max_in_flight": 1, "timeout_secs": 10 }),
+        serde_json::json!({ "max_in_flight": 5, "timeout_secs": 10 }),
     );
     let ids = enqueue(db.as_ref(), "o-7", 5, at(0)).await;
     let relay = Relay::new(
@@ -812,7 +813,7 @@ async fn no_request_outlives_its_batch_and_late_rows_are_released_unattempted() 
         RelaySettings::new("relay-a"),
     )
     .with_jitter(Arc::new(FixedJitter(0.0)));
-    // a 10 s batch, one request at a time, 4 s each: 3 requests fit (the
+    // a 10 s batch, the fake's requests taking 4 s each in turn: 3 fit (the
     // third with 2 s left), the other 2 are released untouched
     let report = relay.deliver_batch(&cfg, at(10)).await.expect("batch");
     assert_eq!((report.delivered, report.not_attempted), (3, 2));
@@ -1060,7 +1061,11 @@ async fn a_destination_with_hanging_requests_does_not_hold_the_batch() {
         .expect("batch");
     assert_eq!(report.delivered, 2, "crm is not held back");
     assert_eq!(report.retried, 1, "the one stuck request, timed out");
-    assert_eq!(report.not_attempted, 2, "the other stuck rows, released");
+    assert_eq!(
+        (report.claimed, report.not_attempted),
+        (3, 0),
+        "the other stuck rows are not even claimed: stuck's only slot is taken"
+    );
     assert_eq!(
         fake.stuck_started.load(std::sync::atomic::Ordering::SeqCst),
         1
@@ -1077,7 +1082,10 @@ async fn a_destination_with_hanging_requests_does_not_hold_the_batch() {
     .expect("count")
     .i64("n")
     .expect("n");
-    assert_eq!(released, 2, "released rows are not charged an attempt");
+    assert_eq!(
+        released, 2,
+        "rows left unclaimed are not charged an attempt"
+    );
 }
 
 async fn a_late_lane_records_nothing_over_a_newer_claim_of_the_same_relay() {
@@ -1107,6 +1115,7 @@ async fn a_late_lane_records_nothing_over_a_newer_claim_of_the_same_relay() {
             lease_until: clock.now() + chrono::Duration::seconds(35),
             limit: 10,
             ordered_destinations: &[],
+            destination_caps: &[],
         },
     )
     .await

@@ -272,6 +272,7 @@ async fn every_outbox_statement_takes_the_largest_rows(adapter: Adapter) {
                 lease_until: at(100),
                 limit: 1_000,
                 ordered_destinations: &[],
+                destination_caps: &[],
             },
             outbox::repo::CLAIM_BUDGET_BYTES,
         )

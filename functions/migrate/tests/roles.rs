@@ -161,6 +161,7 @@ async fn the_relay_claims_sweeps_and_purges_but_never_touches_business_tables() 
             lease_until: now + chrono::Duration::seconds(30),
             limit: 10,
             ordered_destinations: &[],
+            destination_caps: &[],
         },
     )
     .await

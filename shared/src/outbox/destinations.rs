@@ -19,21 +19,31 @@ use crate::store::{DbError, Executor, Statement, fetch_one};
 pub const SYNC: Statement = Statement::new(
     "outbox.destinations_sync",
     "WITH desired AS (
-         SELECT d.name, d.event_types, d.event_like, d.filters
+         SELECT d.name, d.event_types, d.event_like, d.filters, d.trip_after,
+                d.cool_down_secs, d.disable_after_secs
            FROM jsonb_to_recordset(CAST(:destinations AS jsonb))
-                AS d(name text, event_types text[], event_like text[], filters jsonb)),
+                AS d(name text, event_types text[], event_like text[], filters jsonb,
+                     trip_after integer, cool_down_secs integer, disable_after_secs bigint)),
      gone AS (
          DELETE FROM outbox_destinations AS o
           WHERE NOT EXISTS (SELECT 1 FROM desired AS d WHERE d.name = o.name)
          RETURNING 1),
      changed AS (
-         INSERT INTO outbox_destinations AS o (name, event_types, event_like, filters, synced_at)
-         SELECT name, event_types, event_like, filters, CAST(:now AS timestamptz) FROM desired
+         INSERT INTO outbox_destinations AS o (name, event_types, event_like, filters, trip_after,
+                                               cool_down_secs, disable_after_secs, synced_at)
+         SELECT name, event_types, event_like, filters, trip_after, cool_down_secs,
+                disable_after_secs, CAST(:now AS timestamptz)
+           FROM desired
          ON CONFLICT (name) DO UPDATE
             SET event_types = EXCLUDED.event_types, event_like = EXCLUDED.event_like,
-                filters = EXCLUDED.filters, synced_at = EXCLUDED.synced_at
-          WHERE (o.event_types, o.event_like, o.filters)
-                IS DISTINCT FROM (EXCLUDED.event_types, EXCLUDED.event_like, EXCLUDED.filters)
+                filters = EXCLUDED.filters, trip_after = EXCLUDED.trip_after,
+                cool_down_secs = EXCLUDED.cool_down_secs,
+                disable_after_secs = EXCLUDED.disable_after_secs, synced_at = EXCLUDED.synced_at
+          WHERE (o.event_types, o.event_like, o.filters, o.trip_after, o.cool_down_secs,
+                 o.disable_after_secs)
+                IS DISTINCT FROM (EXCLUDED.event_types, EXCLUDED.event_like, EXCLUDED.filters,
+                                  EXCLUDED.trip_after, EXCLUDED.cool_down_secs,
+                                  EXCLUDED.disable_after_secs)
          RETURNING 1)
      SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM changed) AS changed",
 );
@@ -53,6 +63,9 @@ fn desired(config: &HookboxConfig) -> serde_json::Value {
                 "event_types": types,
                 "event_like": like,
                 "filters": filters,
+                "trip_after": d.trip_after,
+                "cool_down_secs": d.cool_down.as_secs().max(1),
+                "disable_after_secs": d.disable_after.map_or(0, |t| t.as_secs()),
             })
         })
         .collect()
@@ -72,4 +85,111 @@ pub async fn sync(
     )
     .await?;
     Ok(u64::try_from(row.i64("changed")?).unwrap_or(0))
+}
+
+/// A destination's state, as the relay last recorded it (migration 13).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DestinationHealth {
+    /// Its name.
+    pub name: String,
+    /// Failed attempts in a row.
+    pub consecutive_failures: i64,
+    /// Since when it has been failing (its first failure since a success).
+    pub failing_since: Option<DateTime<Utc>>,
+    /// While set and in the future: the breaker is open (nothing is sent);
+    /// set and past: the next claim takes one probe.
+    pub open_until: Option<DateTime<Utc>>,
+    /// Disabled (by continuous failure, or an operator) since then.
+    pub disabled_at: Option<DateTime<Utc>>,
+    /// Why.
+    pub disabled_reason: Option<String>,
+    /// Rows waiting for it.
+    pub pending: i64,
+}
+
+impl DestinationHealth {
+    /// `disabled`, `open` (cool-down), `probing` (cool-down over, one
+    /// request allowed), or `healthy`, at `now`.
+    pub fn state(&self, now: DateTime<Utc>) -> &'static str {
+        match (self.disabled_at, self.open_until) {
+            (Some(_), _) => "disabled",
+            (None, Some(until)) if until > now => "open",
+            (None, Some(_)) => "probing",
+            (None, None) => "healthy",
+        }
+    }
+}
+
+pub const HEALTH: Statement = Statement::new(
+    "outbox.destinations_health",
+    "SELECT d.name, d.consecutive_failures, d.failing_since, d.open_until, d.disabled_at,
+            d.disabled_reason,
+            (SELECT count(*) FROM outbox AS o
+              WHERE o.destination = d.name AND o.status = 'pending') AS pending
+       FROM outbox_destinations AS d ORDER BY d.name",
+);
+
+/// Every synced destination's health, by name.
+pub async fn health(db: &dyn Executor) -> Result<Vec<DestinationHealth>, DbError> {
+    db.execute(&HEALTH, &params! {})
+        .await?
+        .rows
+        .iter()
+        .map(|r| {
+            Ok(DestinationHealth {
+                name: r.text("name")?,
+                consecutive_failures: r.i64("consecutive_failures")?,
+                failing_since: r.opt_timestamp("failing_since")?,
+                open_until: r.opt_timestamp("open_until")?,
+                disabled_at: r.opt_timestamp("disabled_at")?,
+                disabled_reason: r.opt_text("disabled_reason")?,
+                pending: r.i64("pending")?,
+            })
+        })
+        .collect()
+}
+
+pub const ENABLE: Statement = Statement::new(
+    "outbox.destination_enable",
+    "UPDATE outbox_destinations
+        SET disabled_at = NULL, disabled_reason = NULL, consecutive_failures = 0,
+            failing_since = NULL, open_until = NULL
+      WHERE name = :name",
+);
+
+/// Enables `name` again and closes its breaker: its waiting rows are
+/// delivered from the next claim on (none was lost or charged an attempt
+/// meanwhile). False when no such destination is synced.
+pub async fn enable(db: &dyn Executor, name: &str) -> Result<bool, DbError> {
+    Ok(db
+        .execute(&ENABLE, &params! { "name" => name })
+        .await?
+        .affected
+        == 1)
+}
+
+pub const DISABLE: Statement = Statement::new(
+    "outbox.destination_disable",
+    "UPDATE outbox_destinations
+        SET disabled_at = CAST(:now AS timestamptz), disabled_reason = :reason
+      WHERE name = :name",
+);
+
+/// Disables `name` (an operator's decision, with `reason`): nothing is
+/// claimed for it until [`enable`]. False when no such destination is
+/// synced.
+pub async fn disable(
+    db: &dyn Executor,
+    name: &str,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, DbError> {
+    Ok(db
+        .execute(
+            &DISABLE,
+            &params! { "name" => name, "reason" => reason, "now" => now },
+        )
+        .await?
+        .affected
+        == 1)
 }

@@ -78,7 +78,8 @@ macro_rules! outbox_columns {
 macro_rules! claim_args {
     () => {
         "CAST(:now AS timestamptz), CAST(:lease_until AS timestamptz), :worker,
-         CAST(:limit AS bigint), CAST(:ordered AS jsonb), CAST(:budget AS bigint)"
+         CAST(:limit AS bigint), CAST(:ordered AS jsonb), CAST(:budget AS bigint),
+         CAST(:caps AS jsonb)"
     };
 }
 
@@ -132,6 +133,11 @@ pub struct ClaimRequest<'a> {
     /// Destinations with ordered delivery: their rows are claimable only
     /// when no older row of the same aggregate is pending or dead.
     pub ordered_destinations: &'a [String],
+    /// Most rows per destination (the relay passes each destination's free
+    /// request slots); a destination not listed takes up to `limit`. A
+    /// destination whose breaker is open or that is disabled gets none
+    /// whatever this says, one when its cool-down is over (migration 13).
+    pub destination_caps: &'a [(String, i64)],
 }
 
 impl ClaimRequest<'_> {
@@ -143,6 +149,12 @@ impl ClaimRequest<'_> {
             "limit" => self.limit,
             "ordered" => serde_json::Value::from(self.ordered_destinations.to_vec()),
             "budget" => budget,
+            "caps" => serde_json::Value::Object(
+                self.destination_caps
+                    .iter()
+                    .map(|(name, cap)| (name.clone(), serde_json::Value::from(*cap)))
+                    .collect(),
+            ),
         }
     }
 }
@@ -335,7 +347,40 @@ macro_rules! record_update {
                 AS a(id uuid, attempted boolean, attempted_at timestamptz, status_code integer,
                      latency_ms integer, error text, response text)
              ON a.id = u.id
-          WHERE a.attempted)"
+          WHERE a.attempted),
+     health AS (
+         UPDATE outbox_destinations AS h
+            SET consecutive_failures = CASE WHEN b.ok THEN 0
+                                            ELSE h.consecutive_failures + b.failed END,
+                failing_since = CASE WHEN b.ok THEN NULL
+                                     ELSE coalesce(h.failing_since, CAST(:now AS timestamptz)) END,
+                open_until = CASE WHEN b.ok THEN NULL
+                                  WHEN h.consecutive_failures + b.failed >= h.trip_after
+                                  THEN CAST(:now AS timestamptz) + make_interval(secs => h.cool_down_secs)
+                                  ELSE h.open_until END,
+                disabled_at = CASE WHEN b.disable THEN CAST(:now AS timestamptz)
+                                   ELSE h.disabled_at END,
+                disabled_reason = CASE WHEN b.disable
+                                       THEN 'failing continuously since '
+                                            || to_char(h.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')
+                                            || ' UTC (' || (h.consecutive_failures + b.failed) || ' failed attempts in a row)'
+                                       ELSE h.disabled_reason END
+           FROM (SELECT s.destination, s.ok, s.failed,
+                        (NOT s.ok AND d.disabled_at IS NULL AND d.disable_after_secs > 0
+                         AND d.failing_since IS NOT NULL
+                         AND CAST(:now AS timestamptz) - d.failing_since
+                             >= make_interval(secs => d.disable_after_secs)) AS disable
+                   FROM (SELECT u.destination, bool_or(a.status = 'delivered') AS ok,
+                                count(*) FILTER (WHERE a.status <> 'delivered') AS failed
+                           FROM updated AS u
+                           JOIN jsonb_to_recordset(CAST(:results AS jsonb))
+                                AS a(id uuid, status text, attempted_at timestamptz)
+                             ON a.id = u.id
+                          WHERE a.attempted_at IS NOT NULL
+                          GROUP BY u.destination) AS s
+                   JOIN outbox_destinations AS d ON d.name = s.destination) AS b
+          WHERE h.name = b.destination
+      RETURNING 1)"
     };
 }
 
@@ -427,14 +472,20 @@ fn results_json(results: &[DeliveryResult]) -> serde_json::Value {
 // statements take a new snapshot and see the recorded rows. A row the
 // recording releases due at once may be claimed again by the same statement
 // (a second update of it, by a later command: allowed). tests/outbox_repo.rs
-// checks both.
+// checks both. The destinations' health is counted in the same aggregate's
+// row, so it is updated before the claim as well (a data-modifying CTE no
+// one reads runs after the main query; and a subquery without an aggregate
+// would be pulled up, its counts left to the end): a probe that succeeded
+// closes its breaker for this very claim (tests/destination_health.rs). The
+// attempt log is written last.
 pub const RECORD_AND_CLAIM: Statement = Statement::new(
     "outbox.record_and_claim",
     concat!(
         record_update!(),
-        " SELECT r.n AS recorded, ",
+        " SELECT r.n AS recorded, r.health AS health_changed, ",
         outbox_columns!("c."),
-        " FROM (SELECT count(*) AS n FROM updated) AS r
+        " FROM (SELECT count(*) AS n, (SELECT count(*) FROM health) AS health
+                  FROM updated) AS r
           LEFT JOIN LATERAL outbox_claim_due(",
         claim_args!(),
         ") AS c ON true"

@@ -136,6 +136,7 @@ pub fn claim(
         lease_until,
         limit,
         ordered_destinations: &[],
+        destination_caps: &[],
     }
 }
 

@@ -10,6 +10,7 @@
 //! configuration, missing URL, no database configured).
 
 mod common;
+mod destination;
 mod dlq;
 mod inbox;
 mod outbox;
@@ -61,6 +62,9 @@ enum Command {
     /// Outbound webhooks: list, retry dead rows.
     #[command(subcommand)]
     Outbox(outbox::OutboxCommand),
+    /// Outbound endpoints' health: list, status, disable, enable.
+    #[command(subcommand)]
+    Destination(destination::DestinationCommand),
     /// The inbox queue's dead-letter queue.
     #[command(subcommand)]
     Dlq(dlq::DlqCommand),
@@ -243,6 +247,7 @@ fn main() -> ExitCode {
         Command::Stats(args) => common::block_on(stats::run(args)),
         Command::Inbox(command) => common::block_on(inbox::run(command)),
         Command::Outbox(command) => common::block_on(outbox::run(command)),
+        Command::Destination(command) => common::block_on(destination::run(command)),
         Command::Dlq(command) => common::block_on(dlq::run(command)),
         Command::Send(args) => common::block_on(send::run(args)),
     };

@@ -196,6 +196,7 @@ async fn finished_outbox_row(
             lease_until: at(t + 31),
             limit: 10,
             ordered_destinations: &[],
+            destination_caps: &[],
         },
     )
     .await
@@ -1324,6 +1325,7 @@ async fn outbox_attempts_shows_each_attempt_of_a_delivery() {
                 lease_until: at(t + 5_030),
                 limit: 10,
                 ordered_destinations: &[],
+                destination_caps: &[],
             },
         )
         .await
@@ -1382,4 +1384,68 @@ async fn outbox_attempts_shows_each_attempt_of_a_delivery() {
     let none = hookbox_db(&test_db, &["outbox", "attempts", &Uuid::nil().to_string()]).await;
     assert_eq!(code(&none), 1);
     assert!(stderr(&none).contains("no attempt"), "{}", stderr(&none));
+}
+
+/// `hookbox destination list|status|disable|enable` over the destinations
+/// the relay synced; an unknown one is exit 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn destination_commands_show_disable_and_enable() {
+    let (test_db, db) = migrated().await;
+    let text = serde_json::json!({"destinations": {
+        "erp": {"url": "https://erp.example.com/hooks", "secrets": [DEMO_SECRET]},
+    }})
+    .to_string();
+    let cfg = hookbox::config::HookboxConfig::parse(&text, "test").expect("config");
+    outbox::destinations::sync(db.as_ref(), &cfg, at(0))
+        .await
+        .expect("sync");
+    enqueue(db.as_ref(), "erp", "o-d", 0).await;
+
+    let list = hookbox_db(&test_db, &["destination", "list"]).await;
+    assert_eq!(code(&list), 0, "{}", stderr(&list));
+    let row = stdout(&list)
+        .lines()
+        .find(|l| l.starts_with("erp"))
+        .map(str::to_string)
+        .expect("erp listed");
+    assert!(row.contains("healthy") && row.contains(" 1 "), "{row}");
+
+    let off = hookbox_db(
+        &test_db,
+        &[
+            "destination",
+            "disable",
+            "erp",
+            "--reason",
+            "maintenance window",
+        ],
+    )
+    .await;
+    assert_eq!(code(&off), 0, "{}", stderr(&off));
+    let status = stdout(&hookbox_db(&test_db, &["destination", "status", "erp"]).await);
+    assert!(
+        status.contains("state:                disabled"),
+        "{status}"
+    );
+    assert!(status.contains("maintenance window"), "{status}");
+    assert!(status.contains("pending rows:         1"), "{status}");
+
+    let on = hookbox_db(&test_db, &["destination", "enable", "erp"]).await;
+    assert_eq!(code(&on), 0, "{}", stderr(&on));
+    let status = stdout(&hookbox_db(&test_db, &["destination", "status", "erp"]).await);
+    assert!(status.contains("state:                healthy"), "{status}");
+
+    for args in [
+        &["destination", "status", "nope"][..],
+        &["destination", "enable", "nope"][..],
+        &["destination", "disable", "nope"][..],
+    ] {
+        let out = hookbox_db(&test_db, args).await;
+        assert_eq!(code(&out), 1, "{args:?}");
+        assert!(
+            stderr(&out).contains("no destination \"nope\""),
+            "{}",
+            stderr(&out)
+        );
+    }
 }

@@ -94,6 +94,10 @@ impl Relay {
                 .filter(|d| d.ordered)
                 .map(|d| d.name.clone())
                 .collect(),
+            // no per-destination caps yet: a capped claim alone does not
+            // keep a hanging destination from holding every lane (each
+            // lane waits for its whole batch); see docs/relay.md
+            caps: Vec::new(),
         }
     }
 

@@ -75,6 +75,17 @@ impl Relay {
             }
             Err(e) => r.errors.push(format!("inbox lag: {e}")),
         });
+        let health = outbox::destinations::health(self.db.as_ref()).await;
+        record(&report, |r| match health {
+            Ok(all) => {
+                let count = |state: &[&str]| {
+                    all.iter().filter(|h| state.contains(&h.state(now))).count() as u64
+                };
+                r.destinations_tripped = Some(count(&["open", "probing"]));
+                r.destinations_disabled = Some(count(&["disabled"]));
+            }
+            Err(e) => r.errors.push(format!("destination health: {e}")),
+        });
         report.into_inner().unwrap_or_else(|p| p.into_inner())
     }
 

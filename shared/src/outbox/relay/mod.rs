@@ -151,6 +151,9 @@ struct Lease {
     lease_until: DateTime<Utc>,
     token: String,
     ordered: Vec<String>,
+    /// The most rows of each destination the claim takes (none listed:
+    /// up to the batch size for each).
+    caps: Vec<(String, i64)>,
 }
 
 impl Lease {
@@ -161,6 +164,7 @@ impl Lease {
             lease_until: self.lease_until,
             limit,
             ordered_destinations: &self.ordered,
+            destination_caps: &self.caps,
         }
     }
 }

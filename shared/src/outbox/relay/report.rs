@@ -63,6 +63,10 @@ pub struct RunReport {
     /// Age of the oldest inbox row not finished (pending, processing or
     /// deferred) at the end, seconds: the inbox lag.
     pub inbox_lag_seconds: Option<f64>,
+    /// Destinations whose breaker is open (or probing) at the end.
+    pub destinations_tripped: Option<u64>,
+    /// Destinations disabled at the end.
+    pub destinations_disabled: Option<u64>,
     /// Database errors that ended a step (the next run tries again).
     pub errors: Vec<String>,
 }
@@ -93,6 +97,12 @@ impl RunReport {
         }
         if let Some(lag) = self.lag_seconds {
             m.record("OutboxLagSeconds", Unit::Seconds, lag);
+        }
+        if let Some(n) = self.destinations_tripped {
+            m.record("DestinationsTripped", Unit::Count, n as f64);
+        }
+        if let Some(n) = self.destinations_disabled {
+            m.record("DestinationsDisabled", Unit::Count, n as f64);
         }
         if let Some(lag) = self.inbox_lag_seconds {
             m.record("InboxLagSeconds", Unit::Seconds, lag);

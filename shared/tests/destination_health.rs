@@ -1,0 +1,219 @@
+//! Endpoint health (migration 13) through both adapters: a failing
+//! destination's breaker opens (nothing sent during the cool-down, asserted
+//! at the sink), probes with one request, recovers; continuous failure
+//! disables it until an operator enables it, without losing a row or using
+//! up attempts meanwhile.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{Adapter, at, migrated_db, sql};
+use hookbox::blob::memory::MemoryBlobStore;
+use hookbox::clock::{Clock, ManualClock};
+use hookbox::config::{ConfigStore, HookboxConfig};
+use hookbox::outbox::{self, NewOutboxEvent, OutboxStatus};
+use hookbox::relay::{FixedJitter, HttpSender, Relay, RelaySettings};
+use hookbox::store::{Database, Executor, fetch_one};
+use hookbox_testkit::http_sink::HttpSink;
+use uuid::Uuid;
+
+const SECRET: &str = "whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA==";
+
+async fn enqueue(
+    db: &dyn Database,
+    destination: &str,
+    n: usize,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Vec<Uuid> {
+    let tx = db.begin().await.expect("begin");
+    let mut ids = Vec::new();
+    for i in 0..n {
+        ids.push(
+            outbox::enqueue(
+                tx.as_ref(),
+                &NewOutboxEvent {
+                    aggregate_type: "order".into(),
+                    aggregate_id: format!("{destination}-{i}"),
+                    event_type: "order.paid".into(),
+                    destination: destination.into(),
+                    payload: serde_json::json!({"n": i}),
+                },
+                now,
+            )
+            .await
+            .expect("enqueue"),
+        );
+    }
+    tx.commit().await.expect("commit");
+    ids
+}
+
+async fn count(db: &dyn Executor, text: &str) -> i64 {
+    fetch_one(db, &sql(text), &hookbox::params! {})
+        .await
+        .expect("count")
+        .i64("n")
+        .expect("n")
+}
+
+fn flaky_config(sink: &HttpSink, disable_after_hours: f64) -> HookboxConfig {
+    let text = serde_json::json!({"destinations": {"flaky": {
+        "url": sink.url("/flaky"), "secrets": [SECRET], "allowed_networks": ["127.0.0.0/8"],
+        "backoff_secs": [5], "max_attempts": 50,
+        "trip_after": 3, "cool_down_secs": 60, "disable_after_hours": disable_after_hours,
+    }}})
+    .to_string();
+    HookboxConfig::parse(&text, "test").expect("config")
+}
+
+fn relay(db: Arc<dyn Database>, clock: Arc<ManualClock>) -> Relay {
+    Relay::new(
+        db,
+        Arc::new(MemoryBlobStore::new()),
+        Arc::new(HttpSender::default()),
+        None,
+        clock,
+        RelaySettings::new("breaker"),
+    )
+    .with_jitter(Arc::new(FixedJitter(0.0)))
+}
+
+async fn state(db: &dyn Executor, clock: &ManualClock) -> String {
+    let all = outbox::destinations::health(db).await.expect("health");
+    all.iter()
+        .find(|h| h.name == "flaky")
+        .map(|h| h.state(clock.now()).to_string())
+        .expect("flaky is synced")
+}
+
+async fn a_failing_destination_trips_waits_out_its_cool_down_and_recovers_on_a_probe(
+    adapter: Adapter,
+) {
+    let (_t, db) = migrated_db(adapter).await;
+    let sink = HttpSink::start().await;
+    let cfg = flaky_config(&sink, 0.0);
+    outbox::destinations::sync(db.as_ref(), &cfg, at(0))
+        .await
+        .expect("sync");
+    let ids = enqueue(db.as_ref(), "flaky", 5, at(0)).await;
+    let clock = Arc::new(ManualClock::new(at(1)));
+    let store = ConfigStore::fixed(cfg, clock.clone());
+    let relay = relay(db.clone(), clock.clone());
+
+    sink.respond_with(500);
+    relay.drain(&store).await;
+    assert_eq!(sink.requests().len(), 5, "one batch: every row tried once");
+    assert_eq!(
+        state(db.as_ref(), &clock).await,
+        "open",
+        "5 failures ≥ trip_after 3"
+    );
+
+    // due again after 5 s, but the breaker is open for 60 s: nothing is sent
+    for _ in 0..5 {
+        clock.advance(chrono::Duration::seconds(10));
+        relay.drain(&store).await;
+    }
+    assert_eq!(sink.requests().len(), 5, "no request during the cool-down");
+    for id in &ids {
+        let row = outbox::get(db.as_ref(), *id)
+            .await
+            .expect("get")
+            .expect("row");
+        assert_eq!(
+            (row.status, row.attempts),
+            (OutboxStatus::Pending, 1),
+            "waiting costs no attempt"
+        );
+    }
+
+    // the cool-down is over: one probe, which fails: open again
+    clock.advance(chrono::Duration::seconds(11));
+    assert_eq!(state(db.as_ref(), &clock).await, "probing");
+    relay.drain(&store).await;
+    assert_eq!(sink.requests().len(), 6, "exactly one probe");
+    assert_eq!(state(db.as_ref(), &clock).await, "open");
+
+    // the receiver is back: the next probe succeeds and everything follows
+    sink.respond_with(200);
+    clock.advance(chrono::Duration::seconds(61));
+    relay.drain(&store).await;
+    assert_eq!(state(db.as_ref(), &clock).await, "healthy");
+    assert_eq!(
+        count(
+            db.as_ref(),
+            "SELECT count(*) AS n FROM outbox WHERE status = 'delivered'"
+        )
+        .await,
+        5
+    );
+    assert_eq!(
+        sink.requests().len(),
+        11,
+        "5 failures, 1 failed probe, 5 deliveries"
+    );
+}
+
+async fn continuous_failure_disables_a_destination_until_an_operator_enables_it(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let sink = HttpSink::start().await;
+    // disabled after 30 minutes of failing continuously
+    let cfg = flaky_config(&sink, 0.5);
+    outbox::destinations::sync(db.as_ref(), &cfg, at(0))
+        .await
+        .expect("sync");
+    enqueue(db.as_ref(), "flaky", 4, at(0)).await;
+    let clock = Arc::new(ManualClock::new(at(1)));
+    let store = ConfigStore::fixed(cfg, clock.clone());
+    let relay = relay(db.clone(), clock.clone());
+    sink.respond_with(503);
+    // fail, then probe and fail every cool-down, for more than 30 minutes
+    for _ in 0..40 {
+        relay.drain(&store).await;
+        clock.advance(chrono::Duration::seconds(61));
+    }
+    assert_eq!(state(db.as_ref(), &clock).await, "disabled");
+    let health = outbox::destinations::health(db.as_ref())
+        .await
+        .expect("health");
+    let reason = health[0].disabled_reason.clone().unwrap_or_default();
+    assert!(reason.starts_with("failing continuously since"), "{reason}");
+    assert_eq!(health[0].pending, 4, "nothing lost");
+
+    // disabled: nothing is sent, however long it waits
+    let sent = sink.requests().len();
+    for _ in 0..5 {
+        clock.advance(chrono::Duration::hours(1));
+        relay.drain(&store).await;
+    }
+    assert_eq!(sink.requests().len(), sent);
+
+    // the operator fixes the receiver and enables it: every row delivered
+    sink.respond_with(200);
+    assert!(
+        outbox::destinations::enable(db.as_ref(), "flaky")
+            .await
+            .expect("enable")
+    );
+    assert!(
+        !outbox::destinations::enable(db.as_ref(), "nope")
+            .await
+            .expect("enable")
+    );
+    relay.drain(&store).await;
+    assert_eq!(
+        count(
+            db.as_ref(),
+            "SELECT count(*) AS n FROM outbox WHERE status = 'delivered'"
+        )
+        .await,
+        4
+    );
+    assert_eq!(state(db.as_ref(), &clock).await, "healthy");
+}
+
+for_each_adapter!(
+    a_failing_destination_trips_waits_out_its_cool_down_and_recovers_on_a_probe,
+    continuous_failure_disables_a_destination_until_an_operator_enables_it,
+);
