@@ -84,7 +84,7 @@ pub(crate) fn config() -> HookboxConfig {
             }
         },
         "destinations": {
-            "erp": {"url": "https://erp.torture.invalid/hooks", "secrets": [SW_SECRET], "timeout_secs": 1},
+            "erp": {"url": "https://erp.torture.invalid/hooks", "secrets": [SW_SECRET], "timeout_secs": 0.25},
             GONE: {"url": "https://legacy.torture.invalid/hooks", "secrets": [SW_SECRET]}
         }
     })
