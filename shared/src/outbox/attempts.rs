@@ -69,11 +69,12 @@ pub const PURGE: Statement = Statement::new(
     "DELETE FROM outbox_attempts
       WHERE id = ANY(ARRAY(SELECT id FROM outbox_attempts
                             WHERE attempted_at < CAST(:before AS timestamptz)
-                            ORDER BY attempted_at LIMIT :limit))",
+                            ORDER BY id LIMIT :limit))",
 );
 
-/// Deletes up to `limit` attempts older than `before`, oldest first; how
-/// many.
+/// Deletes up to `limit` attempts older than `before`, oldest first (the
+/// primary key's order, which is the order they were logged in: the walk
+/// stops after `limit` of them); how many.
 pub async fn purge(db: &dyn Executor, before: DateTime<Utc>, limit: i64) -> Result<u64, DbError> {
     Ok(db
         .execute(&PURGE, &params! { "before" => before, "limit" => limit })
