@@ -8,11 +8,10 @@ mod common;
 use std::sync::Arc;
 
 use common::{Adapter, at, migrated_db};
-use hookbox::blob::memory::MemoryBlobStore;
 use hookbox::clock::{Clock, ManualClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::outbox::{self, NewOutboxEvent, OutboxStatus};
-use hookbox::relay::{FixedJitter, HttpSender, Relay, RelaySettings};
+use hookbox::relay::{Relay, RelaySettings};
 use hookbox::store::Database;
 use hookbox_testkit::http_sink::HttpSink;
 use uuid::Uuid;
@@ -48,15 +47,7 @@ async fn enqueue(db: &dyn Database) -> Uuid {
 }
 
 fn relay(db: Arc<dyn Database>, clock: Arc<ManualClock>, settings: RelaySettings) -> Relay {
-    Relay::new(
-        db,
-        Arc::new(MemoryBlobStore::new()),
-        Arc::new(HttpSender::default()),
-        None,
-        clock,
-        settings,
-    )
-    .with_jitter(Arc::new(FixedJitter(0.0)))
+    common::http_relay(db, clock, settings)
 }
 
 async fn every_attempt_of_a_delivery_is_logged(adapter: Adapter) {

@@ -9,11 +9,10 @@ mod common;
 use std::sync::Arc;
 
 use common::{Adapter, at, migrated_db, sql};
-use hookbox::blob::memory::MemoryBlobStore;
 use hookbox::clock::{Clock, ManualClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::outbox::{self, NewOutboxEvent, OutboxStatus};
-use hookbox::relay::{FixedJitter, HttpSender, Relay, RelaySettings};
+use hookbox::relay::{Relay, RelaySettings};
 use hookbox::store::{Database, Executor, fetch_one};
 use hookbox_testkit::http_sink::HttpSink;
 use uuid::Uuid;
@@ -68,15 +67,7 @@ fn flaky_config(sink: &HttpSink, disable_after_hours: f64) -> HookboxConfig {
 }
 
 fn relay(db: Arc<dyn Database>, clock: Arc<ManualClock>) -> Relay {
-    Relay::new(
-        db,
-        Arc::new(MemoryBlobStore::new()),
-        Arc::new(HttpSender::default()),
-        None,
-        clock,
-        RelaySettings::new("breaker"),
-    )
-    .with_jitter(Arc::new(FixedJitter(0.0)))
+    common::http_relay(db, clock, RelaySettings::new("breaker"))
 }
 
 async fn state(db: &dyn Executor, clock: &ManualClock) -> String {

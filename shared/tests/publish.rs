@@ -10,11 +10,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use common::{Adapter, at, migrated_db, sql};
-use hookbox::blob::memory::MemoryBlobStore;
 use hookbox::clock::ManualClock;
 use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::outbox::{self, NewEvent, OutboxStatus};
-use hookbox::relay::{FixedJitter, HttpSender, Relay, RelaySettings};
+use hookbox::relay::{Relay, RelaySettings};
 use hookbox::store::{Database, DbError, Executor, fetch_one};
 use hookbox_testkit::http_sink::HttpSink;
 use uuid::Uuid;
@@ -60,15 +59,7 @@ fn paid(order: &str, currency: &str) -> NewEvent {
 }
 
 fn relay(db: Arc<dyn Database>, clock: Arc<ManualClock>) -> Relay {
-    Relay::new(
-        db,
-        Arc::new(MemoryBlobStore::new()),
-        Arc::new(HttpSender::default()),
-        None,
-        clock,
-        RelaySettings::new("publish-test"),
-    )
-    .with_jitter(Arc::new(FixedJitter(0.0)))
+    common::http_relay(db, clock, RelaySettings::new("publish-test"))
 }
 
 async fn publish_in_tx(db: &dyn Database, event: &NewEvent, commit: bool) -> Vec<Uuid> {

@@ -111,7 +111,7 @@ async fn ingest_may_insert_and_read_the_inbox_and_nothing_else() {
         "CREATE TABLE ingest_was_here (x int)",
         "DROP TABLE inbox",
         "SELECT hookbox_set_role_password('hookbox_ingest', 'another-password-of-length')",
-        "SELECT * FROM outbox_claim_due(now(), now(), 'w', 1, '[]'::jsonb, 1000)",
+        "SELECT * FROM outbox_claim_due(now(), now(), 'w', 1, '[]'::jsonb, 1000, '{}'::jsonb)",
     ] {
         refused(&c, "hookbox_ingest", sql).await;
     }
@@ -137,7 +137,7 @@ async fn the_processor_may_not_deliver_purge_or_change_the_schema() {
         "SELECT * FROM schema_migrations",
         "CREATE TABLE processor_was_here (x int)",
         "ALTER TABLE inbox ADD COLUMN x int",
-        "SELECT * FROM outbox_claim_due(now(), now(), 'w', 1, '[]'::jsonb, 1000)",
+        "SELECT * FROM outbox_claim_due(now(), now(), 'w', 1, '[]'::jsonb, 1000, '{}'::jsonb)",
         "SELECT hookbox_set_role_password('hookbox_ingest', 'another-password-of-length')",
     ] {
         refused(&c, "hookbox_processor", sql).await;

@@ -236,3 +236,21 @@ pub async fn killable_db(adapter: Adapter) -> KillableDb {
         _data_api: data_api,
     }
 }
+
+/// A relay over `db` posting with the real HTTP adapter, an in-memory blob
+/// store, no queue, no jitter.
+pub fn http_relay(
+    db: Arc<dyn Database>,
+    clock: Arc<hookbox::clock::ManualClock>,
+    settings: hookbox::relay::RelaySettings,
+) -> hookbox::relay::Relay {
+    hookbox::relay::Relay::new(
+        db,
+        Arc::new(hookbox::blob::memory::MemoryBlobStore::new()),
+        Arc::new(hookbox::relay::HttpSender::default()),
+        None,
+        clock,
+        settings,
+    )
+    .with_jitter(Arc::new(hookbox::relay::FixedJitter(0.0)))
+}

@@ -85,6 +85,23 @@ fn not_found(id: &str) -> ServiceError {
     ServiceError::NotFound(format!("Transaction {id} is not found"))
 }
 
+/// A two-valued member: absent or `off` is false, `on` is true, anything
+/// else is refused naming both.
+fn switch(
+    member: &str,
+    value: Option<&str>,
+    (off, on): (&str, &str),
+) -> Result<bool, ServiceError> {
+    match value {
+        None => Ok(false),
+        Some(v) if v == off => Ok(false),
+        Some(v) if v == on => Ok(true),
+        Some(other) => Err(ServiceError::BadRequest(format!(
+            "{member} must be {off} or {on}, not {other:?}"
+        ))),
+    }
+}
+
 /// Checks an `ExecuteStatement` request before any connection is used: its
 /// members, its SQL (named parameters) and its parameters, bound.
 fn prepare_execute(
@@ -101,33 +118,21 @@ fn prepare_execute(
     let result_set = request.result_set_options.as_ref().unwrap_or(&no_options);
     let options = ResultOptions {
         include_metadata: request.include_result_metadata.unwrap_or(false),
-        json: match request.format_records_as.as_deref() {
-            None | Some("NONE") => false,
-            Some("JSON") => true,
-            Some(other) => {
-                return Err(ServiceError::BadRequest(format!(
-                    "formatRecordsAs must be NONE or JSON, not {other:?}"
-                )));
-            }
-        },
-        long_as_string: match result_set.long_return_type.as_deref() {
-            None | Some("LONG") => false,
-            Some("STRING") => true,
-            Some(other) => {
-                return Err(ServiceError::BadRequest(format!(
-                    "longReturnType must be LONG or STRING, not {other:?}"
-                )));
-            }
-        },
-        decimal_as_number: match result_set.decimal_return_type.as_deref() {
-            None | Some("STRING") => false,
-            Some("DOUBLE_OR_LONG") => true,
-            Some(other) => {
-                return Err(ServiceError::BadRequest(format!(
-                    "decimalReturnType must be STRING or DOUBLE_OR_LONG, not {other:?}"
-                )));
-            }
-        },
+        json: switch(
+            "formatRecordsAs",
+            request.format_records_as.as_deref(),
+            ("NONE", "JSON"),
+        )?,
+        long_as_string: switch(
+            "longReturnType",
+            result_set.long_return_type.as_deref(),
+            ("LONG", "STRING"),
+        )?,
+        decimal_as_number: switch(
+            "decimalReturnType",
+            result_set.decimal_return_type.as_deref(),
+            ("STRING", "DOUBLE_OR_LONG"),
+        )?,
     };
     Ok((named, bound, options))
 }
