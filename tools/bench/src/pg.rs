@@ -1,0 +1,149 @@
+//! The benchmark's database: one durable throwaway cluster (fsync on, as
+//! production pays), a fresh database per flow, and pgbench for baselines.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use hookbox::store::postgres::{PgDatabase, PgOptions};
+use hookbox::store::{Database, Executor as _, Statement};
+use hookbox_testkit::PrivateCluster;
+
+/// The cluster every flow runs on.
+#[derive(Debug)]
+pub struct Bench {
+    cluster: PrivateCluster,
+    bindir: PathBuf,
+}
+
+impl Bench {
+    /// Starts a durable cluster (about a second).
+    pub fn start() -> anyhow::Result<Bench> {
+        let cluster = std::panic::catch_unwind(PrivateCluster::start_durable)
+            .map_err(|_| anyhow::anyhow!("cannot start a durable PostgreSQL cluster"))?;
+        let bindir = hookbox_testkit::find_bindir()?;
+        Ok(Bench { cluster, bindir })
+    }
+
+    /// The maintenance database's URL.
+    pub fn admin_url(&self) -> &str {
+        self.cluster.url()
+    }
+
+    /// The URL of database `name` on the cluster.
+    pub fn url_of(&self, name: &str) -> String {
+        let admin = self.cluster.url();
+        match admin.rsplit_once('/') {
+            Some((base, _)) => format!("{base}/{name}"),
+            None => admin.to_string(),
+        }
+    }
+
+    /// Creates database `name` (dropping an old one), migrates it, and
+    /// returns its URL and a pool of `max_connections`.
+    pub async fn database(
+        &self,
+        name: &str,
+        max_connections: usize,
+    ) -> anyhow::Result<(String, Arc<dyn Database>)> {
+        let admin = PgDatabase::connect(self.admin_url(), &PgOptions::default())?;
+        for sql in [
+            format!("DROP DATABASE IF EXISTS {name}"),
+            format!("CREATE DATABASE {name}"),
+        ] {
+            let sql: &'static str = Box::leak(sql.into_boxed_str());
+            admin
+                .execute(
+                    &Statement::new("bench.create_database", sql),
+                    &hookbox::params! {},
+                )
+                .await
+                .with_context(|| format!("creating database {name}"))?;
+        }
+        let url = self.url_of(name);
+        let db: Arc<dyn Database> = Arc::new(PgDatabase::connect(
+            &url,
+            &PgOptions {
+                max_connections,
+                ..PgOptions::default()
+            },
+        )?);
+        hookbox::migrate::migrate(db.as_ref())
+            .await
+            .with_context(|| format!("migrating {name}"))?;
+        Ok((url, db))
+    }
+
+    /// Runs pgbench on `url` with `script` (`-M prepared`, `clients`
+    /// connections, `seconds`); returns its transactions per second without
+    /// the initial connection time.
+    pub fn pgbench(
+        &self,
+        url: &str,
+        script: &str,
+        clients: usize,
+        seconds: u64,
+    ) -> anyhow::Result<f64> {
+        let file = tempfile::Builder::new()
+            .prefix("hookbox-bench-")
+            .suffix(".sql")
+            .tempfile()?;
+        std::fs::write(file.path(), script)?;
+        let out = std::process::Command::new(self.bindir.join("pgbench"))
+            .args(["-n", "-M", "prepared", "-c"])
+            .arg(clients.to_string())
+            .arg("-j")
+            .arg(clients.min(2).to_string())
+            .arg("-T")
+            .arg(seconds.max(1).to_string())
+            .arg("-f")
+            .arg(file.path())
+            .arg(url)
+            .output()
+            .context("running pgbench")?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        anyhow::ensure!(
+            out.status.success(),
+            "pgbench failed: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        parse_tps(&text).ok_or_else(|| anyhow::anyhow!("no tps in pgbench output: {text}"))
+    }
+}
+
+/// The `tps = N` of pgbench's output.
+pub fn parse_tps(text: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with("tps ="))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .and_then(|v| v.parse().ok())
+}
+
+/// SQL on one line, `--` comments removed (on one line a comment would
+/// swallow the rest of the statement, its `;` included).
+pub fn one_line(sql: &str) -> String {
+    sql.lines()
+        .map(|line| line.split_once("--").map_or(line, |(code, _)| code))
+        .flat_map(str::split_whitespace)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pgbench_tps_is_read_from_its_summary() {
+        let out = "number of failed transactions: 0 (0.000%)\nlatency average = 1.2 ms\n\
+                   initial connection time = 3.1 ms\ntps = 6543.210987 (without initial connection time)\n";
+        assert_eq!(parse_tps(out), Some(6543.210987));
+        assert_eq!(parse_tps("nothing"), None);
+    }
+
+    #[test]
+    fn statements_become_one_line() {
+        assert_eq!(one_line("SELECT 1\n   FROM  t\n"), "SELECT 1 FROM t");
+        assert_eq!(one_line("SELECT 1 -- one\n  , 2 -- two\n"), "SELECT 1 , 2");
+    }
+}
