@@ -181,6 +181,12 @@ pub struct Estimate {
     pub lambda_concurrency: f64,
     pub processor_concurrency: f64,
     pub sqs_rps: f64,
+    /// Database vCPU busy (measured CPU × rate).
+    pub db_vcpu: f64,
+    /// Lambda GB-seconds per second.
+    pub gb_seconds_per_s: f64,
+    /// Lambda invocations per second.
+    pub invocations_per_s: f64,
     /// (item, monthly USD)
     pub costs: Vec<(&'static str, f64)>,
     /// (limit, utilisation 0..)
@@ -270,6 +276,9 @@ pub fn estimate(m: &Measured, rate: f64, p: &Prices, l: &Limits, a: &Assumptions
         lambda_concurrency: concurrency,
         processor_concurrency,
         sqs_rps,
+        db_vcpu,
+        gb_seconds_per_s,
+        invocations_per_s,
         costs,
         utilisation,
     }
@@ -343,6 +352,42 @@ pub fn markdown(m: &Measured, rates: &[f64]) -> String {
             Box::new(|e: &Estimate| number(e.processor_concurrency)),
         ),
         ("SQS requests/s", Box::new(|e: &Estimate| number(e.sqs_rps))),
+        (
+            "per webhook: database CPU (ms)",
+            Box::new(|e: &Estimate| number(e.db_vcpu * 1e3 / e.rate)),
+        ),
+        (
+            "per webhook: Data API calls",
+            Box::new(|e: &Estimate| number(e.data_api_rps / e.rate)),
+        ),
+        (
+            "per webhook: Lambda invocations",
+            Box::new(|e: &Estimate| number(e.invocations_per_s / e.rate)),
+        ),
+        (
+            "per webhook: Lambda GB-ms",
+            Box::new(|e: &Estimate| number(e.gb_seconds_per_s * 1e3 / e.rate)),
+        ),
+        (
+            "per webhook: SQS requests",
+            Box::new(|e: &Estimate| number(e.sqs_rps / e.rate)),
+        ),
+        (
+            "limits over 100%",
+            Box::new(|e: &Estimate| {
+                let over: Vec<&str> = e
+                    .utilisation
+                    .iter()
+                    .filter(|(_, u)| *u > 1.0)
+                    .map(|(n, _)| *n)
+                    .collect();
+                if over.is_empty() {
+                    "none".to_string()
+                } else {
+                    over.join("; ")
+                }
+            }),
+        ),
         (
             "first bottleneck (utilisation)",
             Box::new(|e: &Estimate| {

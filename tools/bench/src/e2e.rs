@@ -192,7 +192,7 @@ pub async fn run(
          in-memory queue every 100 ms when idle, and the relay with 2 lanes and a 250 ms idle \
          pause (tools/local), on its own throwaway cluster (fsync off), as `cargo run -p \
          hookbox-local` runs. Histogram: `e2e-latency.png` beside this \
-         file, one panel per rate (top: the lowest), x from 1 ms to 10 s, logarithmic, a grid \
+         file, one panel per rate (labelled), x from 1 ms to 10 s, logarithmic, a grid \
          line per decade; blue bars: POST → processed, dark marks: POST → outbound webhook \
          received; heights are shares of the rate's webhooks.\n\n\
          | offered | sent | POST answered p50 / p99 / max (ms) | → processed p50 / p99 / max (ms) | → outbound received p50 / p99 / max (ms) | backlog when sending ended | not processed / not delivered at the end |\n\
@@ -270,6 +270,10 @@ pub async fn run(
         .iter()
         .map(|r| (r.processed.as_slice(), r.delivered.as_slice()))
         .collect();
-    std::fs::write(png_path, crate::histogram::png(&panels)?)?;
+    let labels: Vec<String> = runs
+        .iter()
+        .map(|r| format!("{}/s", count(r.rate)))
+        .collect();
+    std::fs::write(png_path, crate::histogram::png(&panels, &labels)?)?;
     Ok((figures, note))
 }

@@ -59,11 +59,50 @@ impl Canvas {
     }
 }
 
+/// A 3×5 pixel glyph (rows top to bottom, bits left to right) for the
+/// few characters the labels use.
+fn glyph(c: char) -> [u8; 5] {
+    match c {
+        '0' => [0b111, 0b101, 0b101, 0b101, 0b111],
+        '1' => [0b010, 0b110, 0b010, 0b010, 0b111],
+        '2' => [0b111, 0b001, 0b111, 0b100, 0b111],
+        '3' => [0b111, 0b001, 0b111, 0b001, 0b111],
+        '4' => [0b101, 0b101, 0b111, 0b001, 0b001],
+        '5' => [0b111, 0b100, 0b111, 0b001, 0b111],
+        '6' => [0b111, 0b100, 0b111, 0b101, 0b111],
+        '7' => [0b111, 0b001, 0b001, 0b001, 0b001],
+        '8' => [0b111, 0b101, 0b111, 0b101, 0b111],
+        '9' => [0b111, 0b101, 0b111, 0b001, 0b111],
+        'm' => [0b000, 0b000, 0b111, 0b111, 0b101],
+        's' => [0b000, 0b111, 0b110, 0b001, 0b111],
+        '/' => [0b001, 0b001, 0b010, 0b100, 0b100],
+        ',' => [0b000, 0b000, 0b000, 0b010, 0b100],
+        _ => [0; 5],
+    }
+}
+
+impl Canvas {
+    /// Writes `text` at (x, y), each font pixel `scale` pixels wide.
+    fn text(&mut self, x: u32, y: u32, text: &str, scale: u32, color: [u8; 3]) {
+        for (i, c) in text.chars().enumerate() {
+            let x0 = x + i as u32 * 4 * scale;
+            for (row, bits) in glyph(c).iter().enumerate() {
+                for col in 0..3u32 {
+                    if bits & (0b100 >> col) != 0 {
+                        let (px, py) = (x0 + col * scale, y + row as u32 * scale);
+                        self.rect(px, py, px + scale, py + scale, color);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// One panel: (processed latencies, delivered latencies).
 pub type Panel<'a> = (&'a [Duration], &'a [Duration]);
 
-/// The PNG bytes of the panels.
-pub fn png(panels: &[Panel<'_>]) -> anyhow::Result<Vec<u8>> {
+/// The PNG bytes of the panels, each labelled (e.g. "50/s").
+pub fn png(panels: &[Panel<'_>], labels: &[String]) -> anyhow::Result<Vec<u8>> {
     let height = PANEL * panels.len().max(1) as u32;
     let mut c = Canvas::new(WIDTH, height);
     let margin = 20u32;
@@ -71,13 +110,30 @@ pub fn png(panels: &[Panel<'_>]) -> anyhow::Result<Vec<u8>> {
     let bar_w = plot_w / BINS as u32;
     for (p, (processed, delivered)) in panels.iter().enumerate() {
         let top = p as u32 * PANEL + 10;
-        let bottom = (p as u32 + 1) * PANEL - 10;
+        let bottom = (p as u32 + 1) * PANEL - 18;
         let h = bottom - top;
         // frame and decade grid
         c.rect(margin, bottom, margin + plot_w, bottom + 1, [0, 0, 0]);
-        for decade in 0..=4u32 {
-            let x = margin + decade * plot_w / 4;
+        for (decade, tick) in ["1ms", "10ms", "100ms", "1s", "10s"].iter().enumerate() {
+            let x = margin + decade as u32 * plot_w / 4;
             c.rect(x, top, x + 1, bottom, [200, 200, 200]);
+            let width = tick.len() as u32 * 8;
+            c.text(
+                x.saturating_sub(width / 2).min(WIDTH - width),
+                bottom + 4,
+                tick,
+                2,
+                [60, 60, 60],
+            );
+        }
+        if let Some(label) = labels.get(p) {
+            c.text(
+                WIDTH - margin - label.len() as u32 * 12,
+                top + 2,
+                label,
+                3,
+                [0, 0, 0],
+            );
         }
         let a = counts(processed);
         let b = counts(delivered);
@@ -132,9 +188,20 @@ mod tests {
     }
 
     #[test]
+    fn labels_draw_their_glyphs_and_unknown_characters_draw_nothing() {
+        let mut c = Canvas::new(40, 10);
+        c.text(0, 0, "1", 1, [0, 0, 0]);
+        let dark = c.rgb.chunks(3).filter(|p| p[0] == 0).count();
+        assert_eq!(dark, 8, "the glyph of 1 has eight pixels");
+        let mut blank = Canvas::new(40, 10);
+        blank.text(0, 0, "?", 1, [0, 0, 0]);
+        assert!(blank.rgb.iter().all(|v| *v == 255));
+    }
+
+    #[test]
     fn a_png_is_written_with_one_panel_per_rate() {
         let a = vec![Duration::from_millis(5), Duration::from_millis(120)];
-        let bytes = png(&[(&a, &a), (&a, &[])]).expect("png");
+        let bytes = png(&[(&a, &a), (&a, &[])], &["50/s".into(), "1,000/s".into()]).expect("png");
         assert_eq!(&bytes[1..4], b"PNG");
         let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
         let reader = decoder.read_info().expect("header");

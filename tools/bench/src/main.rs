@@ -77,6 +77,7 @@ struct Args {
 struct Plan {
     ingest_seconds: u64,
     ingest_rounds: usize,
+    ingest_large_bodies: u64,
     processor_seconds: u64,
     processor_rounds: usize,
     relay_rows: usize,
@@ -89,6 +90,7 @@ struct Plan {
 const QUICK: Plan = Plan {
     ingest_seconds: 1,
     ingest_rounds: 1,
+    ingest_large_bodies: 40,
     processor_seconds: 1,
     processor_rounds: 1,
     relay_rows: 600,
@@ -101,6 +103,7 @@ const QUICK: Plan = Plan {
 const FULL: Plan = Plan {
     ingest_seconds: 5,
     ingest_rounds: 2,
+    ingest_large_bodies: 400,
     processor_seconds: 5,
     processor_rounds: 2,
     relay_rows: 5_000,
@@ -196,7 +199,12 @@ async fn main() -> anyhow::Result<()> {
     if let Some((figures, note, c)) = section!(
         "ingest",
         ingest::SECTION,
-        ingest::run(&bench, plan.ingest_seconds, plan.ingest_rounds)
+        ingest::run(
+            &bench,
+            plan.ingest_seconds,
+            plan.ingest_rounds,
+            plan.ingest_large_bodies
+        )
     ) {
         report.figures.extend(figures);
         report.notes.push((ingest::SECTION, note));

@@ -20,6 +20,7 @@ use hookbox::relay::{
     HttpSender, OutboundRequest, Relay, RelaySettings, SendOutcome, WebhookSender,
 };
 use hookbox::signature::{Secret, sign_standard_webhooks};
+use hookbox::store::data_api::{DataApiDatabase, DataApiTarget};
 use hookbox::store::{Database, Statement};
 
 use crate::pg::Bench;
@@ -403,6 +404,76 @@ pub async fn run(
             instant_bare = b.rate;
         }
     }
+    // the production path: both relays through the Data API adapter (the
+    // local Data API server over the same database), instant sink
+    let (url, _hits) = sink(Duration::ZERO).await?;
+    let store = config(&url)?;
+    let server = local_data_api::spawn_background(local_data_api::Config::new(bench.admin_url()))
+        .map_err(|e| anyhow::anyhow!("cannot start the local Data API: {e}"))?;
+    let data_api: Arc<dyn Database> = Arc::new(DataApiDatabase::local(
+        &server.endpoint_url(),
+        DataApiTarget {
+            resource_arn: "arn:aws:rds:us-east-1:123456789012:cluster:hookbox-bench".into(),
+            secret_arn: "arn:aws:secretsmanager:us-east-1:123456789012:secret:hookbox-bench".into(),
+            database: "bench_relay".into(),
+        },
+    ));
+    let data_api_rows = rows.min(2_000);
+    let (mut r, mut t) = (None, None);
+    for _ in 0..rounds {
+        fill(db.as_ref(), data_api_rows).await?;
+        worker += 1;
+        let sender: Arc<dyn WebhookSender> = Arc::new(HttpSender::default());
+        r = best(
+            r,
+            timed(
+                data_api_rows,
+                hookbox_relay(
+                    data_api.clone(),
+                    sender,
+                    &store,
+                    data_api_rows,
+                    &format!("bench-{worker}"),
+                ),
+            )
+            .await?,
+        );
+        fill(db.as_ref(), data_api_rows).await?;
+        t = best(
+            t,
+            timed(
+                data_api_rows,
+                textbook(data_api.clone(), &url, data_api_rows),
+            )
+            .await?,
+        );
+    }
+    drop(server);
+    let (Some(r), Some(t)) = (r, t) else {
+        anyhow::bail!("no Data API round ran");
+    };
+    figures.push(
+        Figure::ratio(
+            SECTION,
+            "relay vs textbook outbox relay, through the Data API (local), instant sink",
+            "deliveries/s",
+            r.rate,
+            ("textbook relay", t.rate),
+            Goal::RatioAtLeast(2.0),
+        )
+        .when_missed(
+            "Through the Data API each statement is an HTTPS request: hookbox makes one per \
+             batch, the textbook relay one per row plus the claim.",
+        ),
+    );
+    note.push_str(&format!(
+        "\nThrough the Data API adapter (tools/local-data-api on this machine, {data_api_rows} \
+         rows): hookbox makes one ExecuteStatement per batch of up to {BATCH} (record the last \
+         batch and claim the next), the textbook relay {} per full batch (the claim and one \
+         result per row).\n",
+        BATCH + 1
+    ));
+
     // the relay's own ceiling: an instant in-process sender, no HTTP
     let null_hits = Arc::new(AtomicU64::new(0));
     let store = config("http://127.0.0.1:9/in")?;
