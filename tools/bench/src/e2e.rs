@@ -234,10 +234,13 @@ pub async fn run(
                 goal,
             )
             .when_missed(
-                "The local stack's processor loop sleeps 100 ms when its queue is empty, so a \
-                 webhook waits up to 100 ms for the next poll. Closing it (tools/local): wake the \
-                 loop when a message is sent (SQS long polling returns at once on AWS, where \
-                 this floor does not exist).",
+                "Two things in the local stack (tools/local), not in hookbox's flow: its \
+                 processor loop sleeps 100 ms when the queue is empty (a floor of up to 100 ms; \
+                 SQS long polling returns as soon as a message arrives), and it runs ONE loop, \
+                 one batch after the other, where Lambda runs up to ProcessorMaxConcurrency \
+                 batches at once, so above ~100/s on two shared cores webhooks queue behind it. \
+                 Closing it (tools/local): wake the loop when a message is sent, and run \
+                 several loops.",
             ),
         );
         figures.push(Figure::value(

@@ -218,22 +218,22 @@ pub struct IngestCost {
 /// Every ingest figure.
 pub async fn run(
     bench: &Bench,
-    seconds: u64,
-    rounds: usize,
+    slices: u64,
+    slice_seconds: u64,
     large_bodies: u64,
 ) -> anyhow::Result<(Vec<Figure>, String, IngestCost)> {
     let (url, db) = bench.database("bench_ingest", 32).await?;
     let ingest = Arc::new(use_case(db)?);
     let script = pgbench_script();
-    let limit = Duration::from_secs(seconds);
     let mut figures = Vec::new();
-    let mut note = String::from(
-        "Each side runs for the same seconds on the same durable database; the best round of \
-         each is kept. hookbox: the ingest use case in-process (Standard Webhooks verification, \
+    let mut note = format!(
+        "Each side runs for the same seconds on the same durable database, in alternating \
+         slices of {slice_seconds} s (the disk's fsync time and the neighbour's load vary by the \
+         second; alternating puts them on both sides). hookbox: the ingest use case in-process (Standard Webhooks verification, \
          event id, `INSERT … ON CONFLICT DO NOTHING RETURNING id` through the PostgreSQL \
          adapter, an in-memory queue); pgbench: the identical statement, `-M prepared`.\n\n\
-         | clients | hookbox p50 (ms) | hookbox p99 (ms) | CPU per webhook: hookbox / PostgreSQL (µs) |\n\
-         | ---: | ---: | ---: | ---: |\n",
+         | clients | hookbox p50 (ms) | hookbox p99 (ms) | CPU per webhook: hookbox / PostgreSQL (µs) | PostgreSQL CPU per pgbench insert (µs) |\n\
+         | ---: | ---: | ---: | ---: | ---: |\n",
     );
     let mut cost = IngestCost::default();
     let mut tag = 0u64;
@@ -244,24 +244,46 @@ pub async fn run(
         let estimate = drive(ingest.clone(), warm, clients, Duration::from_millis(300))
             .await?
             .rate();
-        let (mut best, mut best_pg): (Option<Run>, f64) = (None, 0.0);
-        for round in 0..rounds {
+        // alternate one-second slices of each side, so the disk's and the
+        // neighbour's ups and downs fall on both
+        let (mut accepted, mut elapsed, mut latencies) = (0u64, Duration::ZERO, Vec::new());
+        let (mut own_cpu, mut pg_cpu) = (0.0, 0.0);
+        let (mut pg_transactions, mut pg_seconds, mut pgbench_cpu) = (0u64, 0.0, 0.0);
+        for slice in 0..slices {
             tag += 1;
-            let n = (estimate * seconds as f64 * 1.6) as u64 + 1_000;
-            let events = Arc::new(sign(&format!("c{clients}-r{round}-{tag}"), n)?);
-            let run = drive(ingest.clone(), events, clients, limit).await?;
-            let tps = bench.pgbench(&url, &script, clients, seconds)?;
-            best_pg = best_pg.max(tps);
-            if best.as_ref().is_none_or(|b| run.rate() > b.rate()) {
-                best = Some(run);
-            }
+            let n = (estimate * slice_seconds as f64 * 1.6) as u64 + 1_000;
+            let events = Arc::new(sign(&format!("c{clients}-s{slice}-{tag}"), n)?);
+            let run = drive(
+                ingest.clone(),
+                events,
+                clients,
+                Duration::from_secs(slice_seconds),
+            )
+            .await?;
+            accepted += run.accepted;
+            elapsed += run.elapsed;
+            own_cpu += run.cpu_us.0 * run.accepted as f64;
+            pg_cpu += run.cpu_us.1 * run.accepted as f64;
+            latencies.extend(run.latencies);
+            let pgb = bench.pgbench(&url, &script, clients, slice_seconds)?;
+            pg_transactions += pgb.transactions;
+            pg_seconds += pgb.transactions as f64 / pgb.tps.max(1e-9);
+            pgbench_cpu += pgb.pg_cpu_us * pgb.transactions as f64;
         }
-        let Some(mut best) = best else {
-            anyhow::bail!("no ingest round ran");
+        let mut best = Run {
+            accepted,
+            elapsed,
+            latencies,
+            cpu_us: (
+                own_cpu / accepted.max(1) as f64,
+                pg_cpu / accepted.max(1) as f64,
+            ),
         };
+        let best_pg = pg_transactions as f64 / pg_seconds.max(1e-9);
+        let pgbench_cpu_us = pgbench_cpu / pg_transactions.max(1) as f64;
         let (p50, p99, _) = p50_p99_max(&mut best.latencies);
         note.push_str(&format!(
-            "| {clients} | {p50:.2} | {p99:.2} | {:.0} / {:.0} |\n",
+            "| {clients} | {p50:.2} | {p99:.2} | {:.0} / {:.0} | {pgbench_cpu_us:.0} |\n",
             best.cpu_us.0, best.cpu_us.1
         ));
         if clients == 1 {
@@ -280,13 +302,18 @@ pub async fn run(
                 ("pgbench, same INSERT", best_pg),
                 Goal::RatioAtLeast(0.9),
             )
-            .when_missed(
-                "The use case adds verification, event-id extraction and the port's \
-                 parameter binding to the same single statement; on two shared cores that \
-                 CPU competes with PostgreSQL's own (the CPU column). Closing it: fewer \
-                 allocations per request (headers, metrics), or a machine whose database \
-                 has its own cores as Aurora does.",
-            ),
+            .when_missed(format!(
+                "PostgreSQL spends about as much per insert either way ({:.0} µs under hookbox, \
+                 {pgbench_cpu_us:.0} µs under pgbench); what differs is the client: the use case \
+                 spends {:.0} µs of CPU per webhook (verification, event id, the port's \
+                 parameters, the pool) on the same two shared cores, where pgbench's C client \
+                 spends next to nothing. CPU-bound, that caps the ratio near {:.2}. Closing it \
+                 here: fewer allocations per request; in production the database has its own \
+                 cores (Aurora) and the function its own (Lambda), and this cap does not apply",
+                best.cpu_us.1,
+                best.cpu_us.0,
+                pgbench_cpu_us / (best.cpu_us.1 + best.cpu_us.0).max(1e-9)
+            )),
         );
     }
     // large bodies: hashed, verified and put in the blob store (a

@@ -75,11 +75,11 @@ struct Args {
 /// How long each section runs.
 #[derive(Debug, Clone, Copy)]
 struct Plan {
-    ingest_seconds: u64,
-    ingest_rounds: usize,
+    /// Slices of each side, alternating, and their length.
+    ingest_slices: u64,
+    slice_seconds: u64,
     ingest_large_bodies: u64,
-    processor_seconds: u64,
-    processor_rounds: usize,
+    processor_slices: u64,
     relay_rows: usize,
     relay_rounds: usize,
     signature_rounds: usize,
@@ -88,11 +88,10 @@ struct Plan {
 }
 
 const QUICK: Plan = Plan {
-    ingest_seconds: 1,
-    ingest_rounds: 1,
+    ingest_slices: 1,
+    slice_seconds: 1,
     ingest_large_bodies: 40,
-    processor_seconds: 1,
-    processor_rounds: 1,
+    processor_slices: 1,
     relay_rows: 600,
     relay_rounds: 1,
     signature_rounds: 11,
@@ -101,11 +100,10 @@ const QUICK: Plan = Plan {
 };
 
 const FULL: Plan = Plan {
-    ingest_seconds: 5,
-    ingest_rounds: 2,
+    ingest_slices: 4,
+    slice_seconds: 2,
     ingest_large_bodies: 400,
-    processor_seconds: 5,
-    processor_rounds: 2,
+    processor_slices: 4,
     relay_rows: 5_000,
     relay_rounds: 3,
     signature_rounds: 101,
@@ -160,12 +158,32 @@ async fn main() -> anyhow::Result<()> {
         }
     });
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let out = std::fs::canonicalize(&out).unwrap_or(out);
     let wanted = |s: &str| args.only.is_empty() || args.only.iter().any(|o| o == s);
     let started = Instant::now();
 
     let bench = pg::Bench::start()?;
     let (_, admin) = bench.database("bench_machine", 1).await?;
     let mut machine = machine::Machine::read(admin.as_ref()).await;
+    // PostgreSQL CPU is counted for this cluster alone
+    let backend = admin
+        .execute(
+            &hookbox::store::Statement::new("bench.backend_pid", "SELECT pg_backend_pid() AS pid"),
+            &hookbox::params! {},
+        )
+        .await?;
+    let backend = backend
+        .rows
+        .first()
+        .map(|r| r.i64("pid"))
+        .transpose()?
+        .unwrap_or(0);
+    match u32::try_from(backend).ok().and_then(stats::parent_of) {
+        Some(postmaster) => stats::set_postmaster(postmaster),
+        None => eprintln!(
+            "cannot find the cluster's postmaster: PostgreSQL CPU counts every postgres process"
+        ),
+    }
     let mut report = Report::default();
     let mut broken: Vec<Broken> = Vec::new();
     let mut cost = cost::Measured::default();
@@ -201,8 +219,8 @@ async fn main() -> anyhow::Result<()> {
         ingest::SECTION,
         ingest::run(
             &bench,
-            plan.ingest_seconds,
-            plan.ingest_rounds,
+            plan.ingest_slices,
+            plan.slice_seconds,
             plan.ingest_large_bodies
         )
     ) {
@@ -215,7 +233,7 @@ async fn main() -> anyhow::Result<()> {
     if let Some((figures, note, c)) = section!(
         "processor",
         processor::SECTION,
-        processor::run(&bench, plan.processor_seconds, plan.processor_rounds)
+        processor::run(&bench, plan.processor_slices, plan.slice_seconds)
     ) {
         report.figures.extend(figures);
         report.notes.push((processor::SECTION, note));

@@ -75,20 +75,20 @@ impl Bench {
     }
 
     /// Runs pgbench on `url` with `script` (`-M prepared`, `clients`
-    /// connections, `seconds`); returns its transactions per second without
-    /// the initial connection time.
+    /// connections, `seconds`).
     pub fn pgbench(
         &self,
         url: &str,
         script: &str,
         clients: usize,
         seconds: u64,
-    ) -> anyhow::Result<f64> {
+    ) -> anyhow::Result<Pgbench> {
         let file = tempfile::Builder::new()
             .prefix("hookbox-bench-")
             .suffix(".sql")
             .tempfile()?;
         std::fs::write(file.path(), script)?;
+        let before = crate::stats::cpu_seconds().1;
         let out = std::process::Command::new(self.bindir.join("pgbench"))
             .args(["-n", "-M", "prepared", "-c"])
             .arg(clients.to_string())
@@ -107,8 +107,34 @@ impl Bench {
             "pgbench failed: {text}{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        parse_tps(&text).ok_or_else(|| anyhow::anyhow!("no tps in pgbench output: {text}"))
+        let pg_cpu = crate::stats::cpu_seconds().1 - before;
+        let tps =
+            parse_tps(&text).ok_or_else(|| anyhow::anyhow!("no tps in pgbench output: {text}"))?;
+        let transactions = parse_transactions(&text).unwrap_or(0);
+        Ok(Pgbench {
+            tps,
+            transactions,
+            pg_cpu_us: pg_cpu * 1e6 / transactions.max(1) as f64,
+        })
     }
+}
+
+/// What one pgbench run measured.
+#[derive(Debug, Clone, Copy)]
+pub struct Pgbench {
+    /// Transactions per second, without the initial connection time.
+    pub tps: f64,
+    pub transactions: u64,
+    /// PostgreSQL CPU per transaction, µs.
+    pub pg_cpu_us: f64,
+}
+
+/// The "number of transactions actually processed: N" of pgbench's output.
+pub fn parse_transactions(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("number of transactions actually processed:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
 }
 
 /// The `tps = N` of pgbench's output.
@@ -139,6 +165,9 @@ mod tests {
                    initial connection time = 3.1 ms\ntps = 6543.210987 (without initial connection time)\n";
         assert_eq!(parse_tps(out), Some(6543.210987));
         assert_eq!(parse_tps("nothing"), None);
+        let out = "number of transactions actually processed: 6543\nlatency average = 1 ms\n";
+        assert_eq!(parse_transactions(out), Some(6543));
+        assert_eq!(parse_transactions("nothing"), None);
     }
 
     #[test]

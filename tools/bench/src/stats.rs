@@ -1,5 +1,6 @@
 //! Percentiles, the open-loop schedule and the CPU time of processes.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 /// The `p` quantile (0..=1) of sorted values, nearest rank; `None` when
@@ -35,23 +36,67 @@ pub fn schedule_len(rate: f64, seconds: f64) -> u64 {
     (rate * seconds).round() as u64
 }
 
-/// CPU seconds (user + system) used so far by this process and by every
-/// `postgres` process on the machine (Linux /proc; zeros elsewhere).
+/// The benchmark cluster's postmaster: [`cpu_seconds`] counts its
+/// processes only (other clusters on a shared machine are not ours).
+static POSTMASTER: AtomicU32 = AtomicU32::new(0);
+
+/// Counts PostgreSQL CPU for the cluster whose postmaster is `pid`.
+pub fn set_postmaster(pid: u32) {
+    POSTMASTER.store(pid, Ordering::Relaxed);
+}
+
+/// The parent of process `pid` (Linux /proc).
+pub fn parent_of(pid: u32) -> Option<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("PPid:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// Fields of /proc/PID/stat after the command name: utime, stime, cutime,
+/// cstime in seconds, and the parent pid.
+fn stat_of(stat: &str) -> (f64, f64, u32) {
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
+    let ppid = f.get(1).and_then(|v| v.parse().ok()).unwrap_or(0);
+    // fields 14-17 of proc(5): utime, stime, cutime, cstime
+    (ticks(11) + ticks(12), ticks(13) + ticks(14), ppid)
+}
+
+/// CPU seconds (user + system) used so far by this process and by the
+/// benchmark cluster: its postmaster, its live backends, and the backends
+/// that exited (the postmaster's reaped children), so a pgbench run's
+/// connections count after they close. Without [`set_postmaster`], every
+/// `postgres` process on the machine. Linux /proc; zeros elsewhere.
 pub fn cpu_seconds() -> (f64, f64) {
-    fn of(stat: &str) -> f64 {
-        // after the ")" that ends the command name: utime is the 12th field, stime the 13th
-        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-        (ticks(11) + ticks(12)) / 100.0
-    }
-    let own = std::fs::read_to_string("/proc/self/stat").map_or(0.0, |s| of(&s));
+    let own = std::fs::read_to_string("/proc/self/stat").map_or(0.0, |s| stat_of(&s).0);
+    let postmaster = POSTMASTER.load(Ordering::Relaxed);
     let mut pg = 0.0;
     if let Ok(dir) = std::fs::read_dir("/proc") {
         for entry in dir.flatten() {
-            let path = entry.path();
-            if std::fs::read_to_string(path.join("comm")).is_ok_and(|c| c.trim() == "postgres") {
-                pg += std::fs::read_to_string(path.join("stat")).map_or(0.0, |s| of(&s));
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            let (cpu, children, ppid) = stat_of(&stat);
+            if postmaster == 0 {
+                if std::fs::read_to_string(entry.path().join("comm"))
+                    .is_ok_and(|c| c.trim() == "postgres")
+                {
+                    pg += cpu;
+                }
+            } else if pid == postmaster {
+                pg += cpu + children;
+            } else if ppid == postmaster {
+                pg += cpu;
             }
         }
     }
@@ -104,6 +149,20 @@ mod tests {
         assert_eq!(scheduled(3, 1000.0), Duration::from_millis(3));
         assert_eq!(schedule_len(50.0, 2.0), 100);
         assert_eq!(schedule_len(1000.0, 0.5), 500);
+    }
+
+    #[test]
+    fn proc_stat_fields_are_read_after_the_command_name() {
+        // pid (comm with spaces) state ppid ... utime stime cutime cstime
+        let stat = "42 (post gres) S 7 1 1 0 -1 0 0 0 0 0 150 50 30 20 20 0 1 0 1 1 1";
+        let (cpu, children, ppid) = stat_of(stat);
+        assert!((cpu - 2.0).abs() < 1e-9, "{cpu}");
+        assert!((children - 0.5).abs() < 1e-9, "{children}");
+        assert_eq!(ppid, 7);
+        assert_eq!(
+            parent_of(std::process::id()),
+            Some(std::os::unix::process::parent_id())
+        );
     }
 
     #[test]
