@@ -277,6 +277,13 @@ pub async fn run(
             pgb.transactions * (BATCH as u64) < 2 * per_run,
             "pgbench ran out of rows"
         );
+        eprintln!(
+            "   processor slice: hookbox {:.0}/s (PostgreSQL {:.0} µs each), pgbench {:.0}/s ({:.0} µs)",
+            n as f64 / took.as_secs_f64(),
+            cpu.1,
+            pgb.tps * BATCH as f64,
+            pgb.pg_cpu_us / BATCH as f64
+        );
         pg_messages += pgb.transactions * BATCH as u64;
         pg_seconds += pgb.transactions as f64 / pgb.tps.max(1e-9);
         pgbench_cpu += pgb.pg_cpu_us * pgb.transactions as f64;
