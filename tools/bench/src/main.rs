@@ -66,6 +66,10 @@ struct Args {
     /// Starts per binary for --coldstart.
     #[arg(long, default_value_t = 15)]
     coldstart_runs: usize,
+    /// Diagnostic: `plan_cache_mode = force_custom_plan` on the benchmark
+    /// databases (every prepared statement planned for its parameters).
+    #[arg(long)]
+    custom_plans: bool,
     /// Only these sections (ingest, processor, relay, signatures, calls,
     /// e2e, coldstart), comma-separated; for working on one.
     #[arg(long, value_delimiter = ',')]
@@ -162,7 +166,8 @@ async fn main() -> anyhow::Result<()> {
     let wanted = |s: &str| args.only.is_empty() || args.only.iter().any(|o| o == s);
     let started = Instant::now();
 
-    let bench = pg::Bench::start()?;
+    let mut bench = pg::Bench::start()?;
+    bench.custom_plans = args.custom_plans;
     let (_, admin) = bench.database("bench_machine", 1).await?;
     let mut machine = machine::Machine::read(admin.as_ref()).await;
     // PostgreSQL CPU is counted for this cluster alone
@@ -367,6 +372,12 @@ fn preamble(machine: &machine::Machine, args: &Args, took: Duration, broken: &[B
     );
     out.push_str(&machine.markdown(&profile(), args.quick));
     out.push_str(&format!("\nThe run took {:.0} s.", took.as_secs_f64()));
+    if args.custom_plans {
+        out.push_str(
+            " Diagnostic run: `--custom-plans` (plan_cache_mode = force_custom_plan on the \
+             benchmark databases), not hookbox as it ships.",
+        );
+    }
     if !broken.is_empty() {
         out.push_str("\n\n**Broken sections in this run:**\n");
         for b in broken {

@@ -14,6 +14,9 @@ use hookbox_testkit::PrivateCluster;
 pub struct Bench {
     cluster: PrivateCluster,
     bindir: PathBuf,
+    /// `plan_cache_mode = force_custom_plan` on every database (a
+    /// diagnostic: plans made for each statement's parameters).
+    pub custom_plans: bool,
 }
 
 impl Bench {
@@ -22,7 +25,11 @@ impl Bench {
         let cluster = std::panic::catch_unwind(PrivateCluster::start_durable)
             .map_err(|_| anyhow::anyhow!("cannot start a durable PostgreSQL cluster"))?;
         let bindir = hookbox_testkit::find_bindir()?;
-        Ok(Bench { cluster, bindir })
+        Ok(Bench {
+            cluster,
+            bindir,
+            custom_plans: false,
+        })
     }
 
     /// The maintenance database's URL.
@@ -47,10 +54,16 @@ impl Bench {
         max_connections: usize,
     ) -> anyhow::Result<(String, Arc<dyn Database>)> {
         let admin = PgDatabase::connect(self.admin_url(), &PgOptions::default())?;
-        for sql in [
+        let mut statements = vec![
             format!("DROP DATABASE IF EXISTS {name}"),
             format!("CREATE DATABASE {name}"),
-        ] {
+        ];
+        if self.custom_plans {
+            statements.push(format!(
+                "ALTER DATABASE {name} SET plan_cache_mode = force_custom_plan"
+            ));
+        }
+        for sql in statements {
             let sql: &'static str = Box::leak(sql.into_boxed_str());
             admin
                 .execute(
