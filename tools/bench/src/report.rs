@@ -1,0 +1,470 @@
+//! The figures of a run and the Markdown report (`BENCHMARKS.md`) they
+//! become: one table per flow, each figure beside the baseline measured in
+//! the same run, their ratio and the goal; then the extra sections (calls,
+//! latency, cost) and the closing note (every goal, met or missed, and why).
+
+use std::fmt::Write as _;
+
+/// What a figure is measured against.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Goal {
+    /// hookbox ÷ baseline at least this.
+    RatioAtLeast(f64),
+    /// hookbox ÷ baseline at most this.
+    RatioAtMost(f64),
+    /// The value itself at most this (latencies, calls).
+    AtMost(f64),
+    /// Reported only.
+    None,
+}
+
+/// Whether a figure met its goal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Met,
+    Missed,
+    Reported,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Met => "met",
+            Verdict::Missed => "**missed**",
+            Verdict::Reported => "reported",
+        }
+    }
+}
+
+/// One measured figure.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    /// The table it belongs to (e.g. "Ingest").
+    pub section: &'static str,
+    /// What was measured (e.g. "8 clients").
+    pub name: String,
+    /// Unit of `hookbox` and the baseline.
+    pub unit: &'static str,
+    /// hookbox's value.
+    pub hookbox: f64,
+    /// The baseline's name and value, measured in the same run.
+    pub baseline: Option<(String, f64)>,
+    pub goal: Goal,
+    /// Said in the closing note when the goal is missed: why, and what would
+    /// close it.
+    pub when_missed: String,
+}
+
+impl Figure {
+    /// A figure with a baseline.
+    pub fn ratio(
+        section: &'static str,
+        name: impl Into<String>,
+        unit: &'static str,
+        hookbox: f64,
+        baseline: (impl Into<String>, f64),
+        goal: Goal,
+    ) -> Self {
+        Self {
+            section,
+            name: name.into(),
+            unit,
+            hookbox,
+            baseline: Some((baseline.0.into(), baseline.1)),
+            goal,
+            when_missed: String::new(),
+        }
+    }
+
+    /// A figure without a baseline (latency, calls, sizes).
+    pub fn value(
+        section: &'static str,
+        name: impl Into<String>,
+        unit: &'static str,
+        hookbox: f64,
+        goal: Goal,
+    ) -> Self {
+        Self {
+            section,
+            name: name.into(),
+            unit,
+            hookbox,
+            baseline: None,
+            goal,
+            when_missed: String::new(),
+        }
+    }
+
+    /// Sets what the closing note says when the goal is missed.
+    pub fn when_missed(mut self, why: impl Into<String>) -> Self {
+        self.when_missed = why.into();
+        self
+    }
+
+    /// hookbox ÷ baseline.
+    pub fn ratio_value(&self) -> Option<f64> {
+        self.baseline
+            .as_ref()
+            .filter(|(_, b)| *b > 0.0 && b.is_finite())
+            .map(|(_, b)| self.hookbox / b)
+    }
+
+    pub fn verdict(&self) -> Verdict {
+        let ok = match (self.goal, self.ratio_value()) {
+            (Goal::None, _) => return Verdict::Reported,
+            (Goal::RatioAtLeast(g), Some(r)) => r >= g,
+            (Goal::RatioAtMost(g), Some(r)) => r <= g,
+            (Goal::RatioAtLeast(_) | Goal::RatioAtMost(_), None) => false,
+            (Goal::AtMost(g), _) => self.hookbox <= g,
+        };
+        if ok { Verdict::Met } else { Verdict::Missed }
+    }
+
+    /// A figure is broken when it is not a finite number (a run that
+    /// measured nothing): `--quick` fails on that, never on a verdict.
+    pub fn is_broken(&self) -> bool {
+        !self.hookbox.is_finite()
+            || self
+                .baseline
+                .as_ref()
+                .is_some_and(|(_, b)| !b.is_finite() || *b <= 0.0)
+    }
+}
+
+/// The goal as the report spells it.
+pub fn goal_text(goal: Goal, unit: &str) -> String {
+    match goal {
+        Goal::RatioAtLeast(g) => format!("≥ {g}×"),
+        Goal::RatioAtMost(g) => format!("≤ {g}×"),
+        Goal::AtMost(g) => format!("≤ {} {unit}", number(g)),
+        Goal::None => "—".into(),
+    }
+}
+
+/// A number with as many digits as it deserves.
+pub fn number(v: f64) -> String {
+    if !v.is_finite() {
+        return "n/a".into();
+    }
+    let a = v.abs();
+    if a >= 1000.0 {
+        // thousands separated by a thin space keep wide columns readable
+        let s = format!("{:.0}", v);
+        let (sign, digits) = s.split_at(usize::from(s.starts_with('-')));
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        format!("{sign}{out}")
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 0.1 || a == 0.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// The closing note's reason when hookbox's statements cost the server
+/// more than the same statements under pgbench (`hookbox_us` against
+/// `pgbench_us` of PostgreSQL CPU per operation), or `None` when they cost
+/// about the same.
+pub fn plan_cache_reason(hookbox_us: f64, pgbench_us: f64) -> Option<String> {
+    (hookbox_us > 1.3 * pgbench_us).then(|| {
+        format!(
+            "PostgreSQL spends {hookbox_us:.0} µs per operation under hookbox against \
+             {pgbench_us:.0} µs under pgbench for the same statements, and hookbox's share grows \
+             from slice to slice (stderr shows it): its pooled connections keep the generic plans \
+             PostgreSQL switches prepared statements to after five executions, while pgbench \
+             reconnects each slice. `--custom-plans` (plan_cache_mode = force_custom_plan on the \
+             benchmark databases) brings the two level (2026-12-01: ingest 1 client 1.49×, 8 \
+             clients 0.93×, processor 1.01×). Closing it in hookbox: plan_cache_mode = \
+             force_custom_plan for the functions' roles (a migration) or the PostgreSQL \
+             adapter's sessions, or statements whose generic plan is as good (the OR of \
+             `inbox.insert_if_new`'s duplicate lookup, the claim's id list)"
+        )
+    })
+}
+
+/// A count: an integer with thousands separated.
+pub fn count(v: f64) -> String {
+    if v.abs() >= 1000.0 {
+        number(v)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// A Markdown table.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let separator: Vec<&str> = (0..header.len())
+        .map(|i| if i == 0 { "---" } else { "---:" })
+        .collect();
+    let _ = writeln!(out, "| {} |", separator.join(" | "));
+    for row in rows {
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    out
+}
+
+/// The table of one section's figures.
+pub fn figures_table(figures: &[&Figure]) -> String {
+    let rows: Vec<Vec<String>> = figures
+        .iter()
+        .map(|f| {
+            let (baseline, ratio) = match (&f.baseline, f.ratio_value()) {
+                (Some((name, value)), Some(r)) => {
+                    (format!("{} ({name})", number(*value)), format!("{r:.2}×"))
+                }
+                (Some((name, value)), None) => (format!("{} ({name})", number(*value)), "—".into()),
+                (None, _) => ("—".into(), "—".into()),
+            };
+            vec![
+                f.name.clone(),
+                format!("{} {}", number(f.hookbox), f.unit),
+                baseline,
+                ratio,
+                goal_text(f.goal, f.unit),
+                f.verdict().as_str().into(),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "figure",
+            "hookbox",
+            "baseline (same run)",
+            "ratio",
+            "goal",
+            "verdict",
+        ],
+        &rows,
+    )
+}
+
+/// The whole report.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Text before the figures (title, how to regenerate, the machine).
+    pub preamble: String,
+    pub figures: Vec<Figure>,
+    /// Extra sections after a flow's table: (section, Markdown).
+    pub notes: Vec<(&'static str, String)>,
+    /// Sections after all the flows (latency, cost): (title, Markdown).
+    pub appendices: Vec<(String, String)>,
+}
+
+impl Report {
+    /// Sections in the order their first figure (or note) arrived.
+    fn sections(&self) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Vec::new();
+        for s in self
+            .figures
+            .iter()
+            .map(|f| f.section)
+            .chain(self.notes.iter().map(|(s, _)| *s))
+        {
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+        out
+    }
+
+    /// The figures that failed their goal.
+    pub fn missed(&self) -> Vec<&Figure> {
+        self.figures
+            .iter()
+            .filter(|f| f.verdict() == Verdict::Missed)
+            .collect()
+    }
+
+    /// The Markdown of `BENCHMARKS.md`.
+    pub fn markdown(&self) -> String {
+        let mut out = self.preamble.clone();
+        for section in self.sections() {
+            let _ = writeln!(out, "\n## {section}\n");
+            let figures: Vec<&Figure> = self
+                .figures
+                .iter()
+                .filter(|f| f.section == section)
+                .collect();
+            if !figures.is_empty() {
+                out.push_str(&figures_table(&figures));
+            }
+            for (_, note) in self.notes.iter().filter(|(s, _)| *s == section) {
+                let _ = write!(out, "\n{}\n", note.trim_end());
+            }
+        }
+        for (title, body) in &self.appendices {
+            let _ = write!(out, "\n## {title}\n\n{}\n", body.trim_end());
+        }
+        out.push_str("\n## Closing note: every figure against its goal\n\n");
+        let goals: Vec<&Figure> = self
+            .figures
+            .iter()
+            .filter(|f| f.verdict() != Verdict::Reported)
+            .collect();
+        let met = goals.iter().filter(|f| f.verdict() == Verdict::Met).count();
+        let _ = writeln!(out, "{met} of {} goals met in this run.\n", goals.len());
+        for f in goals {
+            let value = match f.ratio_value() {
+                Some(r) => format!("{r:.2}×"),
+                None => format!("{} {}", number(f.hookbox), f.unit),
+            };
+            let _ = write!(
+                out,
+                "- {} — {}: {value} (goal {}): {}",
+                f.section,
+                f.name,
+                goal_text(f.goal, f.unit),
+                f.verdict().as_str()
+            );
+            if f.verdict() == Verdict::Missed && !f.when_missed.is_empty() {
+                let _ = write!(out, ". {}", f.when_missed);
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ratio_goal_is_met_at_the_bound_and_missed_below_it() {
+        let at = Figure::ratio(
+            "Ingest",
+            "1 client",
+            "/s",
+            90.0,
+            ("pgbench", 100.0),
+            Goal::RatioAtLeast(0.9),
+        );
+        let below = Figure::ratio(
+            "Ingest",
+            "8",
+            "/s",
+            89.0,
+            ("pgbench", 100.0),
+            Goal::RatioAtLeast(0.9),
+        );
+        assert_eq!(at.verdict(), Verdict::Met);
+        assert_eq!(below.verdict(), Verdict::Missed);
+        assert_eq!(below.ratio_value(), Some(0.89));
+    }
+
+    #[test]
+    fn value_goals_compare_the_value_and_reported_figures_have_no_verdict() {
+        let p99 = Figure::value("Latency", "p99", "ms", 51.0, Goal::AtMost(50.0));
+        assert_eq!(p99.verdict(), Verdict::Missed);
+        let seen = Figure::value("Latency", "p50", "ms", 5.0, Goal::None);
+        assert_eq!(seen.verdict(), Verdict::Reported);
+        let most = Figure::ratio(
+            "Scale",
+            "10 M",
+            "ms",
+            1.1,
+            ("empty", 1.0),
+            Goal::RatioAtMost(1.2),
+        );
+        assert_eq!(most.verdict(), Verdict::Met);
+    }
+
+    #[test]
+    fn a_figure_that_measured_nothing_is_broken_and_a_bad_one_is_not() {
+        assert!(Figure::value("X", "n", "/s", f64::NAN, Goal::None).is_broken());
+        assert!(Figure::ratio("X", "n", "/s", 1.0, ("b", 0.0), Goal::None).is_broken());
+        let bad = Figure::ratio("X", "n", "/s", 1.0, ("b", 100.0), Goal::RatioAtLeast(0.9));
+        assert!(!bad.is_broken());
+        assert_eq!(bad.verdict(), Verdict::Missed);
+    }
+
+    #[test]
+    fn the_plan_cache_reason_is_given_only_when_the_server_works_harder_for_hookbox() {
+        assert!(plan_cache_reason(300.0, 280.0).is_none());
+        let why = plan_cache_reason(700.0, 280.0).expect("a reason");
+        assert!(why.contains("700 µs") && why.contains("280 µs"));
+    }
+
+    #[test]
+    fn numbers_keep_meaningful_digits() {
+        assert_eq!(number(12345.6), "12,346");
+        assert_eq!(number(999.4), "999");
+        assert_eq!(number(12.34), "12.3");
+        assert_eq!(number(1.234), "1.23");
+        assert_eq!(number(0.01234), "0.012");
+        assert_eq!(number(f64::NAN), "n/a");
+        assert_eq!(number(-1234.0), "-1,234");
+        assert_eq!(count(10.0), "10");
+        assert_eq!(count(10_000.0), "10,000");
+    }
+
+    #[test]
+    fn the_markdown_groups_figures_by_section_and_closes_with_every_goal() {
+        let report = Report {
+            preamble: "# Benchmarks\n".into(),
+            figures: vec![
+                Figure::ratio(
+                    "Ingest",
+                    "1 client",
+                    "webhooks/s",
+                    95.0,
+                    ("pgbench", 100.0),
+                    Goal::RatioAtLeast(0.9),
+                ),
+                Figure::ratio(
+                    "Relay",
+                    "5 ms sink",
+                    "deliveries/s",
+                    50.0,
+                    ("bare", 100.0),
+                    Goal::RatioAtLeast(0.9),
+                )
+                .when_missed("the sink's connections"),
+                Figure::value("Relay", "instant sink", "deliveries/s", 10.0, Goal::None),
+            ],
+            notes: vec![("Ingest", "pgbench ran the same INSERT.".into())],
+            appendices: vec![("Cost".into(), "a table".into())],
+        };
+        let md = report.markdown();
+        let ingest = md.find("## Ingest").expect("ingest section");
+        let relay = md.find("## Relay").expect("relay section");
+        let cost = md.find("## Cost").expect("appendix");
+        assert!(ingest < relay && relay < cost);
+        assert!(
+            md.contains("| 1 client | 95.0 webhooks/s | 100 (pgbench) | 0.95× | ≥ 0.9× | met |")
+        );
+        assert!(md.contains("pgbench ran the same INSERT."));
+        assert!(md.contains("1 of 2 goals met"));
+        assert!(md.contains(
+            "- Relay — 5 ms sink: 0.50× (goal ≥ 0.9×): **missed**. the sink's connections"
+        ));
+        assert!(
+            !md.contains("instant sink: "),
+            "reported figures are not goals"
+        );
+        assert_eq!(report.missed().len(), 1);
+    }
+
+    #[test]
+    fn tables_have_a_separator_row_per_column() {
+        let t = table(
+            &["a", "b", "c"],
+            &[vec!["1".into(), "2".into(), "3".into()]],
+        );
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "| a | b | c |");
+        assert_eq!(lines[1], "| --- | ---: | ---: |");
+        assert_eq!(lines[2], "| 1 | 2 | 3 |");
+    }
+}
