@@ -13,6 +13,7 @@
 //! - no PostgreSQL found: the test fails with a message that says how to
 //!   install it. Tests never skip.
 
+pub mod coldstart;
 pub mod http_sink;
 pub mod moto;
 pub mod python;
