@@ -100,6 +100,13 @@ async fn a_failing_destination_trips_waits_out_its_cool_down_and_recovers_on_a_p
         "open",
         "5 failures ≥ trip_after 3"
     );
+    assert_eq!(
+        outbox::destinations::state_counts(db.as_ref())
+            .await
+            .expect("counts"),
+        (1, 0),
+        "the relay's DestinationsTripped / DestinationsDisabled"
+    );
 
     // due again after 5 s, but the breaker is open for 60 s: nothing is sent
     for _ in 0..5 {
@@ -171,6 +178,12 @@ async fn continuous_failure_disables_a_destination_until_an_operator_enables_it(
     let reason = health[0].disabled_reason.clone().unwrap_or_default();
     assert!(reason.starts_with("failing continuously since"), "{reason}");
     assert_eq!(health[0].pending, 4, "nothing lost");
+    assert_eq!(
+        outbox::destinations::state_counts(db.as_ref())
+            .await
+            .expect("counts"),
+        (0, 1)
+    );
 
     // disabled: nothing is sent, however long it waits
     let sent = sink.requests().len();

@@ -193,3 +193,19 @@ pub async fn disable(
         .affected
         == 1)
 }
+
+pub const STATE_COUNTS: Statement = Statement::new(
+    "outbox.destinations_state_counts",
+    "SELECT count(*) FILTER (WHERE disabled_at IS NULL AND open_until IS NOT NULL) AS tripped,
+            count(*) FILTER (WHERE disabled_at IS NOT NULL) AS disabled
+       FROM outbox_destinations",
+);
+
+/// How many destinations have their breaker open or probing, and how many
+/// are disabled: the relay's metrics at each run's end (the destinations
+/// table only, never the outbox).
+pub async fn state_counts(db: &dyn Executor) -> Result<(u64, u64), DbError> {
+    let row = fetch_one(db, &STATE_COUNTS, &params! {}).await?;
+    let n = |c: &str| row.i64(c).map(|v| u64::try_from(v).unwrap_or(0));
+    Ok((n("tripped")?, n("disabled")?))
+}

@@ -75,14 +75,11 @@ impl Relay {
             }
             Err(e) => r.errors.push(format!("inbox lag: {e}")),
         });
-        let health = outbox::destinations::health(self.db.as_ref()).await;
-        record(&report, |r| match health {
-            Ok(all) => {
-                let count = |state: &[&str]| {
-                    all.iter().filter(|h| state.contains(&h.state(now))).count() as u64
-                };
-                r.destinations_tripped = Some(count(&["open", "probing"]));
-                r.destinations_disabled = Some(count(&["disabled"]));
+        let states = outbox::destinations::state_counts(self.db.as_ref()).await;
+        record(&report, |r| match states {
+            Ok((tripped, disabled)) => {
+                r.destinations_tripped = Some(tripped);
+                r.destinations_disabled = Some(disabled);
             }
             Err(e) => r.errors.push(format!("destination health: {e}")),
         });
