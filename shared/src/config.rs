@@ -574,6 +574,9 @@ pub struct Destination {
     /// Failing continuously this long disables the destination (`None`:
     /// never).
     pub disable_after: Option<Duration>,
+    /// Most requests started per second (`None`: no limit beyond
+    /// `max_in_flight`); the relay claims no more of its rows than that.
+    pub rate_limit_per_sec: Option<u32>,
 }
 
 /// Default failed attempts in a row that open a destination's breaker.
@@ -602,6 +605,7 @@ impl fmt::Debug for Destination {
             .field("trip_after", &self.trip_after)
             .field("cool_down", &self.cool_down)
             .field("disable_after", &self.disable_after)
+            .field("rate_limit_per_sec", &self.rate_limit_per_sec)
             .finish_non_exhaustive()
     }
 }
@@ -640,6 +644,8 @@ struct RawDestination {
     cool_down_secs: Option<f64>,
     #[serde(default)]
     disable_after_hours: Option<f64>,
+    #[serde(default)]
+    rate_limit_per_sec: Option<u32>,
 }
 
 fn destination_error(
@@ -797,6 +803,16 @@ impl RawDestination {
                 )
             })?),
         };
+        let rate_limit_per_sec = match self.rate_limit_per_sec {
+            None => None,
+            Some(n) if (1..=100_000).contains(&n) => Some(n),
+            Some(n) => {
+                return Err(err(
+                    "rate_limit_per_sec",
+                    format!("{n} is outside 1..=100000 (leave it out for no limit)"),
+                ));
+            }
+        };
         Ok(Destination {
             name: name.to_string(),
             url,
@@ -811,6 +827,7 @@ impl RawDestination {
             trip_after,
             cool_down,
             disable_after,
+            rate_limit_per_sec,
         })
     }
 }

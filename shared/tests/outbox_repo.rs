@@ -362,12 +362,13 @@ async fn step(
     now: i64,
 ) -> (u64, Vec<outbox::OutboxRow>) {
     let ordered = ["erp".to_string()];
+    let leases = [outbox::LeasedResults {
+        token: previous.0.to_string(),
+        results: previous.1.to_vec(),
+    }];
     outbox::record_and_claim(
         d,
-        outbox::Unrecorded {
-            recorded_by: previous.0,
-            results: previous.1,
-        },
+        outbox::Unrecorded { leases: &leases },
         outbox::ClaimRequest {
             worker,
             now: at(now),

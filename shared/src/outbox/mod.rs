@@ -42,10 +42,10 @@ pub use enqueue::{
 pub use payload::{PayloadError, PayloadStorage};
 pub use publish::{MAX_PUBLISHED_PAYLOAD_BYTES, NewEvent, publish};
 pub use repo::{
-    AttemptDetail, ClaimRequest, Claimed, DeliveryOutcome, DeliveryResult, PendingSummary,
-    UnreadableRow, Unrecorded, claim_batch, claim_due, claim_ids, counts_by_status, get,
-    oldest_pending_created_at, pending_summary, purge_archived, purge_finished, record_and_claim,
-    record_results,
+    AttemptDetail, ClaimRequest, Claimed, DeliveryOutcome, DeliveryResult, LeasedResults,
+    PendingSummary, UnreadableRow, Unrecorded, claim_batch, claim_due, claim_ids, counts_by_status,
+    get, oldest_pending_created_at, pending_summary, purge_archived, purge_finished,
+    record_and_claim, record_leased, record_results,
 };
 
 /// Status of an outbox row (the `outbox_status_check` constraint lists the same values).

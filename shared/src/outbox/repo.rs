@@ -181,6 +181,11 @@ pub struct Claimed {
 }
 
 impl Claimed {
+    /// The destination of each claimed row that decoded.
+    pub(crate) fn destinations(&self) -> impl Iterator<Item = &str> {
+        self.rows.iter().map(|r| r.destination.as_str())
+    }
+
     /// Rows claimed, readable or not.
     pub fn len(&self) -> usize {
         self.rows.len() + self.unreadable.len()
@@ -313,8 +318,9 @@ pub struct AttemptDetail {
 /// Most response-body bytes the attempt log keeps per attempt.
 pub const MAX_RESPONSE_EXCERPT_BYTES: usize = 1024;
 
-/// The UPDATE recording a batch's results (`:results`, a JSON array built by
-/// [`results_json`]) for rows still leased to `:recorded_by`.
+/// The UPDATE recording results (`:results`, a JSON array built by
+/// [`results_json`]) for rows still leased to the token each result names
+/// (`lease`: the claim that took the row).
 macro_rules! record_update {
     () => {
         "WITH updated AS (
@@ -331,11 +337,11 @@ macro_rules! record_update {
             processed_at = CASE WHEN r.status = 'pending' THEN NULL
                                 ELSE CAST(:now AS timestamptz) END
        FROM jsonb_to_recordset(CAST(:results AS jsonb))
-            AS r(id uuid, status text, attempted boolean, next_attempt_at timestamptz,
-                 status_code integer, error text)
+            AS r(id uuid, lease text, status text, attempted boolean,
+                 next_attempt_at timestamptz, status_code integer, error text)
       WHERE o.id = ANY(ARRAY(SELECT CAST(e ->> 'id' AS uuid)
                                FROM jsonb_array_elements(CAST(:results AS jsonb)) AS e))
-        AND o.id = r.id AND o.locked_by = :recorded_by
+        AND o.id = r.id AND o.locked_by = r.lease
       RETURNING o.id, o.attempts, o.destination),
      logged AS (
          INSERT INTO outbox_attempts (outbox_id, attempt, attempted_at, destination,
@@ -411,13 +417,31 @@ pub async fn record_results(
     now: DateTime<Utc>,
     results: &[DeliveryResult],
 ) -> Result<u64, DbError> {
-    if results.is_empty() {
+    record_json(db, now, results_json(results.iter().map(|r| (worker, r)))).await
+}
+
+/// [`record_results`] of results claimed under several lease tokens (what a
+/// relay lane has left to record when it stops), in one statement.
+pub async fn record_leased(
+    db: &dyn Executor,
+    now: DateTime<Utc>,
+    unrecorded: Unrecorded<'_>,
+) -> Result<u64, DbError> {
+    record_json(db, now, unrecorded.json()).await
+}
+
+async fn record_json(
+    db: &dyn Executor,
+    now: DateTime<Utc>,
+    results: serde_json::Value,
+) -> Result<u64, DbError> {
+    if results.as_array().is_none_or(|a| a.is_empty()) {
         return Ok(0);
     }
     let row = crate::store::fetch_one(
         db,
         &RECORD_RESULTS,
-        &params! { "results" => results_json(results), "recorded_by" => worker, "now" => now },
+        &params! { "results" => results, "now" => now },
     )
     .await?;
     Ok(u64::try_from(row.i64("recorded")?).unwrap_or(0))
@@ -433,11 +457,13 @@ fn bounded(error: &str) -> String {
     crate::store::cut_to(error, MAX_LAST_ERROR_BYTES)
 }
 
-/// `:results` of [`RECORD_RESULTS`] and [`RECORD_AND_CLAIM`].
-fn results_json(results: &[DeliveryResult]) -> serde_json::Value {
+/// `:results` of [`RECORD_RESULTS`] and [`RECORD_AND_CLAIM`]: each result
+/// with the lease token it is recorded under.
+fn results_json<'a>(
+    results: impl Iterator<Item = (&'a str, &'a DeliveryResult)>,
+) -> serde_json::Value {
     results
-        .iter()
-        .map(|r| {
+        .map(|(lease, r)| {
             let at = |t: &DateTime<Utc>| Some(t.to_rfc3339_opts(SecondsFormat::Micros, true));
             let (status, next, attempted) = match &r.outcome {
                 DeliveryOutcome::Delivered => (OutboxStatus::Delivered, None, true),
@@ -451,6 +477,7 @@ fn results_json(results: &[DeliveryResult]) -> serde_json::Value {
             };
             serde_json::json!({
                 "id": r.id,
+                "lease": lease,
                 "status": status.as_str(),
                 "attempted": attempted,
                 "next_attempt_at": next,
@@ -492,13 +519,32 @@ pub const RECORD_AND_CLAIM: Statement = Statement::new(
     ),
 );
 
-/// What the previous batch of a relay lane leaves to record.
+/// Results a relay lane has not recorded yet, grouped by the claim (lease
+/// token) that took their rows: a lane records what finished since its
+/// last statement, from any of its claims.
 #[derive(Debug, Clone, Copy)]
 pub struct Unrecorded<'a> {
-    /// That batch's lease token.
-    pub recorded_by: &'a str,
-    /// Its results.
-    pub results: &'a [DeliveryResult],
+    /// The groups.
+    pub leases: &'a [LeasedResults],
+}
+
+/// Results of rows claimed under one lease token.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LeasedResults {
+    /// The claim's lease token.
+    pub token: String,
+    /// Its rows' results.
+    pub results: Vec<DeliveryResult>,
+}
+
+impl Unrecorded<'_> {
+    fn json(&self) -> serde_json::Value {
+        results_json(
+            self.leases
+                .iter()
+                .flat_map(|l| l.results.iter().map(move |r| (l.token.as_str(), r))),
+        )
+    }
 }
 
 /// [`record_results`] of the previous batch and [`claim_batch`] of the next
@@ -516,8 +562,7 @@ pub async fn record_and_claim(
 ) -> Result<(u64, Claimed), DbError> {
     let params = request
         .params(CLAIM_BUDGET_BYTES)
-        .with("results", results_json(previous.results))
-        .with("recorded_by", previous.recorded_by);
+        .with("results", previous.json());
     let rows = db.execute(&RECORD_AND_CLAIM, &params).await?.rows;
     let recorded = match rows.first() {
         Some(r) => u64::try_from(r.i64("recorded")?).unwrap_or(0),

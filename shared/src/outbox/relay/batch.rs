@@ -8,12 +8,48 @@ use chrono::{DateTime, Utc};
 use tokio::sync::Semaphore;
 
 use super::attempt::{self, Kind};
+use super::fairness::Reserved;
 use super::report::{BatchReport, Delivered};
 use super::{Lease, Relay, chrono_duration};
 use crate::config::{Destination, HookboxConfig};
 use crate::outbox::repo::CLAIM_BUDGET_BYTES;
-use crate::outbox::{self, Claimed, UnreadableRow};
+use crate::outbox::{self, Claimed, DeliveryResult, UnreadableRow};
 use crate::store::DbError;
+
+/// A claimed row the claim could not decode: dead, with the reason.
+pub(super) fn unreadable(bad: UnreadableRow) -> (DeliveryResult, Kind) {
+    attempt::dead_unreadable(
+        bad.id,
+        None,
+        format!(
+            "the row cannot be read: {}; it can never be delivered as written \
+             (fix the row, then `hookbox outbox retry`)",
+            bad.error
+        ),
+    )
+}
+
+/// Counts what an attempt came to.
+pub(super) fn count(report: &mut BatchReport, kind: Kind) {
+    match kind {
+        Kind::Delivered => report.delivered += 1,
+        Kind::Retried { refused } => {
+            report.retried += 1;
+            report.refused += u64::from(refused);
+        }
+        Kind::Dead {
+            gone,
+            refused,
+            unreadable,
+        } => {
+            report.dead += 1;
+            report.gone += u64::from(gone);
+            report.refused += u64::from(refused);
+            report.unreadable += u64::from(unreadable);
+        }
+        Kind::NotAttempted => report.not_attempted += 1,
+    }
+}
 
 /// Request slots per destination (`max_in_flight`), shared by every batch
 /// of one relay, whichever lane runs it.
@@ -51,16 +87,26 @@ impl Relay {
         config: &HookboxConfig,
         batch_deadline: DateTime<Utc>,
     ) -> Result<BatchReport, DbError> {
-        let lease = self.lease(config, batch_deadline);
+        let (lease, reserved) = self.lease(config, batch_deadline, self.settings.batch_size);
         let request = lease.request(self.settings.batch_size);
         let claimed = match outbox::claim_batch(self.db.as_ref(), request, CLAIM_BUDGET_BYTES).await
         {
-            Ok(claimed) => claimed,
+            Ok(claimed) => {
+                self.fairness.claimed(reserved, claimed.destinations());
+                claimed
+            }
             Err(e) if !e.is_retryable() => {
                 tracing::error!(error = %e, "the claim failed; claiming its rows again one by one");
-                self.reclaim(&lease).await?
+                self.fairness.claimed(reserved, std::iter::empty());
+                let claimed = self.reclaim(&lease).await?;
+                self.fairness
+                    .claimed(Reserved::default(), claimed.destinations());
+                claimed
             }
-            Err(e) => return Err(e),
+            Err(e) => {
+                self.fairness.claimed(reserved, std::iter::empty());
+                return Err(e);
+            }
         };
         if claimed.is_empty() {
             return Ok(BatchReport::default());
@@ -80,9 +126,19 @@ impl Relay {
 
     /// The terms of the next claim: now, a lease outlasting `batch_deadline`,
     /// a token naming the batch, the ordered destinations.
-    pub(super) fn lease(&self, config: &HookboxConfig, batch_deadline: DateTime<Utc>) -> Lease {
+    ///
+    /// The terms of the next claim, with the destinations' caps
+    /// ([`super::fairness`]) and the rate-limit tokens they reserved (give
+    /// them to `Fairness::claimed` with what was claimed).
+    pub(super) fn lease(
+        &self,
+        config: &HookboxConfig,
+        batch_deadline: DateTime<Utc>,
+        limit: i64,
+    ) -> (Lease, Reserved) {
         let now = self.clock.now();
-        Lease {
+        let (caps, reserved) = self.fairness.caps(config, now, limit);
+        let lease = Lease {
             now,
             lease_until: batch_deadline.max(now) + chrono_duration(self.settings.lease_slack),
             // `locked_by` names this batch, not just this relay: a lane whose
@@ -94,11 +150,9 @@ impl Relay {
                 .filter(|d| d.ordered)
                 .map(|d| d.name.clone())
                 .collect(),
-            // no per-destination caps yet: a capped claim alone does not
-            // keep a hanging destination from holding every lane (each
-            // lane waits for its whole batch); see docs/relay.md
-            caps: Vec::new(),
-        }
+            caps,
+        };
+        (lease, reserved)
     }
 
     /// After a claim statement failed as a whole and not retryably (the Data
@@ -143,43 +197,20 @@ impl Relay {
             claimed: claimed.len() as u64,
             ..BatchReport::default()
         };
-        let attempts = claimed.rows.iter().map(|row| {
+        let attempts = claimed.rows.iter().map(|row| async move {
             let destination = config.destination(&row.destination);
             let slot = destination.map(|d| self.slots.of(d));
-            self.attempt(row, destination, slot, batch_deadline)
+            let done = self.attempt(row, destination, slot, batch_deadline).await;
+            // the whole batch is awaited: every answer is prompt
+            self.fairness
+                .finished(&row.destination, !matches!(done.1, Kind::NotAttempted));
+            done
         });
         let mut outcomes = futures::future::join_all(attempts).await;
-        outcomes.extend(claimed.unreadable.into_iter().map(|bad| {
-            attempt::dead_unreadable(
-                bad.id,
-                None,
-                format!(
-                    "the row cannot be read: {}; it can never be delivered as written \
-                     (fix the row, then `hookbox outbox retry`)",
-                    bad.error
-                ),
-            )
-        }));
+        outcomes.extend(claimed.unreadable.into_iter().map(unreadable));
         let mut results = Vec::with_capacity(outcomes.len());
         for (result, kind) in outcomes {
-            match kind {
-                Kind::Delivered => report.delivered += 1,
-                Kind::Retried { refused } => {
-                    report.retried += 1;
-                    report.refused += u64::from(refused);
-                }
-                Kind::Dead {
-                    gone,
-                    refused,
-                    unreadable,
-                } => {
-                    report.dead += 1;
-                    report.gone += u64::from(gone);
-                    report.refused += u64::from(refused);
-                    report.unreadable += u64::from(unreadable);
-                }
-                Kind::NotAttempted => report.not_attempted += 1,
-            }
+            count(&mut report, kind);
             results.push(result);
         }
         Delivered {

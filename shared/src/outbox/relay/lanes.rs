@@ -1,17 +1,20 @@
-//! A run: `lanes` concurrent batch loops until the deadline, each
-//! recording a batch's results with the claim of the next (one statement
+//! A run: `lanes` concurrent claim loops until the deadline, each
+//! recording what its requests came to with its next claim (one statement
 //! per batch), the first lane also sweeping; and `drain` for the bench and
 //! an operator's flush.
 
 use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
+use tokio::time::Instant;
 
-use super::report::{Delivered, RunReport};
+use super::fairness::Reserved;
+use super::flights::Flights;
+use super::report::{BatchReport, RunReport};
 use super::{Pause, Relay, chrono_duration, record};
 use crate::config::ConfigStore;
 use crate::inbox;
-use crate::outbox::{self, Unrecorded};
+use crate::outbox::{self, LeasedResults, Unrecorded};
 
 impl Relay {
     /// One invocation: retention once, then `lanes` concurrent batch loops
@@ -97,11 +100,17 @@ impl Relay {
         report.into_inner().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// One lane: batches until `stop_at`; when nothing is due, pauses (or,
-    /// without `pause`, ends). Each batch's results are recorded by the
-    /// statement that claims the next batch (one statement per batch); they
-    /// are recorded on their own before a sweep, before a configuration
-    /// refresh (either may wait) and when the lane ends.
+    /// One lane: claims until `stop_at`; when nothing is due and nothing is
+    /// in flight, pauses (or, without `pause`, ends). The lane does not wait
+    /// for a whole batch: it issues its next statement when every request
+    /// in flight has been answered, or `idle` after its last one, whichever
+    /// comes first; each statement records what landed since (from any of
+    /// its claims, each under its own token) and claims up to `batch_size`
+    /// less the rows still in flight, within the destinations' caps
+    /// ([`super::fairness`]): a destination that hangs holds its own
+    /// `max_in_flight` rows, never the lane. What landed is recorded on its
+    /// own before a sweep and a configuration refresh (either may wait)
+    /// and when the lane ends, after its last requests.
     async fn lane(
         &self,
         sweeps: bool,
@@ -110,16 +119,26 @@ impl Relay {
         pause: Option<&dyn Pause>,
         report: &Mutex<RunReport>,
     ) {
+        let fairness = self.fairness.as_ref();
         let mut next_sweep = self.clock.now();
-        let mut unrecorded: Option<Delivered> = None;
+        let mut flights = Flights::default();
         loop {
+            // this lane's requests: all answered, or `idle` since the last
+            // statement (then the others' rows are claimed beside them)
+            flights
+                .settle(fairness, Some(Instant::now() + self.settings.idle))
+                .await;
             let now = self.clock.now();
             if sweeps && now >= next_sweep {
-                // a sweep can take a while: record what was delivered first
-                if !self.flush(unrecorded.take(), report).await {
-                    return;
+                // a sweep can take a while: record what landed first
+                let landed = flights.take_landed();
+                if !flights
+                    .alongside(fairness, self.flush(landed, report))
+                    .await
+                {
+                    return self.land_all(flights, report).await;
                 }
-                let swept = self.sweep().await;
+                let swept = flights.alongside(fairness, self.sweep()).await;
                 record(report, |r| match swept {
                     Ok(s) => {
                         r.sweep.swept += s.swept;
@@ -130,105 +149,165 @@ impl Relay {
                 next_sweep = now + chrono_duration(self.settings.sweep_every);
             }
             // a configuration refresh may wait for its source: record what
-            // was delivered first, so its lease cannot run out meanwhile
-            if config.refresh_due() && !self.flush(unrecorded.take(), report).await {
-                return;
+            // landed first, so its lease cannot run out meanwhile
+            if config.refresh_due() {
+                let landed = flights.take_landed();
+                if !flights
+                    .alongside(fairness, self.flush(landed, report))
+                    .await
+                {
+                    return self.land_all(flights, report).await;
+                }
             }
-            let config = config.current().await;
+            let config = flights.alongside(fairness, config.current()).await;
             let now = self.clock.now();
             let left = (stop_at - now).to_std().unwrap_or_default();
             if left < self.settings.min_request_time {
-                self.flush(unrecorded.take(), report).await;
-                return;
+                return self.land_all(flights, report).await;
+            }
+            let room = self.settings.batch_size - flights.len() as i64;
+            if room <= 0 {
+                // every row of the window in flight: record what landed
+                let landed = flights.take_landed();
+                if !flights
+                    .alongside(fairness, self.flush(landed, report))
+                    .await
+                {
+                    return self.land_all(flights, report).await;
+                }
+                continue;
             }
             let batch_deadline = now + chrono_duration(self.settings.lease.min(left));
-            let lease = self.lease(&config, batch_deadline);
-            let previous = unrecorded.take();
-            let step = outbox::record_and_claim(
-                self.db.as_ref(),
-                Unrecorded {
-                    recorded_by: previous.as_ref().map_or("", |p| p.token.as_str()),
-                    results: previous.as_ref().map_or(&[], |p| p.results.as_slice()),
-                },
-                lease.request(self.settings.batch_size),
-            )
-            .await;
+            let (lease, reserved) = self.lease(&config, batch_deadline, room);
+            let statement = flights.statement(fairness);
+            let (landed, landed_report) = flights.take_landed();
+            let step = flights
+                .alongside(
+                    fairness,
+                    outbox::record_and_claim(
+                        self.db.as_ref(),
+                        Unrecorded { leases: &landed },
+                        lease.request(room),
+                    ),
+                )
+                .await;
             let claimed = match step {
                 Ok((recorded, claimed)) => {
+                    fairness.claimed(reserved, claimed.destinations());
                     record(report, |r| {
                         r.batches += 1;
-                        if let Some(previous) = previous {
-                            r.deliveries.add(&previous.recorded(recorded));
-                        }
+                        r.deliveries.claimed += claimed.len() as u64;
+                        r.deliveries
+                            .add(&recorded_report(&landed, landed_report, recorded));
                     });
                     claimed
                 }
                 Err(e) => {
+                    fairness.claimed(reserved, std::iter::empty());
                     record(report, |r| {
                         r.batches += 1;
                         r.errors.push(format!("delivery: {e}"));
                     });
-                    // the claim half may be what failed: record the previous
-                    // batch on its own (if that fails too, its rows come back
+                    // the claim half may be what failed: record what landed
+                    // on its own (if that fails too, its rows come back
                     // when their lease ends, under the same webhook-ids)
-                    if !self.flush(previous, report).await {
-                        return;
+                    let landed = (landed, landed_report);
+                    if !flights
+                        .alongside(fairness, self.flush(landed, report))
+                        .await
+                    {
+                        return self.land_all(flights, report).await;
                     }
                     if e.is_retryable() {
                         tracing::error!(error = %e, "relay batch failed; stopping this lane");
-                        return;
+                        return self.land_all(flights, report).await;
                     }
                     // not retryable: the same claim would fail the same way
                     // (a row it cannot return, a row it cannot decode), and
                     // it may have committed its leases before its answer was
                     // refused: claim again under its token, row by row
                     tracing::error!(error = %e, "relay batch failed; claiming its rows again one by one");
-                    match self.reclaim(&lease).await {
-                        Ok(claimed) => claimed,
+                    match flights.alongside(fairness, self.reclaim(&lease)).await {
+                        Ok(claimed) => {
+                            fairness.claimed(Reserved::default(), claimed.destinations());
+                            record(report, |r| r.deliveries.claimed += claimed.len() as u64);
+                            claimed
+                        }
                         Err(e) => {
                             tracing::error!(error = %e, "claiming the rows again failed too; stopping this lane");
                             record(report, |r| r.errors.push(format!("delivery: {e}")));
-                            return;
+                            return self.land_all(flights, report).await;
                         }
                     }
                 }
             };
-            if claimed.is_empty() {
+            if claimed.is_empty() && flights.is_idle() {
                 let Some(pause) = pause else { return };
                 let left = (stop_at - self.clock.now()).to_std().unwrap_or_default();
                 pause.pause(self.settings.idle.min(left)).await;
             } else {
-                unrecorded = Some(
-                    self.deliver(&config, lease.token, claimed, batch_deadline)
-                        .await,
+                flights.launch(
+                    self,
+                    &config,
+                    &lease.token,
+                    statement,
+                    claimed,
+                    batch_deadline,
                 );
             }
         }
     }
 
-    /// Records a delivered batch on its own; false (and the error in the
-    /// report) when the database failed.
-    async fn flush(&self, delivered: Option<Delivered>, report: &Mutex<RunReport>) -> bool {
-        let Some(delivered) = delivered else {
+    /// A lane's end: waits for its last requests (each ends by its batch's
+    /// deadline), then records what landed.
+    async fn land_all(&self, mut flights: Flights<'_>, report: &Mutex<RunReport>) {
+        flights.settle(self.fairness.as_ref(), None).await;
+        self.flush(flights.take_landed(), report).await;
+    }
+
+    /// Records what landed on its own; false (and the error in the report)
+    /// when the database failed.
+    async fn flush(
+        &self,
+        (landed, landed_report): (Vec<LeasedResults>, BatchReport),
+        report: &Mutex<RunReport>,
+    ) -> bool {
+        if landed.is_empty() {
             return true;
-        };
-        let recorded = outbox::record_results(
+        }
+        let recorded = outbox::record_leased(
             self.db.as_ref(),
-            &delivered.token,
             self.clock.now(),
-            &delivered.results,
+            Unrecorded { leases: &landed },
         )
         .await;
         match recorded {
             Ok(n) => {
-                record(report, |r| r.deliveries.add(&delivered.recorded(n)));
+                record(report, |r| {
+                    r.deliveries
+                        .add(&recorded_report(&landed, landed_report, n));
+                });
                 true
             }
             Err(e) => {
-                tracing::error!(error = %e, "cannot record a delivered batch; stopping this lane");
+                tracing::error!(error = %e, "cannot record delivered rows; stopping this lane");
                 record(report, |r| r.errors.push(format!("delivery: {e}")));
                 false
             }
         }
     }
+}
+
+/// The report of landed results once `recorded` rows took them (fewer than
+/// the results when a lease had run out and another relay took the row).
+fn recorded_report(landed: &[LeasedResults], report: BatchReport, recorded: u64) -> BatchReport {
+    let results: usize = landed.iter().map(|l| l.results.len()).sum();
+    if recorded < results as u64 {
+        tracing::warn!(
+            results,
+            recorded,
+            "some rows were no longer leased to this relay (lease ran out); their results were dropped"
+        );
+    }
+    BatchReport { recorded, ..report }
 }

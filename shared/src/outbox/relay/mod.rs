@@ -6,12 +6,13 @@
 //!
 //! ```text
 //! `lanes` loops, each until the deadline (minus a margin):
-//!   record the previous batch's results
-//!     + claim ≤ batch_size due rows, leased to this batch,
-//!       within the claim's byte budget                    (1 statement)
+//!   record what landed since the last statement
+//!     + claim ≤ batch_size − in flight due rows, leased to this claim,
+//!       within the byte budget and each destination's cap  (1 statement)
 //!   read payloads stored by reference (blob store, sha256 checked)
 //!   POST each, ≤ max_in_flight at once per destination
-//!   nothing was due → pause ~1 s
+//!   next statement: all answered, or `idle` after the last one
+//!   nothing was due and nothing is in flight → pause ~1 s
 //! every minute: sweep stranded inbox rows → queue
 //! once a run:   copy the configured destinations and subscriptions to
 //!               the database (publishers evaluate them there), purge
@@ -43,13 +44,16 @@
 //! Where things are: a batch (claim, lease, deliveries within each
 //! destination's slots, a failed claim taken again row by row) in `batch`,
 //! one delivery attempt and its outcome in `attempt`, the lanes of a run
-//! and `drain` in `lanes`, what they report and the run's metrics in
-//! `report`. The sweeper and retention are upkeep, not outbound work:
+//! and `drain` in `lanes`, a lane's requests in flight in `flights`, the
+//! per-destination caps and rate limits in `fairness`, what they report
+//! and the run's metrics in `report`. The sweeper and retention are upkeep, not outbound work:
 //! [`crate::maintenance`].
 
 mod attempt;
 pub mod backoff;
 mod batch;
+mod fairness;
+mod flights;
 pub mod guard;
 mod lanes;
 mod report;
@@ -106,6 +110,7 @@ pub struct Relay {
     pub(crate) jitter: Arc<dyn Jitter>,
     pub(crate) settings: RelaySettings,
     slots: Arc<batch::Slots>,
+    fairness: Arc<fairness::Fairness>,
 }
 
 impl Relay {
@@ -129,6 +134,7 @@ impl Relay {
             jitter: Arc::new(RandomJitter),
             settings,
             slots: Arc::default(),
+            fairness: Arc::default(),
         }
     }
 

@@ -7,7 +7,7 @@
 //! | `HOOKBOX_RELAY_BATCH_SIZE` | `50` | rows claimed per batch (a lane records one batch and claims the next in one statement) |
 //! | `HOOKBOX_RELAY_LANES` | `4` | batches in flight at once (while one lane waits for its slowest receiver or the database, the others deliver); `max_in_flight` per destination holds across lanes |
 //! | `HOOKBOX_RELAY_LEASE_SECONDS` | `30` | longest a batch may take; its requests are cut off by then (each also by its destination's timeout) |
-//! | `HOOKBOX_RELAY_IDLE_MILLIS` | `1000` | pause when nothing is due, so delivery latency is about this |
+//! | `HOOKBOX_RELAY_IDLE_MILLIS` | `1000` | pause when nothing is due, so delivery latency is about this; with requests in flight, a lane records and claims again this long after its last statement (a slow destination never holds it longer) |
 //! | `HOOKBOX_RELAY_STOP_MARGIN_SECONDS` | `5` | stop claiming this long before the invocation's deadline |
 //! | `HOOKBOX_SWEEP_AFTER_SECONDS` | `300` | an inbox row overdue by this long is sent to the queue again |
 //! | `HOOKBOX_RETENTION_DAYS` | `30` | finished rows older than this are purged (`0`: never; otherwise at least 17, see [`MIN_RETENTION_DAYS`]) |
@@ -32,7 +32,8 @@ pub struct RelaySettings {
     /// Extra lease after the batch deadline, so the results are recorded
     /// before another relay may claim the rows.
     pub lease_slack: Duration,
-    /// Pause when nothing is due.
+    /// Pause when nothing is due; with requests in flight, how long after
+    /// its last statement a lane issues the next one.
     pub idle: Duration,
     /// Stop claiming this long before the deadline.
     pub stop_margin: Duration,

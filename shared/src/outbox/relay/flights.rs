@@ -1,0 +1,180 @@
+//! A lane's requests in flight, and the results that landed since its last
+//! statement (recorded by the next one, each under its own claim's token).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use futures::StreamExt as _;
+use futures::stream::FuturesUnordered;
+
+use super::Relay;
+use super::attempt::Kind;
+use super::fairness::Fairness;
+use super::report::BatchReport;
+use crate::config::HookboxConfig;
+use crate::outbox::{Claimed, DeliveryResult, LeasedResults};
+
+/// One attempt's end.
+pub(super) struct Landed {
+    token: Arc<str>,
+    destination: String,
+    claim: u64,
+    result: DeliveryResult,
+    kind: Kind,
+}
+
+type Flight<'a> = Pin<Box<dyn Future<Output = Landed> + Send + 'a>>;
+
+/// What a lane has in flight and has not recorded.
+#[derive(Default)]
+pub(super) struct Flights<'a> {
+    flying: FuturesUnordered<Flight<'a>>,
+    /// Rows in flight per destination.
+    destinations: HashMap<String, usize>,
+    /// Landed, not recorded: grouped by lease token.
+    landed: Vec<LeasedResults>,
+    /// What the landed attempts came to.
+    landed_report: BatchReport,
+    /// Statements this lane issued (a flight still up at a later one than
+    /// its claim's is a straggler).
+    statements: u64,
+}
+
+impl<'a> Flights<'a> {
+    /// Rows in flight.
+    pub(super) fn len(&self) -> usize {
+        self.flying.len()
+    }
+
+    pub(super) fn is_idle(&self) -> bool {
+        self.flying.is_empty() && self.landed.is_empty()
+    }
+
+    /// A statement is about to be issued: whatever is still in flight is a
+    /// straggler (its destination is slow). Returns the statement's number.
+    pub(super) fn statement(&mut self, fairness: &Fairness) -> u64 {
+        for destination in self.destinations.keys() {
+            fairness.straggling(destination);
+        }
+        self.statements += 1;
+        self.statements
+    }
+
+    /// Starts the claimed rows' attempts (claimed by statement `claim`
+    /// under `token`); rows the claim could not decode land at once, dead.
+    pub(super) fn launch(
+        &mut self,
+        relay: &'a Relay,
+        config: &Arc<HookboxConfig>,
+        token: &str,
+        claim: u64,
+        claimed: Claimed,
+        batch_deadline: DateTime<Utc>,
+    ) {
+        let token: Arc<str> = token.into();
+        for bad in claimed.unreadable {
+            let (result, kind) = super::batch::unreadable(bad);
+            self.push(token.clone(), result, kind);
+        }
+        for row in claimed.rows {
+            *self
+                .destinations
+                .entry(row.destination.clone())
+                .or_default() += 1;
+            let config = config.clone();
+            let token = token.clone();
+            self.flying.push(Box::pin(async move {
+                let destination = config.destination(&row.destination);
+                let slot = destination.map(|d| relay.slots.of(d));
+                let (result, kind) = relay.attempt(&row, destination, slot, batch_deadline).await;
+                Landed {
+                    token,
+                    destination: row.destination,
+                    claim,
+                    result,
+                    kind,
+                }
+            }));
+        }
+    }
+
+    fn land(&mut self, landed: Landed, fairness: &Fairness) {
+        let prompt = landed.claim == self.statements && !matches!(landed.kind, Kind::NotAttempted);
+        fairness.finished(&landed.destination, prompt);
+        if let Some(n) = self.destinations.get_mut(&landed.destination) {
+            *n -= 1;
+            if *n == 0 {
+                self.destinations.remove(&landed.destination);
+            }
+        }
+        self.push(landed.token, landed.result, landed.kind);
+    }
+
+    fn push(&mut self, token: Arc<str>, result: DeliveryResult, kind: Kind) {
+        super::batch::count(&mut self.landed_report, kind);
+        match self
+            .landed
+            .iter_mut()
+            .rev()
+            .find(|l| l.token.as_str() == &*token)
+        {
+            Some(group) => group.results.push(result),
+            None => self.landed.push(LeasedResults {
+                token: token.to_string(),
+                results: vec![result],
+            }),
+        }
+    }
+
+    /// What landed since the last statement, and what it came to.
+    pub(super) fn take_landed(&mut self) -> (Vec<LeasedResults>, BatchReport) {
+        (
+            std::mem::take(&mut self.landed),
+            std::mem::take(&mut self.landed_report),
+        )
+    }
+
+    /// Awaits `work` while the requests in flight go on (and land).
+    pub(super) async fn alongside<T>(
+        &mut self,
+        fairness: &Fairness,
+        work: impl Future<Output = T>,
+    ) -> T {
+        let mut work = std::pin::pin!(work);
+        loop {
+            tokio::select! {
+                biased;
+                out = &mut work => return out,
+                Some(landed) = self.flying.next(), if !self.flying.is_empty() => {
+                    self.land(landed, fairness);
+                }
+            }
+        }
+    }
+
+    /// Waits until every request in flight has landed, or `until` (none:
+    /// no limit).
+    pub(super) async fn settle(
+        &mut self,
+        fairness: &Fairness,
+        until: Option<tokio::time::Instant>,
+    ) {
+        while !self.flying.is_empty() {
+            let next = self.flying.next();
+            let landed = match until {
+                Some(until) => match tokio::time::timeout_at(until, next).await {
+                    Ok(landed) => landed,
+                    Err(_) => return,
+                },
+                None => next.await,
+            };
+            match landed {
+                Some(landed) => self.land(landed, fairness),
+                None => return,
+            }
+        }
+    }
+}

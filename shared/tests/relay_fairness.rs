@@ -1,0 +1,244 @@
+//! Fairness between destinations, through both adapters: a destination
+//! that hangs every request with a backlog of 10,000 rows holds only its own
+//! `max_in_flight` rows, and another destination's new row is delivered
+//! within 2 s; a destination's `rate_limit_per_sec` bounds the requests it
+//! gets per second.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use common::{Adapter, at, migrated_db, sql};
+use hookbox::clock::{Clock, ManualClock, SystemClock};
+use hookbox::config::{ConfigStore, HookboxConfig};
+use hookbox::relay::{HttpSender, Pause, Relay, RelaySettings, TokioPause};
+use hookbox::store::{Executor, fetch_one};
+use hookbox_testkit::http_sink::HttpSink;
+use tokio::io::AsyncReadExt as _;
+
+const SECRET: &str = "whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA==";
+
+/// Accepts connections on 127.0.0.1, reads what comes and never answers;
+/// counts the connections open at once (each hanging request holds one).
+struct Tarpit {
+    url: String,
+    open: Arc<AtomicUsize>,
+    most_open: Arc<AtomicUsize>,
+    changed: Arc<tokio::sync::Notify>,
+}
+
+impl Tarpit {
+    async fn start() -> Tarpit {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the tarpit");
+        let url = format!("http://{}/hang", listener.local_addr().expect("address"));
+        let open = Arc::new(AtomicUsize::new(0));
+        let most_open = Arc::new(AtomicUsize::new(0));
+        let changed = Arc::new(tokio::sync::Notify::new());
+        let (o, m, c) = (open.clone(), most_open.clone(), changed.clone());
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let n = o.fetch_add(1, Ordering::SeqCst) + 1;
+                m.fetch_max(n, Ordering::SeqCst);
+                c.notify_waiters();
+                let (o, c) = (o.clone(), c.clone());
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    while matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {}
+                    o.fetch_sub(1, Ordering::SeqCst);
+                    c.notify_waiters();
+                });
+            }
+        });
+        Tarpit {
+            url,
+            open,
+            most_open,
+            changed,
+        }
+    }
+
+    /// Waits until `n` connections are open at once.
+    async fn wait_for_open(&self, n: usize) {
+        loop {
+            let changed = self.changed.notified();
+            if self.open.load(Ordering::SeqCst) >= n {
+                return;
+            }
+            changed.await;
+        }
+    }
+}
+
+async fn publish(db: &dyn Executor, destination: &str, n: i64) {
+    fetch_one(
+        db,
+        &sql("SELECT count(*) AS n
+               FROM generate_series(1, CAST(:n AS bigint)) AS g,
+                    LATERAL hookbox_publish('order.created', jsonb_build_object('n', g),
+                                            'order', 'o-' || g, :destination) AS p"),
+        &hookbox::params! { "destination" => destination, "n" => n },
+    )
+    .await
+    .expect("publish");
+}
+
+async fn count(db: &dyn Executor, query: &str) -> i64 {
+    fetch_one(db, &sql(query), &hookbox::params! {})
+        .await
+        .expect(query)
+        .i64("n")
+        .expect("n")
+}
+
+/// Acceptance 3 of the outbound product: destination `a` has 10,000 due
+/// rows and hangs every request until its timeout (10 s); a new row for
+/// `b` is delivered within 2 s, while `a` never has more than its
+/// `max_in_flight` requests or leased rows.
+async fn a_hanging_destination_with_a_backlog_never_delays_another(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let tarpit = Tarpit::start().await;
+    let sink = HttpSink::start().await;
+    let cfg = HookboxConfig::parse(
+        &serde_json::json!({ "destinations": {
+            "a": { "url": tarpit.url, "secrets": [SECRET], "timeout_secs": 10,
+                   "max_in_flight": 10, "allowed_networks": ["127.0.0.0/8"] },
+            "b": { "url": sink.url("/b"), "secrets": [SECRET],
+                   "allowed_networks": ["127.0.0.0/8"] },
+        }})
+        .to_string(),
+        "test",
+    )
+    .expect("config");
+    publish(db.as_ref(), "a", 10_000).await;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let relay = Relay::new(
+        db.clone(),
+        Arc::new(hookbox::blob::memory::MemoryBlobStore::new()),
+        Arc::new(HttpSender::default()),
+        None,
+        clock.clone(),
+        RelaySettings::new("relay-a"),
+    );
+    let store = ConfigStore::fixed(cfg, clock.clone());
+    let deadline = clock.now() + chrono::Duration::seconds(120);
+    let watch = async {
+        tokio::time::timeout(Duration::from_secs(60), tarpit.wait_for_open(10))
+            .await
+            .expect("a's requests reach the tarpit");
+        let published = std::time::Instant::now();
+        publish(db.as_ref(), "b", 1).await;
+        let received = tokio::time::timeout(Duration::from_secs(60), sink.wait_for(1))
+            .await
+            .expect("b's row is delivered");
+        (published.elapsed(), received.len())
+    };
+    let (waited, received) = tokio::select! {
+        _ = relay.run(&store, deadline, &TokioPause) => panic!("the run ended first"),
+        seen = watch => seen,
+    };
+    assert_eq!(received, 1);
+    assert!(
+        waited < Duration::from_secs(2),
+        "b's row waited {waited:?} behind a's hanging requests"
+    );
+    assert_eq!(
+        tarpit.most_open.load(Ordering::SeqCst),
+        10,
+        "a never had more requests than its max_in_flight"
+    );
+    let leased = count(
+        db.as_ref(),
+        "SELECT count(*) AS n FROM outbox WHERE destination = 'a' AND locked_by IS NOT NULL",
+    )
+    .await;
+    assert_eq!(leased, 10, "a's backlog is not claimed beyond its slots");
+    let charged = count(
+        db.as_ref(),
+        "SELECT count(*) AS n FROM outbox WHERE destination = 'a' AND attempts > 0",
+    )
+    .await;
+    assert_eq!(charged, 0, "no attempt of a has ended yet (10 s timeout)");
+}
+
+/// Advances the manual clock instead of sleeping.
+#[derive(Debug)]
+struct ClockPause(Arc<ManualClock>);
+
+#[async_trait]
+impl Pause for ClockPause {
+    async fn pause(&self, duration: Duration) {
+        self.0
+            .advance(chrono::Duration::from_std(duration).expect("duration"));
+    }
+}
+
+/// `rate_limit_per_sec: 2`: a token bucket of one second's worth, spent
+/// when rows are claimed: 7 due rows take at least 2.5 s (2 at once, then 2
+/// a second), and no second (on the relay's clock, as signed in
+/// `webhook-timestamp`) sees more than twice the rate (a second's tokens
+/// and the burst claimed just before it); every row is delivered.
+async fn a_rate_limit_bounds_the_requests_per_second(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let sink = HttpSink::start().await;
+    let cfg = HookboxConfig::parse(
+        &serde_json::json!({ "destinations": {
+            "limited": { "url": sink.url("/in"), "secrets": [SECRET],
+                         "rate_limit_per_sec": 2, "allowed_networks": ["127.0.0.0/8"] },
+        }})
+        .to_string(),
+        "test",
+    )
+    .expect("config");
+    let clock = Arc::new(ManualClock::new(at(0)));
+    // due at the manual clock's start
+    publish(db.as_ref(), "limited", 7).await;
+    db.execute(
+        &sql("UPDATE outbox SET created_at = :t, next_attempt_at = :t"),
+        &hookbox::params! { "t" => at(0) },
+    )
+    .await
+    .expect("due at 0");
+    let mut settings = RelaySettings::new("relay-a");
+    settings.lanes = 2;
+    let relay = common::http_relay(db.clone(), clock.clone(), settings);
+    let report = relay
+        .run(
+            &ConfigStore::fixed(cfg, clock.clone()),
+            at(30),
+            &ClockPause(clock.clone()),
+        )
+        .await;
+    assert_eq!(report.errors, Vec::<String>::new());
+    assert_eq!(report.deliveries.delivered, 7);
+    let mut per_second: BTreeMap<i64, usize> = BTreeMap::new();
+    for request in sink.requests() {
+        let second: i64 = request
+            .header("webhook-timestamp")
+            .expect("signed")
+            .parse()
+            .expect("seconds");
+        *per_second.entry(second - at(0).timestamp()).or_default() += 1;
+    }
+    assert_eq!(per_second.values().sum::<usize>(), 7, "{per_second:?}");
+    assert!(
+        per_second.values().all(|n| *n <= 4),
+        "at most twice the rate in any second: {per_second:?}"
+    );
+    let first = per_second.keys().min().copied().unwrap_or_default();
+    let last = per_second.keys().max().copied().unwrap_or_default();
+    assert!(
+        last - first >= 2,
+        "7 requests at 2 a second, 2 at once, take 2.5 s: {per_second:?}"
+    );
+}
+
+for_each_adapter!(
+    a_hanging_destination_with_a_backlog_never_delays_another,
+    a_rate_limit_bounds_the_requests_per_second,
+);
