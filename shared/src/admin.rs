@@ -1,5 +1,6 @@
 //! Operator statements (the `hookbox` CLI): list inbox and outbox rows by
-//! status with keyset paging, and put dead outbox rows back to pending.
+//! status with keyset paging, put dead outbox rows back to pending, and
+//! replay a destination's rows of a time range (`replay`).
 //!
 //! Like the repositories, every function runs ONE statement through the
 //! database port (the same SQL text on every adapter) and takes the time from
@@ -15,10 +16,18 @@
 //! | outbox dead | `outbox_dead` | `created_at, seq` |
 //! | outbox pending | `outbox_pending_created` | `created_at, seq` |
 //! | outbox delivered, or any status | `outbox_seq_key` | `seq` |
+//! | outbox of one destination, a time range (replay) | `outbox_destination_created` | `created_at, seq` |
 //!
 //! Each partial-index statement repeats the index's own predicate
 //! (`status IN (…) AND status = :status`), so PostgreSQL can prove the index
 //! applies even for a generic plan of the prepared statement.
+
+mod replay;
+
+pub use replay::{
+    OUTBOX_DESTINATION_HAS_ROWS, OUTBOX_REPLAY_COUNT, OUTBOX_REPLAY_PAGE, ReplayPage, ReplayRange,
+    count_replayable, destination_has_rows, replay_page,
+};
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;

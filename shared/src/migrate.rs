@@ -115,6 +115,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "destination_health",
         sql: include_str!("../migrations/0013_destination_health.sql"),
     },
+    Migration {
+        version: 15,
+        name: "outbox_replay_index",
+        sql: include_str!("../migrations/0015_outbox_replay_index.sql"),
+    },
 ];
 
 /// Why migrating failed.

@@ -278,7 +278,7 @@ impl Summary {
     }
 }
 
-fn progress(len: Option<u64>) -> ProgressBar {
+pub(crate) fn progress(len: Option<u64>) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(len, ProgressDrawTarget::stderr());
     let template = if len.is_some() {
         "{spinner} replaying [{bar:30}] {pos}/{len} {msg}"

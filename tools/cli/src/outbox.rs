@@ -1,11 +1,14 @@
-//! `hookbox outbox list|attempts|retry`: the outbound side for operators.
+//! `hookbox outbox list|attempts|retry|replay`: the outbound side for
+//! operators.
 
 use std::process::ExitCode;
 
+use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand, ValueEnum};
 use hookbox::admin::{self, OutboxCursor, OutboxFilter, OutboxRetry};
 use hookbox::clock::{Clock as _, SystemClock};
 use hookbox::outbox::OutboxStatus;
+use hookbox::outbox::destinations;
 use hookbox::store::Executor;
 use uuid::Uuid;
 
@@ -27,6 +30,79 @@ pub enum OutboxCommand {
     /// Put dead rows back to pending, due now, attempts reset to 0 (by id,
     /// or every dead row). Exit 1 when an id is missing or not dead.
     Retry(RetryArgs),
+    /// Deliver one destination's rows created in a time range again (dead
+    /// ones by default; `--status delivered,dead` for both), a page per
+    /// statement, with progress: each is pending again, due now, attempts
+    /// reset to 0, under the same webhook-id. Pending rows are left alone.
+    /// Exit 1 when the destination has no rows and is not synced.
+    Replay(ReplayArgs),
+}
+
+/// The statuses a replay takes rows from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ReplayStatus {
+    Delivered,
+    Dead,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The destination (as configured).
+    #[arg(long, value_name = "NAME")]
+    destination: String,
+    /// Rows created at or after this: RFC 3339 (`2026-11-30T08:00:00Z`), a
+    /// date (`2026-11-30`, midnight UTC), or an age (`90m`, `6h`, `2d`).
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    since: DateTime<Utc>,
+    /// Rows created before this (same forms; default: now).
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    until: Option<DateTime<Utc>>,
+    /// Statuses to replay, comma separated.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "STATUS",
+        value_delimiter = ',',
+        default_value = "dead"
+    )]
+    status: Vec<ReplayStatus>,
+    /// Rows looked at per statement.
+    #[arg(long, value_name = "N", default_value_t = 100,
+          value_parser = clap::value_parser!(i64).range(1..=hookbox::admin::MAX_PAGE))]
+    batch_size: i64,
+    #[command(flatten)]
+    db: DbArgs,
+}
+
+/// A `--since`/`--until` value: RFC 3339, a date (midnight UTC), or an age
+/// (`30s`, `90m`, `6h`, `2d`) before now.
+fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
+    let text = text.trim();
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Ok(t.to_utc());
+    }
+    if let Ok(d) = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        return Ok(d.and_time(chrono::NaiveTime::MIN).and_utc());
+    }
+    let unit = text.chars().last().unwrap_or(' ');
+    let seconds = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3_600,
+        'd' => 86_400,
+        _ => 0,
+    };
+    let amount = text[..text.len() - unit.len_utf8().min(text.len())]
+        .parse::<i64>()
+        .ok()
+        .filter(|n| (0..=36_500 * 86_400).contains(&(n * seconds)) && seconds > 0);
+    match amount {
+        Some(n) => Ok(SystemClock.now() - chrono::Duration::seconds(n * seconds)),
+        None => Err(format!(
+            "{text:?} is not a time: use RFC 3339 (2026-11-30T08:00:00Z), a date \
+             (2026-11-30) or an age (90m, 6h, 2d)"
+        )),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -85,7 +161,82 @@ pub async fn run(command: &OutboxCommand) -> Outcome {
         OutboxCommand::List(args) => list(args).await,
         OutboxCommand::Attempts(args) => attempts(args).await,
         OutboxCommand::Retry(args) => retry(args).await,
+        OutboxCommand::Replay(args) => replay(args).await,
     }
+}
+
+async fn replay(args: &ReplayArgs) -> Outcome {
+    let now = SystemClock.now();
+    let until = args.until.unwrap_or(now);
+    if until <= args.since {
+        return Err(Failure::usage(format!(
+            "--until ({}) must come after --since ({})",
+            time(until),
+            time(args.since)
+        )));
+    }
+    let db = connect(&args.db).await?;
+    let db = db.as_ref();
+    let range = admin::ReplayRange {
+        destination: args.destination.clone(),
+        since: args.since,
+        until: Some(until),
+        statuses: args
+            .status
+            .iter()
+            .map(|s| match s {
+                ReplayStatus::Delivered => OutboxStatus::Delivered,
+                ReplayStatus::Dead => OutboxStatus::Dead,
+            })
+            .collect(),
+    };
+    let total = admin::count_replayable(db, &range)
+        .await
+        .or_failed("cannot count the rows to replay")?;
+    if total == 0 {
+        let known = admin::destination_has_rows(db, &args.destination)
+            .await
+            .or_failed("cannot look for the destination's rows")?
+            || destinations::health(db)
+                .await
+                .or_failed("cannot read the destinations")?
+                .iter()
+                .any(|h| h.name == args.destination);
+        if !known {
+            eprintln!(
+                "destination {:?} has no rows and is not synced (a typo? `hookbox \
+                 destination list` shows the synced ones)",
+                args.destination
+            );
+            return Ok(ExitCode::from(FAILED));
+        }
+    }
+    let bar = crate::inbox::progress(Some(total));
+    let mut after = OutboxCursor::start();
+    let mut replayed = 0;
+    loop {
+        let page = admin::replay_page(db, &range, after, args.batch_size, SystemClock.now())
+            .await
+            .or_failed("cannot replay outbox rows")?;
+        replayed += page.replayed;
+        bar.inc(page.replayed);
+        let Some(next) = page.next else { break };
+        after = next;
+    }
+    bar.finish_and_clear();
+    println!(
+        "replayed: {replayed} rows of {:?} created in [{}, {}) (statuses: {})",
+        args.destination,
+        time(args.since),
+        time(until),
+        range
+            .statuses
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn list(args: &ListArgs) -> Outcome {

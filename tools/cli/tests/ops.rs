@@ -1449,3 +1449,140 @@ async fn destination_commands_show_disable_and_enable() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_replay_delivers_a_destinations_rows_of_a_range_again_under_the_same_webhook_ids() {
+    let (test_db, db) = migrated().await;
+    let d = db.as_ref();
+    let delivered = finished_outbox_row(d, "crm", "o1", 10, false).await;
+    let dead = finished_outbox_row(d, "crm", "o2", 20, true).await;
+    let other = finished_outbox_row(d, "erp", "o3", 15, false).await;
+    let later = finished_outbox_row(d, "crm", "o4", 40, false).await;
+    let since = at(0).to_rfc3339();
+    let until = at(30).to_rfc3339();
+
+    let out = hookbox_db(
+        &test_db,
+        &[
+            "outbox",
+            "replay",
+            "--destination",
+            "crm",
+            "--since",
+            &since,
+            "--until",
+            &until,
+            "--status",
+            "delivered,dead",
+            "--batch-size",
+            "1",
+        ],
+    )
+    .await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("replayed: 2 rows of \"crm\""),
+        "{}",
+        stdout(&out)
+    );
+    for (id, status) in [
+        (delivered, OutboxStatus::Pending),
+        (dead, OutboxStatus::Pending),
+        (other, OutboxStatus::Delivered),
+        (later, OutboxStatus::Delivered),
+    ] {
+        let row = outbox::get(d, id).await.expect("get").expect("row");
+        assert_eq!(
+            (row.status, row.attempts),
+            (
+                status,
+                if status == OutboxStatus::Pending {
+                    0
+                } else {
+                    1
+                }
+            ),
+            "{id}"
+        );
+    }
+
+    // the relay delivers them again, under their own ids
+    let sink = HttpSink::start().await;
+    let cfg = hookbox::config::HookboxConfig::parse(
+        &serde_json::json!({"destinations": {"crm": {"url": sink.url("/crm"),
+            "secrets": [DEMO_SECRET], "allowed_networks": ["127.0.0.0/8"]}}})
+        .to_string(),
+        "test",
+    )
+    .expect("config");
+    let clock = Arc::new(hookbox::clock::ManualClock::new(Utc::now()));
+    let relay = hookbox::relay::Relay::new(
+        db.clone(),
+        Arc::new(hookbox::blob::memory::MemoryBlobStore::new()),
+        Arc::new(hookbox::relay::HttpSender::default()),
+        None,
+        clock.clone(),
+        hookbox::relay::RelaySettings::new("relay-1"),
+    );
+    let report = relay
+        .drain(&hookbox::config::ConfigStore::fixed(cfg, clock))
+        .await;
+    assert_eq!(report.deliveries.delivered, 2, "{report:?}");
+    let mut ids: Vec<String> = sink
+        .requests()
+        .iter()
+        .map(|r| r.header("webhook-id").expect("webhook-id").to_string())
+        .collect();
+    ids.sort();
+    let mut want = vec![delivered.to_string(), dead.to_string()];
+    want.sort();
+    assert_eq!(ids, want);
+
+    // nothing left in that range: a second replay finds nothing
+    let again = hookbox_db(
+        &test_db,
+        &[
+            "outbox",
+            "replay",
+            "--destination",
+            "crm",
+            "--since",
+            &since,
+            "--until",
+            &until,
+        ],
+    )
+    .await;
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert!(
+        stdout(&again).starts_with("replayed: 0 rows"),
+        "{}",
+        stdout(&again)
+    );
+
+    // a destination with no rows that the relay never synced: a typo
+    let typo = hookbox_db(
+        &test_db,
+        &["outbox", "replay", "--destination", "crn", "--since", "2d"],
+    )
+    .await;
+    assert_eq!(code(&typo), 1);
+    assert!(
+        stderr(&typo).contains("\"crn\" has no rows"),
+        "{}",
+        stderr(&typo)
+    );
+    for (args, says) in [
+        (&["--since", "yesterday"][..], "\"yesterday\" is not a time"),
+        (
+            &["--since", &until, "--until", &since][..],
+            "must come after --since",
+        ),
+    ] {
+        let mut all = vec!["outbox", "replay", "--destination", "crm"];
+        all.extend_from_slice(args);
+        let out = hookbox_db(&test_db, &all).await;
+        assert_eq!(code(&out), 2, "{args:?}");
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+}

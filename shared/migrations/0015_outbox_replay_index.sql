@@ -1,0 +1,12 @@
+-- hookbox schema, version 15: bulk replay by destination and time
+-- (`hookbox outbox replay --destination X --since T [--until T]`,
+-- docs/relay.md "Operator recovery").
+--
+-- A replay walks one destination's rows created in a time range, in
+-- (created_at, seq) order, a bounded page per statement. Delivered rows have
+-- no other index by destination or time (only the BRIN on created_at, which
+-- gives no order), so each page would scan the whole range again. This
+-- index makes a page O(page). It is built without CONCURRENTLY (migrations
+-- run in a transaction): on a large outbox, the build holds off writes to
+-- the table for its duration; run the migration in a quiet moment.
+CREATE INDEX outbox_destination_created ON outbox (destination, created_at, seq);
