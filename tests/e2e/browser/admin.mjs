@@ -1,12 +1,14 @@
 // Headless-browser check of the admin page (see README.md).
 //
-//   node admin.mjs <base-url> <inbox-id> <screenshot.png>
+//   node admin.mjs <base-url> <inbox-id> <screenshot.png> [<disabled-destination>]
 //
 // Opens <base-url>/admin in headless Chromium (/usr/bin/chromium, or $CHROMIUM),
 // waits for the first refresh, checks that inbox row <inbox-id> is shown as
 // quarantined, screenshots the page, clicks its Replay button, then waits (up
 // to 20 s) until the row has left the attention tables and the processed count
-// is at least 1, and screenshots again to <screenshot>-after.png.
+// is at least 1, and screenshots again to <screenshot>-after.png. With
+// <disabled-destination>: checks it is shown as disabled, clicks its Enable
+// button, and waits until it is shown healthy.
 // Success: prints one JSON line {"ok":true,...} and exits 0.
 // Any failure: prints {"ok":false,"error":"..."} and exits 1.
 import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
@@ -44,9 +46,9 @@ process.on('unhandledRejection', e => fail(`unhandled rejection: ${e && e.stack 
 setTimeout(() => fail(`gave up after ${OVERALL_TIMEOUT_MS / 1000} s`), OVERALL_TIMEOUT_MS).unref();
 
 async function main() {
-  const [baseArg, id, shot] = process.argv.slice(2);
-  if (!baseArg || !id || !shot || process.argv.length !== 5) {
-    throw new Error('usage: node admin.mjs <base-url> <inbox-id> <screenshot.png>');
+  const [baseArg, id, shot, destination] = process.argv.slice(2);
+  if (!baseArg || !id || !shot || process.argv.length > 6) {
+    throw new Error('usage: node admin.mjs <base-url> <inbox-id> <screenshot.png> [<disabled-destination>]');
   }
   const base = baseArg.replace(/\/+$/, '');
   const after = /\.png$/i.test(shot) ? shot.replace(/\.png$/i, '-after.png') : `${shot}-after.png`;
@@ -123,6 +125,27 @@ async function main() {
   });
   const processedAfter = await count(page, 'count-inbox-processed');
 
+  let enabled = null;
+  if (destination) {
+    const dSel = `[data-testid="destination-row-${destination}"]`;
+    const dRow = page.locator(dSel);
+    await dRow.waitFor({ state: 'visible', timeout: 10_000 })
+      .catch(() => { throw new Error(`destination row ${dSel} not shown within 10 s`); });
+    const state = await dRow.getAttribute('data-state');
+    if (state !== 'disabled') throw new Error(`destination ${destination} has data-state=${JSON.stringify(state)}, expected "disabled"`);
+    const [resp] = await Promise.all([
+      page.waitForResponse(r => r.request().method() === 'POST'
+        && r.url().includes(`/destinations/${encodeURIComponent(destination)}/enable`), { timeout: 10_000 }),
+      page.locator(`[data-testid="enable-${destination}"]`).click({ timeout: 10_000 }),
+    ]).catch(e => { throw new Error(`clicking enable-${destination} did not POST the enable: ${e.message.split('\n')[0]}`); });
+    const body = await resp.json().catch(() => null);
+    enabled = body && body.outcome;
+    if (!resp.ok() || enabled !== 'enabled') throw new Error(`enable answered HTTP ${resp.status()}: ${JSON.stringify(body)}`);
+    await page.waitForFunction(sel => document.querySelector(sel)?.getAttribute('data-state') === 'healthy',
+      dSel, { timeout: 20_000, polling: 200 })
+      .catch(() => { throw new Error(`destination ${destination} not shown healthy within 20 s of Enable`); });
+  }
+
   await page.screenshot({ path: after, fullPage: true });
 
   if (await page.evaluate(() => window.__hookbox_xss !== undefined)) {
@@ -135,7 +158,7 @@ async function main() {
   context = null;
   cleanup();
   process.stdout.write(JSON.stringify({
-    ok: true, url, id, replay_outcome: outcome, processed_before: processedBefore, processed_after: processedAfter,
+    ok: true, url, id, replay_outcome: outcome, enable_outcome: enabled, processed_before: processedBefore, processed_after: processedAfter,
     screenshots: [shot, after], console_errors: consoleErrors, ms: Date.now() - started,
   }) + '\n');
   process.exit(0);

@@ -56,6 +56,13 @@ outbox.push({
   status: 'pending', attempts: 1, last_status_code: null, last_error: null, created_at: ago(20),
 });
 let dlq = 2;   // messages sitting in the SQS dead-letter queue
+const destinations = [
+  { name: 'crm', state: 'healthy', consecutive_failures: 0, failing_since: null, open_until: null,
+    disabled_at: null, disabled_reason: null, pending: 1 },
+  { name: 'legacy-erp', state: 'disabled', consecutive_failures: 412, failing_since: ago(5 * 86400),
+    open_until: ago(-60), disabled_at: ago(600), disabled_reason: 'failing continuously since 2026-11-26 08:00:00 UTC (412 failed attempts in a row)',
+    pending: 1830 },
+];
 
 function counts(rows, statuses) {
   const c = Object.fromEntries(statuses.map(s => [s, 0]));
@@ -116,6 +123,16 @@ async function handle(req, res) {
     if (status !== 'dead') return send(res, 400, { error: `bad status: ${status}` });
     return send(res, 200, { rows: outbox.filter(r => r.status === status).slice(0, limit) });
   }
+  if (req.method === 'GET' && route === 'destinations') return send(res, 200, { rows: destinations });
+  const e = route.match(/^destinations\/([^/]+)\/enable$/);
+  if (req.method === 'POST' && e) {
+    const name = decodeURIComponent(e[1]);
+    const d = destinations.find(x => x.name === name);
+    if (!d) return send(res, 200, { name, outcome: 'missing' });
+    Object.assign(d, { state: 'healthy', consecutive_failures: 0, failing_since: null, open_until: null,
+      disabled_at: null, disabled_reason: null });
+    return send(res, 200, { name, outcome: 'enabled' });
+  }
   if (req.method === 'POST' && route === 'dlq/redrive') {
     const moved = dlq; dlq = 0;
     return send(res, 200, { moved });
@@ -147,7 +164,8 @@ const server = http.createServer((req, res) => {
 });
 server.listen(port, '127.0.0.1', () => {
   const { port: p } = server.address();
-  process.stdout.write(JSON.stringify({ url: `http://127.0.0.1:${p}`, quarantined_id: quarantined.id }) + '\n');
+  process.stdout.write(JSON.stringify({ url: `http://127.0.0.1:${p}`, quarantined_id: quarantined.id,
+    disabled_destination: 'legacy-erp' }) + '\n');
 });
 const stop = () => { clearInterval(sampler); server.close(); server.closeAllConnections?.(); process.exit(0); };
 process.on('SIGTERM', stop);

@@ -55,7 +55,7 @@ let mock;
 try {
   mock = await startMock();
   const shot = join(out, 'admin.png');
-  const r = await run(['admin.mjs', mock.info.url, mock.info.quarantined_id, shot]);
+  const r = await run(['admin.mjs', mock.info.url, mock.info.quarantined_id, shot, mock.info.disabled_destination]);
   process.stdout.write(r.stdout);
   process.stderr.write(r.stderr);
   let ok = r.code === 0 && /^\{"ok":true/m.test(r.stdout);
@@ -63,9 +63,9 @@ try {
   for (const f of [shot, join(out, 'admin-after.png')]) {
     try { if (statSync(f).size < 1000) throw new Error('tiny'); } catch { ok = false; detail += ` missing screenshot ${f}`; }
   }
-  record('admin page against the mock API (replay a quarantined row)', ok, detail.trim());
+  record('admin page against the mock API (replay a quarantined row, enable a destination)', ok, detail.trim());
 } catch (e) {
-  record('admin page against the mock API (replay a quarantined row)', false, e.message);
+  record('admin page against the mock API (replay a quarantined row, enable a destination)', false, e.message);
 } finally {
   if (mock) { mock.child.removeAllListeners('exit'); mock.child.kill('SIGTERM'); }
 }

@@ -1,5 +1,6 @@
 //! The admin page in headless Chromium (Playwright, tests/e2e/browser):
-//! load /admin, see a quarantined row, click Replay, see it processed.
+//! load /admin, see a quarantined row, click Replay, see it processed; see a
+//! disabled destination, click Enable, see it healthy.
 //! Screenshots go to target/e2e/admin*.png. Also the page's own checks
 //! against the in-memory mock of its API (`npm test` in tests/e2e/browser).
 
@@ -59,6 +60,19 @@ async fn replaying_a_quarantined_row_from_the_admin_page_processes_it() {
             .collect();
     })
     .await;
+    // and enables a destination the relay had disabled
+    let destination = "demo-downstream";
+    assert!(
+        hookbox::outbox::destinations::disable(
+            fixed.db().as_ref(),
+            destination,
+            "failing continuously (the test)",
+            chrono::Utc::now(),
+        )
+        .await
+        .expect("disable"),
+        "{destination} is synced by the stack"
+    );
     let root = workspace_root();
     let shots = root.join("target/e2e");
     std::fs::create_dir_all(&shots).expect("target/e2e");
@@ -72,7 +86,12 @@ async fn replaying_a_quarantined_row_from_the_admin_page_processes_it() {
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new("node")
             .arg(script)
-            .args([url.as_str(), id_arg.as_str(), shot_arg.as_str()])
+            .args([
+                url.as_str(),
+                id_arg.as_str(),
+                shot_arg.as_str(),
+                destination,
+            ])
             .output()
     })
     .await
@@ -92,6 +111,16 @@ async fn replaying_a_quarantined_row_from_the_admin_page_processes_it() {
     )
     .expect("admin.mjs prints a JSON line");
     assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["enable_outcome"], "enabled", "{report}");
+    let health = hookbox::outbox::destinations::health(fixed.db().as_ref())
+        .await
+        .expect("health");
+    assert!(
+        health
+            .iter()
+            .any(|h| h.name == destination && h.disabled_at.is_none()),
+        "{health:?}"
+    );
     assert!(shot.exists(), "screenshot taken");
 
     let db = fixed.db();

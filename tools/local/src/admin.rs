@@ -1,5 +1,6 @@
 //! `/admin`: the operator page and its JSON API (read-mostly: counts over
-//! time, rows that need a human, replay / retry / redrive).
+//! time, rows that need a human, the destinations' health, replay / retry /
+//! redrive / enable).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -63,6 +64,11 @@ pub fn routes(admin: Admin) -> Router {
         .route("/admin/api/outbox/{id}/retry", post(retry_row))
         .route("/admin/api/outbox/{id}/attempts", get(attempts_of))
         .route("/admin/api/dlq/redrive", post(redrive))
+        .route("/admin/api/destinations", get(destination_rows))
+        .route(
+            "/admin/api/destinations/{name}/enable",
+            post(enable_destination),
+        )
         .with_state(admin)
 }
 
@@ -324,6 +330,38 @@ async fn retry_row(State(admin): State<Admin>, Path(id): Path<String>) -> Respon
                 _ => "missing",
             };
             Json(json!({ "id": id, "outcome": name })).into_response()
+        }
+        Err(e) => db_error(e),
+    }
+}
+
+/// Every synced destination's health (`hookbox destination list`).
+async fn destination_rows(State(admin): State<Admin>) -> Response {
+    let now = admin.clock.now();
+    match outbox::destinations::health(admin.db.as_ref()).await {
+        Ok(rows) => Json(json!({ "rows": rows.iter().map(|h| json!({
+            "name": h.name,
+            "state": h.state(now),
+            "consecutive_failures": h.consecutive_failures,
+            "failing_since": h.failing_since.map(|t| t.to_rfc3339()),
+            "open_until": h.open_until.map(|t| t.to_rfc3339()),
+            "disabled_at": h.disabled_at.map(|t| t.to_rfc3339()),
+            "disabled_reason": h.disabled_reason,
+            "pending": h.pending,
+        })).collect::<Vec<_>>() }))
+        .into_response(),
+        Err(e) => db_error(e),
+    }
+}
+
+/// Enables a destination and closes its breaker (`hookbox destination
+/// enable`): `enabled`, or `missing` when no such destination is synced.
+async fn enable_destination(State(admin): State<Admin>, Path(name): Path<String>) -> Response {
+    match outbox::destinations::enable(admin.db.as_ref(), &name).await {
+        Ok(done) => {
+            let outcome = if done { "enabled" } else { "missing" };
+            tracing::info!(destination = %name, outcome, "enable from /admin");
+            Json(json!({ "name": name, "outcome": outcome })).into_response()
         }
         Err(e) => db_error(e),
     }
