@@ -1044,8 +1044,8 @@ async fn a_destination_with_hanging_requests_does_not_hold_the_batch() {
     tx.commit().await.expect("commit");
     let fake = Arc::new(StuckDestination::default());
     let mut settings = RelaySettings::new("relay-a");
-    // (were the other stuck rows claimed, they would give up their wait
-    // for its only slot long before it ends)
+    // far shorter than the stuck request (2 s), so the other stuck rows
+    // give up their wait for its only slot long before it ends
     settings.slot_wait = Duration::from_millis(100);
     let relay = Relay::new(
         db.clone(),
@@ -1061,12 +1061,7 @@ async fn a_destination_with_hanging_requests_does_not_hold_the_batch() {
         .expect("batch");
     assert_eq!(report.delivered, 2, "crm is not held back");
     assert_eq!(report.retried, 1, "the one stuck request, timed out");
-    assert_eq!(
-        (report.claimed, report.not_attempted),
-        (3, 0),
-        "the other stuck rows are not claimed: the claim takes no more of a \
-         destination not known to answer promptly than its free slots"
-    );
+    assert_eq!(report.not_attempted, 2, "the other stuck rows, released");
     assert_eq!(
         fake.stuck_started.load(std::sync::atomic::Ordering::SeqCst),
         1

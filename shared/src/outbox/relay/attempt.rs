@@ -168,12 +168,20 @@ impl Relay {
                     .unwrap_or_default()
                     .saturating_sub(self.settings.min_request_time);
                 let wait = self.settings.slot_wait.min(left);
-                match tokio::time::timeout(wait, slot.acquire_owned()).await {
-                    Ok(permit) => permit.ok(),
-                    Err(_) => {
-                        let now = self.clock.now();
-                        return not_attempted(now + chrono_duration(self.settings.slot_wait));
-                    }
+                // the destination found slow meanwhile (its requests outlive
+                // a lane's statement): give the place in the lane back at
+                // once, due again now, so the lane claims other rows
+                let slowed = self.fairness.slowed(&row.destination);
+                let slowed = slowed.notified();
+                tokio::select! {
+                    acquired = tokio::time::timeout(wait, slot.acquire_owned()) => match acquired {
+                        Ok(permit) => permit.ok(),
+                        Err(_) => {
+                            let now = self.clock.now();
+                            return not_attempted(now + chrono_duration(self.settings.slot_wait));
+                        }
+                    },
+                    () = slowed => return not_attempted(self.clock.now()),
                 }
             }
             None => None,

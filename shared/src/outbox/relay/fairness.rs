@@ -3,25 +3,26 @@
 //!
 //! A lane does not wait for a slow destination: it records what finished
 //! and claims again every `idle` while rows are still in flight (see
-//! `lanes`). A destination is *prompt* once one of its attempts was
-//! answered before its lane's next statement, and stops being prompt when
-//! rows of it are still in flight at one (stragglers). A destination not
-//! known to be prompt (at first, and while it is slow) is capped at its
-//! free request slots (`max_in_flight` less the rows this relay holds for
-//! it, in any lane), so its backlog cannot fill the lanes' windows with
-//! rows waiting for a slot: a destination that hangs every request keeps
-//! `max_in_flight` rows, and every other destination's rows are claimed at
-//! the next statement. A prompt destination is not capped, so a batch of it
-//! is as large as before (the relay's throughput does not change).
+//! `lanes`). A destination is *prompt* until rows of it are still in flight
+//! at such a statement (stragglers), and prompt again once one of its
+//! attempts is answered before its lane's next statement. A prompt
+//! destination is not capped, so a batch of it is as large as before (the
+//! relay's throughput does not change). A slow one is capped at its free
+//! request slots (`max_in_flight` less the rows this relay holds for it, in
+//! any lane), and when it turns slow its rows still waiting for a slot give
+//! their place in the lane back at once (unattempted, due again): a
+//! destination that hangs every request keeps `max_in_flight` rows, and
+//! every other destination's rows are claimed at the next statement.
 //!
 //! A destination with `rate_limit_per_sec` is also capped by a token
 //! bucket (one second's worth, refilled on the relay's clock): a claim
 //! takes at most the whole tokens left, and spends one per row it claimed.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
+use tokio::sync::Notify;
 
 use crate::config::HookboxConfig;
 
@@ -29,16 +30,30 @@ use crate::config::HookboxConfig;
 #[derive(Debug, Default)]
 pub(crate) struct Fairness(Mutex<HashMap<String, Holding>>);
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Holding {
     /// Rows claimed and not finished (in any lane).
     rows: usize,
-    /// An attempt ended before its lane's next statement (and none was a
-    /// straggler since): not capped.
+    /// No straggler since the last attempt that ended before its lane's
+    /// next statement: not capped.
     prompt: bool,
+    /// Notified when it turns slow (rows waiting for a slot give up).
+    slowed: Arc<Notify>,
     /// Rate limit: tokens left, and when they were counted.
     tokens: f64,
     counted_at: Option<DateTime<Utc>>,
+}
+
+impl Default for Holding {
+    fn default() -> Self {
+        Self {
+            rows: 0,
+            prompt: true,
+            slowed: Arc::default(),
+            tokens: 0.0,
+            counted_at: None,
+        }
+    }
 }
 
 /// What a claim reserved per destination: (name, slots, tokens), given
@@ -120,9 +135,27 @@ impl Fairness {
     }
 
     /// Rows of `destination` still in flight when their lane issued its
-    /// next statement: the destination is slow (not prompt).
+    /// next statement: the destination is slow (not prompt); its rows
+    /// waiting for a slot are told.
     pub(crate) fn straggling(&self, destination: &str) {
-        self.with(|held| held.entry(destination.to_string()).or_default().prompt = false);
+        self.with(|held| {
+            let h = held.entry(destination.to_string()).or_default();
+            if h.prompt {
+                h.prompt = false;
+                h.slowed.notify_waiters();
+            }
+        });
+    }
+
+    /// What tells `destination`'s rows waiting for a slot that it turned
+    /// slow.
+    pub(crate) fn slowed(&self, destination: &str) -> Arc<Notify> {
+        self.with(|held| {
+            held.entry(destination.to_string())
+                .or_default()
+                .slowed
+                .clone()
+        })
     }
 
     /// A held row of `destination` finished; `prompt`: its request was
@@ -167,48 +200,56 @@ mod tests {
     }
 
     #[test]
-    fn a_destination_is_capped_at_its_free_slots_until_an_attempt_ends_promptly() {
+    fn a_slow_destination_is_capped_at_its_free_slots_until_an_attempt_ends_promptly() {
         let f = Fairness::default();
         let cfg = config(None);
-        let (first, r) = f.caps(&cfg, at(0), 50);
-        assert_eq!(
-            first,
-            [("a".to_string(), 3), ("b".to_string(), 10)],
-            "not known to be prompt: max_in_flight each"
-        );
-        let (second, r2) = f.caps(&cfg, at(0), 50);
-        assert_eq!(
-            second,
-            [("a".to_string(), 0), ("b".to_string(), 0)],
-            "a claim at the same time: the first one reserved every slot"
-        );
-        f.claimed(r2, std::iter::empty());
-        f.claimed(r, ["a", "a", "b"].into_iter());
-        assert_eq!(caps(&f, &cfg)[0], ("a".to_string(), 1));
-        let (_, r) = f.caps(&cfg, at(0), 50);
-        f.claimed(r, ["a"].into_iter());
-        assert_eq!(caps(&f, &cfg)[0], ("a".to_string(), 0), "3 held of 3");
-        f.finished("a", false);
-        assert_eq!(caps(&f, &cfg)[0], ("a".to_string(), 1), "not prompt");
-        f.finished("a", true);
-        f.finished("b", true);
-        assert_eq!(caps(&f, &cfg), [], "both answered promptly");
+        assert_eq!(caps(&f, &cfg), [], "prompt until found slow");
         f.claimed(Reserved::default(), ["a"; 40].into_iter());
         assert_eq!(caps(&f, &cfg), [], "a prompt destination holds any number");
         f.straggling("a");
         assert_eq!(
             caps(&f, &cfg),
             [("a".to_string(), 0)],
-            "a straggler: capped again (41 held of 3)"
+            "a straggler: capped (40 held of 3)"
         );
+        for _ in 0..38 {
+            f.finished("a", false);
+        }
+        let (first, r) = f.caps(&cfg, at(0), 50);
+        assert_eq!(first, [("a".to_string(), 1)], "2 held of 3");
+        let (second, r2) = f.caps(&cfg, at(0), 50);
+        assert_eq!(
+            second,
+            [("a".to_string(), 0)],
+            "a claim at the same time: the first one reserved the free slot"
+        );
+        f.claimed(r2, std::iter::empty());
+        f.claimed(r, std::iter::empty());
+        assert_eq!(caps(&f, &cfg), [("a".to_string(), 1)], "given back");
+        f.finished("a", true);
+        assert_eq!(caps(&f, &cfg), [], "answered promptly");
+    }
+
+    #[tokio::test]
+    async fn turning_slow_tells_the_rows_waiting_for_a_slot() {
+        let f = Fairness::default();
+        let slowed = f.slowed("a");
+        let waiting = slowed.notified();
+        tokio::pin!(waiting);
+        waiting.as_mut().enable();
+        f.straggling("b");
+        assert!(
+            futures::poll!(waiting.as_mut()).is_pending(),
+            "another destination"
+        );
+        f.straggling("a");
+        assert!(futures::poll!(waiting.as_mut()).is_ready());
     }
 
     #[test]
     fn a_rate_limit_caps_claims_by_the_tokens_left_and_refills_on_the_clock() {
         let f = Fairness::default();
         let cfg = config(Some(4));
-        f.finished("a", true);
-        f.finished("b", true);
         let (caps, r) = f.caps(&cfg, at(0), 50);
         assert_eq!(caps, [("a".to_string(), 4)], "one second's worth to start");
         f.claimed(r, ["a", "a", "a"].into_iter());

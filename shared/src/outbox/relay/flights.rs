@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use futures::FutureExt as _;
 use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
 
@@ -53,12 +54,25 @@ impl<'a> Flights<'a> {
         self.flying.is_empty() && self.landed.is_empty()
     }
 
-    /// A statement is about to be issued: whatever is still in flight is a
-    /// straggler (its destination is slow). Returns the statement's number.
-    pub(super) fn statement(&mut self, fairness: &Fairness) -> u64 {
+    /// The lane's `idle` passed with requests still in flight: they are
+    /// stragglers (their destinations are slow, and their rows waiting for a
+    /// slot give their place back); lands what that released.
+    pub(super) fn idle_passed(&mut self, fairness: &Fairness) {
+        if self.flying.is_empty() {
+            return;
+        }
         for destination in self.destinations.keys() {
             fairness.straggling(destination);
         }
+        self.statements += 1;
+        while let Some(Some(landed)) = self.flying.next().now_or_never() {
+            self.land(landed, fairness);
+        }
+    }
+
+    /// A statement is about to be issued: its number (a flight still up at
+    /// a later one than its claim's was not answered promptly).
+    pub(super) fn statement(&mut self) -> u64 {
         self.statements += 1;
         self.statements
     }

@@ -128,6 +128,7 @@ impl Relay {
             flights
                 .settle(fairness, Some(Instant::now() + self.settings.idle))
                 .await;
+            flights.idle_passed(fairness);
             let now = self.clock.now();
             if sweeps && now >= next_sweep {
                 // a sweep can take a while: record what landed first
@@ -179,7 +180,7 @@ impl Relay {
             }
             let batch_deadline = now + chrono_duration(self.settings.lease.min(left));
             let (lease, reserved) = self.lease(&config, batch_deadline, room);
-            let statement = flights.statement(fairness);
+            let statement = flights.statement();
             let (landed, landed_report) = flights.take_landed();
             let step = flights
                 .alongside(
