@@ -115,6 +115,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "destination_health",
         sql: include_str!("../migrations/0013_destination_health.sql"),
     },
+    Migration {
+        version: 14,
+        name: "inbox_claim_function",
+        sql: include_str!("../migrations/0014_inbox_claim_function.sql"),
+    },
 ];
 
 /// Why migrating failed.
