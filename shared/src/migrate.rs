@@ -117,8 +117,8 @@ pub const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 14,
-        name: "inbox_claim_function",
-        sql: include_str!("../migrations/0014_inbox_claim_function.sql"),
+        name: "claim_plans",
+        sql: include_str!("../migrations/0014_claim_plans.sql"),
     },
 ];
 

@@ -12,8 +12,8 @@
 mod common;
 
 use common::{Adapter, inbox_scans, load_history, migrated_db, sql};
-use hookbox::inbox;
 use hookbox::store::{Executor, NamedSql, Statement};
+use hookbox::{inbox, outbox};
 use uuid::Uuid;
 
 /// The statement prepared under `name` as the PostgreSQL adapter prepares
@@ -203,6 +203,72 @@ async fn the_generic_plan_of_insert_if_new_probes_one_key(adapter: Adapter) {
     tx.rollback().await.expect("rollback");
 }
 
+/// Sequential scans of `table` so far in the current transaction of `tx`.
+async fn seq_scans(tx: &dyn Executor, table: &str) -> i64 {
+    tx.execute(
+        &sql(&format!(
+            "SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relname = '{table}'"
+        )),
+        &hookbox::params! {},
+    )
+    .await
+    .expect("seq_scan")
+    .rows[0]
+        .i64("seq_scan")
+        .expect("seq_scan")
+}
+
+/// The relay's claim (a function with a pinned generic plan) planned on an
+/// empty outbox, as a fresh deployment's first claim is, then run on 30,000
+/// rows: it walks its indexes instead of scanning the table.
+async fn the_relays_claim_planned_on_an_empty_outbox_scans_no_table(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let tx = db.begin().await.expect("begin");
+    let t = tx.as_ref();
+    let claim = |at: &str| {
+        let at = chrono::DateTime::parse_from_rfc3339(at)
+            .expect("time")
+            .to_utc();
+        hookbox::params! {
+            "now" => at, "lease_until" => at + chrono::Duration::seconds(30), "worker" => "w",
+            "limit" => 100_i64, "ordered" => serde_json::json!(["erp"]),
+            "caps" => serde_json::json!({}), "budget" => outbox::repo::CLAIM_BUDGET_BYTES,
+        }
+    };
+    let first = t
+        .execute(&outbox::repo::CLAIM_DUE, &claim("2026-06-01T00:00:00Z"))
+        .await
+        .expect("first claim");
+    assert!(first.rows.is_empty());
+    t.execute(
+        &sql(
+            "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination,
+                                 payload, status, next_attempt_at, created_at, processed_at)
+             SELECT gen_random_uuid(), 'order', 'o-' || g, 'order.paid', 'erp', '{}',
+                    CASE WHEN g > 29990 THEN 'pending' ELSE 'delivered' END,
+                    timestamptz '2026-05-01', timestamptz '2026-05-01',
+                    CASE WHEN g > 29990 THEN NULL ELSE timestamptz '2026-05-01' END
+               FROM generate_series(1, 30000) AS g",
+        ),
+        &hookbox::params! {},
+    )
+    .await
+    .expect("outbox rows");
+    let before = seq_scans(t, "outbox").await;
+    let claimed = t
+        .execute(&outbox::repo::CLAIM_DUE, &claim("2026-06-01T00:01:00Z"))
+        .await
+        .expect("claim");
+    let after = seq_scans(t, "outbox").await;
+    assert_eq!(claimed.rows.len(), 10, "the pending rows");
+    assert_eq!(
+        after - before,
+        0,
+        "sequential scans of the outbox by one claim"
+    );
+    tx.rollback().await.expect("rollback");
+}
+
 /// The claim function's pinned settings (migration 14).
 async fn the_inbox_claim_pins_its_plan(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
@@ -228,4 +294,5 @@ for_each_adapter!(
     the_claims_generic_plan_made_on_a_small_inbox_stays_a_key_lookup,
     the_generic_plan_of_insert_if_new_probes_one_key,
     the_inbox_claim_pins_its_plan,
+    the_relays_claim_planned_on_an_empty_outbox_scans_no_table,
 );

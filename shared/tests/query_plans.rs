@@ -446,8 +446,8 @@ async fn retentions_reference_check_uses_the_key_indexes(adapter: Adapter) {
     }
 }
 
-/// The claim's settings (migrations 5 and 7): a generic plan, no bitmap
-/// scans, no sorts where an index walk can do, and no JIT (the disabled
+/// The claim's settings (migrations 5, 7 and 14): a generic plan, no bitmap
+/// or sequential scans, no sorts where an index walk can do, and no JIT (the disabled
 /// sort of its budget window counts as a huge cost, which made PostgreSQL
 /// JIT-compile the claim on every call: 300 ms for a sub-millisecond claim).
 async fn the_claim_pins_its_plan_and_never_pays_for_jit(adapter: Adapter) {
@@ -468,6 +468,7 @@ async fn the_claim_pins_its_plan_and_never_pays_for_jit(adapter: Adapter) {
         settings,
         [
             "enable_bitmapscan=off",
+            "enable_seqscan=off",
             "enable_sort=off",
             "jit=off",
             "plan_cache_mode=force_generic_plan"

@@ -72,3 +72,12 @@ END
 $$;
 REVOKE EXECUTE ON FUNCTION inbox_claim(jsonb, timestamptz, timestamptz, uuid) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION inbox_claim(jsonb, timestamptz, timestamptz, uuid) TO hookbox_processor;
+
+-- The relay's claim (migration 13) had the same flaw: its plan, pinned
+-- generic, was made at a connection's first claim, and with an empty or
+-- small outbox (a fresh deployment, the local stack) the lease UPDATE
+-- (`id = ANY(…)`) and the ordered destinations' older-row check were
+-- sequential scans, kept while the outbox grew: a scan of every outbox row
+-- per claim. No sequential scans while it runs either.
+ALTER FUNCTION outbox_claim_due(timestamptz, timestamptz, text, bigint, jsonb, bigint, jsonb)
+    SET enable_seqscan = off;
