@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 /// round trips, so one loop leaves the database idle between them. Lambda
 /// scales to the template's `ProcessorMaxConcurrency` (10).
 pub const DEFAULT_CONCURRENCY: usize = 4;
+const _: () = assert!(DEFAULT_CONCURRENCY > 1, "several loops, as Lambda runs");
 
 /// The longest an idle loop waits on the in-memory queue before looking
 /// again (a send, a redrive or the next delayed message wakes it sooner).

@@ -579,7 +579,6 @@ mod tests {
             options.processor_concurrency,
             event_source::DEFAULT_CONCURRENCY
         );
-        assert!(event_source::DEFAULT_CONCURRENCY > 1);
         assert!(check(&options).is_ok());
         let none = Options {
             processor_concurrency: 0,
