@@ -116,6 +116,11 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/0013_destination_health.sql"),
     },
     Migration {
+        version: 14,
+        name: "claim_plans",
+        sql: include_str!("../migrations/0014_claim_plans.sql"),
+    },
+    Migration {
         version: 15,
         name: "outbox_replay_index",
         sql: include_str!("../migrations/0015_outbox_replay_index.sql"),

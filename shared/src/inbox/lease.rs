@@ -84,44 +84,15 @@ pub const MAX_CLAIM_IDS: usize = 10;
 
 pub const CLAIM: Statement = Statement::new(
     "inbox.claim",
+    // the claim itself is the function `inbox_claim` (migration 0014): its
+    // planner settings keep the primary-key lookups whatever the inbox's
+    // size when a connection planned it; here only the columns returned
     concat!(
-        "WITH wanted AS (
-        SELECT DISTINCT CAST(value AS uuid) AS wanted_id
-        FROM jsonb_array_elements_text(CAST(:ids AS jsonb))
-    ), free AS (
-        -- a row another transaction holds locked (a processor committing
-        -- it, a replay, the sweeper) is skipped, not waited for: it comes
-        -- back as busy and the other rows proceed
-        SELECT f.id FROM inbox AS f
-         WHERE f.id = ANY (ARRAY(SELECT wanted_id FROM wanted))
-           FOR UPDATE SKIP LOCKED
-    ), claimed AS (
-        UPDATE inbox AS i
-           SET status = 'processing',
-               attempts = i.attempts + 1,
-               locked_until = CAST(:lease_until AS timestamptz),
-               locked_by = CAST(:claimer AS uuid),
-               next_attempt_at = CAST(:lease_until AS timestamptz)
-         WHERE i.id = ANY (ARRAY(SELECT id FROM free))
-           -- a CASE, not OR/IN: the planner must not trade the key lookup
-           -- for a scan of every active row (the partial indexes)
-           AND CASE WHEN i.status IN ('pending', 'deferred') THEN true
-                    -- an expired lease, or one this claimer took (a retried
-                    -- claim whose first try committed its leases but could
-                    -- not return them)
-                    WHEN i.status = 'processing'
-                        THEN i.locked_until <= CAST(:now AS timestamptz)
-                          OR i.locked_by = CAST(:claimer AS uuid)
-                    ELSE false END
-        RETURNING i.*
-    )
-    SELECT w.wanted_id,
-           (SELECT cur.status FROM inbox AS cur WHERE cur.id = w.wanted_id) AS current_status,
-           ",
-        inbox_columns!("c."),
+        "SELECT f.wanted_id, f.current_status, ",
+        inbox_columns!("(f.claimed)."),
         "
-      FROM wanted AS w
-      LEFT JOIN claimed AS c ON c.id = w.wanted_id"
+      FROM inbox_claim(CAST(:ids AS jsonb), CAST(:now AS timestamptz),
+                       CAST(:lease_until AS timestamptz), CAST(:claimer AS uuid)) AS f"
     ),
 );
 

@@ -106,16 +106,27 @@ pub const INSERT_IF_NEW: Statement = Statement::new(
     )
     SELECT id, true AS inserted FROM ins
     UNION ALL
-    SELECT id, false AS inserted FROM inbox
-     WHERE partner = :partner
-       AND (event_id = :event_id OR dedupe_digest = CAST(:dedupe_digest AS bytea))",
+    -- the stored duplicate, looked up only when nothing was inserted (a
+    -- new webhook reads no index beyond the insert's own), by each unique
+    -- key apart: an OR of the two would be planned, in the generic plan a
+    -- pooled connection keeps, as a BitmapOr over both indexes
+    (SELECT id, false AS inserted FROM inbox
+      WHERE NOT EXISTS (SELECT 1 FROM ins)
+        AND partner = :partner AND event_id = :event_id
+     UNION ALL
+     SELECT id, false AS inserted FROM inbox
+      WHERE NOT EXISTS (SELECT 1 FROM ins)
+        AND partner = :partner AND dedupe_digest = CAST(:dedupe_digest AS bytea)
+        AND event_id <> :event_id)",
 );
 
 pub const FIND_BY_KEY: Statement = Statement::new(
     "inbox.find_by_key",
-    "SELECT id FROM inbox
-      WHERE partner = :partner
-        AND (event_id = :event_id OR dedupe_digest = CAST(:dedupe_digest AS bytea))
+    // each unique key apart, not an OR (see INSERT_IF_NEW)
+    "(SELECT id FROM inbox WHERE partner = :partner AND event_id = :event_id
+      UNION ALL
+      SELECT id FROM inbox
+       WHERE partner = :partner AND dedupe_digest = CAST(:dedupe_digest AS bytea))
       LIMIT 1",
 );
 
@@ -405,10 +416,14 @@ mod tests {
     #[test]
     fn readers_return_inline_bodies_only_up_to_the_chunk_size() {
         let bound = format!(
-            "octet_length(c.body) <= {} THEN",
+            "octet_length((f.claimed).body) <= {} THEN",
             super::super::body::READ_CHUNK_BYTES
         );
         assert!(CLAIM.sql.contains(&bound), "{}", CLAIM.sql);
-        assert!(GET.sql.contains(&bound.replace("c.", "")), "{}", GET.sql);
+        assert!(
+            GET.sql.contains(&bound.replace("(f.claimed).", "")),
+            "{}",
+            GET.sql
+        );
     }
 }

@@ -59,6 +59,9 @@ pub struct MemoryQueue {
     state: Arc<Mutex<State>>,
     config: MemoryQueueConfig,
     clock: Arc<dyn Clock>,
+    /// Woken whenever a message may have become visible (sent, redriven,
+    /// visibility changed): consumers wait on it instead of polling.
+    arrivals: Arc<tokio::sync::Notify>,
 }
 
 impl fmt::Debug for MemoryQueue {
@@ -80,6 +83,30 @@ impl MemoryQueue {
             state: Arc::default(),
             config,
             clock,
+            arrivals: Arc::default(),
+        }
+    }
+
+    /// Returns once a message may be visible: at once when one is, else when
+    /// one is sent (or redriven, or its visibility changed), when the
+    /// earliest invisible one's time comes (by the queue's clock), or after
+    /// `at_most`. What SQS long polling gives a consumer: no fixed poll
+    /// interval between a send and its receive. It may return with nothing
+    /// to receive (another consumer was faster): receive, then wait again.
+    pub async fn wait_for_visible(&self, at_most: Duration) {
+        // registered before looking, so a send from here on wakes it
+        let notified = self.arrivals.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let now = self.clock.now();
+        let wait = match self.next_visible_at() {
+            Some(at) if at <= now => return,
+            Some(at) => (at - now).to_std().unwrap_or(Duration::ZERO).min(at_most),
+            None => at_most,
+        };
+        tokio::select! {
+            _ = &mut notified => {}
+            _ = tokio::time::sleep(wait) => {}
         }
     }
 
@@ -119,6 +146,8 @@ impl MemoryQueue {
                 receipt_handle: None,
             });
         }
+        drop(state);
+        self.arrivals.notify_waiters();
         n
     }
 
@@ -148,6 +177,7 @@ impl Queue for MemoryQueue {
             receive_count: 0,
             receipt_handle: None,
         });
+        self.arrivals.notify_waiters();
         Ok(id)
     }
 
@@ -168,6 +198,8 @@ impl Queue for MemoryQueue {
                 reason: "receipt handle is not current (message deleted or received again)".into(),
             })?;
         message.visible_at = now + chrono_duration(timeout);
+        drop(state);
+        self.arrivals.notify_waiters();
         Ok(())
     }
 }
@@ -253,6 +285,67 @@ mod tests {
         (q, clock)
     }
 
+    /// How long (tokio's paused time) `wait_for_visible` waited.
+    async fn wait_while(
+        q: &Arc<MemoryQueue>,
+        then: impl std::future::Future<Output = ()>,
+    ) -> Duration {
+        let waiter = {
+            let q = q.clone();
+            tokio::spawn(async move {
+                let started = tokio::time::Instant::now();
+                q.wait_for_visible(Duration::from_secs(3600)).await;
+                started.elapsed()
+            })
+        };
+        // the waiter is waiting before `then` runs
+        tokio::task::yield_now().await;
+        then.await;
+        waiter.await.expect("waiter")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_consumer_wakes_when_a_message_is_sent_not_after_a_poll_interval() {
+        let (q, clock) = queue(30, 4);
+        let q = Arc::new(q);
+        let sender = q.clone();
+        let waited = wait_while(&q, async move {
+            sender.send("a").await.expect("send");
+        })
+        .await;
+        assert_eq!(waited, Duration::ZERO, "woken by the send");
+        assert_eq!(q.receive(10).await.expect("receive").len(), 1);
+        // nothing sent: it waits for the received message's visibility
+        // timeout, and once that one is deleted, as long as it was told
+        let waited = wait_while(&q, async {}).await;
+        assert_eq!(waited, Duration::from_secs(30));
+        clock.advance(chrono::Duration::seconds(30));
+        let again = q.receive(10).await.expect("receive");
+        q.delete(&again[0].receipt_handle).await.expect("delete");
+        let waited = wait_while(&q, async {}).await;
+        assert_eq!(waited, Duration::from_secs(3600));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_consumer_wakes_when_a_delayed_message_becomes_visible() {
+        let (q, _clock) = queue(30, 4);
+        let q = Arc::new(q);
+        q.send_delayed("later", Duration::from_secs(10))
+            .await
+            .expect("send");
+        let waited = wait_while(&q, async {}).await;
+        assert_eq!(waited, Duration::from_secs(10));
+        // one visible already: no wait at all
+        q.send("now").await.expect("send");
+        assert_eq!(waited_now(&q).await, Duration::ZERO);
+    }
+
+    async fn waited_now(q: &Arc<MemoryQueue>) -> Duration {
+        let started = tokio::time::Instant::now();
+        q.wait_for_visible(Duration::from_secs(3600)).await;
+        started.elapsed()
+    }
+
     #[tokio::test]
     async fn received_messages_hide_for_the_visibility_timeout_and_come_back() {
         let (q, clock) = queue(30, 4);
@@ -268,6 +361,7 @@ mod tests {
         clock.advance(chrono::Duration::seconds(29));
         assert!(q.receive(10).await.expect("receive").is_empty());
         clock.advance(chrono::Duration::seconds(1));
+        clock.advance(chrono::Duration::seconds(30));
         let again = q.receive(10).await.expect("receive");
         assert_eq!(again[0].receive_count, 2);
         assert_ne!(again[0].receipt_handle, first[0].receipt_handle);

@@ -254,3 +254,30 @@ pub fn http_relay(
     )
     .with_jitter(Arc::new(hookbox::relay::FixedJitter(0.0)))
 }
+
+/// Scans of the inbox so far in the current transaction of `tx` (PostgreSQL's
+/// counters, which count the statements inside functions too): sequential
+/// scans of the table, and index scans of its active-row indexes.
+pub async fn inbox_scans(tx: &dyn hookbox::store::Executor) -> (i64, i64) {
+    let row = tx
+        .execute(
+            &sql("SELECT (SELECT seq_scan FROM pg_stat_xact_user_tables
+                           WHERE relname = 'inbox') AS seq_scans,
+                         (SELECT CAST(coalesce(sum(pg_stat_get_xact_numscans(oid)), 0)
+                                      AS bigint)
+                            FROM pg_class
+                           WHERE relkind = 'i' AND relname LIKE 'inbox_active%')
+                           AS active_index_scans"),
+            &hookbox::params! {},
+        )
+        .await
+        .expect("scan counters")
+        .rows
+        .into_iter()
+        .next()
+        .expect("one row");
+    (
+        row.i64("seq_scans").expect("seq_scans"),
+        row.i64("active_index_scans").expect("active_index_scans"),
+    )
+}

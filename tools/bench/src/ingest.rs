@@ -18,7 +18,7 @@ use hookbox::signature::{Headers, Secret, sign_standard_webhooks};
 use hookbox::store::Database;
 
 use crate::pg::{Bench, one_line};
-use crate::report::{Figure, Goal, plan_cache_reason};
+use crate::report::{Figure, Goal, server_cost_reason};
 use crate::stats::{cpu_seconds, cpu_us_per, p50_p99_max};
 
 pub const SECTION: &str = "Ingest";
@@ -317,7 +317,7 @@ pub async fn run(
                 Goal::RatioAtLeast(0.9),
             )
             .when_missed(
-                plan_cache_reason(best.cpu_us.1, pgbench_cpu_us).unwrap_or_else(|| {
+                server_cost_reason(best.cpu_us.1, pgbench_cpu_us).unwrap_or_else(|| {
                     format!(
                         "PostgreSQL spends about as much per insert either way ({:.0} µs under \
                      hookbox, {pgbench_cpu_us:.0} µs under pgbench); what differs is the client: \

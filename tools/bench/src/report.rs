@@ -174,19 +174,18 @@ pub fn number(v: f64) -> String {
 /// more than the same statements under pgbench (`hookbox_us` against
 /// `pgbench_us` of PostgreSQL CPU per operation), or `None` when they cost
 /// about the same.
-pub fn plan_cache_reason(hookbox_us: f64, pgbench_us: f64) -> Option<String> {
+pub fn server_cost_reason(hookbox_us: f64, pgbench_us: f64) -> Option<String> {
     (hookbox_us > 1.3 * pgbench_us).then(|| {
         format!(
             "PostgreSQL spends {hookbox_us:.0} µs per operation under hookbox against \
-             {pgbench_us:.0} µs under pgbench for the same statements, and hookbox's share grows \
-             from slice to slice (stderr shows it): its pooled connections keep the generic plans \
-             PostgreSQL switches prepared statements to after five executions, while pgbench \
-             reconnects each slice. `--custom-plans` (plan_cache_mode = force_custom_plan on the \
-             benchmark databases) brings the two level (2026-12-01: ingest 1 client 1.49×, 8 \
-             clients 0.93×, processor 1.01×). Closing it in hookbox: plan_cache_mode = \
-             force_custom_plan for the functions' roles (a migration) or the PostgreSQL \
-             adapter's sessions, or statements whose generic plan is as good (the OR of \
-             `inbox.insert_if_new`'s duplicate lookup, the claim's id list)"
+             {pgbench_us:.0} µs under pgbench for the same statements, so the two run them \
+             differently: most likely a plan. hookbox's pooled connections keep the generic \
+             plan PostgreSQL switches a prepared statement to after five executions, made with \
+             the table's size at that moment (pgbench reconnects each slice). Compare a run with \
+             `--custom-plans` (plan_cache_mode = force_custom_plan on the benchmark databases); \
+             a statement whose generic plan goes bad needs a plan that holds whatever the \
+             table's size, as the claim functions of migrations 0005 and 0014 pin theirs \
+             (shared/tests/generic_plans.rs checks the inbox's)"
         )
     })
 }
@@ -390,9 +389,9 @@ mod tests {
     }
 
     #[test]
-    fn the_plan_cache_reason_is_given_only_when_the_server_works_harder_for_hookbox() {
-        assert!(plan_cache_reason(300.0, 280.0).is_none());
-        let why = plan_cache_reason(700.0, 280.0).expect("a reason");
+    fn the_server_cost_reason_is_given_only_when_the_server_works_harder_for_hookbox() {
+        assert!(server_cost_reason(300.0, 280.0).is_none());
+        let why = server_cost_reason(700.0, 280.0).expect("a reason");
         assert!(why.contains("700 µs") && why.contains("280 µs"));
     }
 

@@ -20,6 +20,7 @@
 
 pub mod admin;
 pub mod demo;
+pub mod event_source;
 pub mod gateway;
 
 use std::collections::VecDeque;
@@ -41,9 +42,8 @@ use hookbox::relay::{HttpSender, Relay, RelaySettings, TokioPause};
 use hookbox::store::Database;
 use hookbox::store::data_api::{DataApiDatabase, DataApiTarget};
 use hookbox::store::postgres::{PgDatabase, PgOptions};
-use hookbox_processor::{ProcessorFunction, sqs_event};
+use hookbox_processor::ProcessorFunction;
 use hookbox_relay::RelayFunction;
-use lambda_runtime::{Context, LambdaEvent};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -86,6 +86,9 @@ pub struct Options {
     pub sweep_after: Duration,
     /// The processor's backoff by receive count (Retry and Defer).
     pub retry_schedule: Vec<Duration>,
+    /// Processor loops receiving batches at once (Lambda's concurrency on
+    /// the event source mapping).
+    pub processor_concurrency: usize,
     /// Where bodies over the inline threshold go (the blob store; S3 when
     /// deployed). `None`: a temporary directory removed with a throwaway
     /// database, or `<tmp>/hookbox-local-blobs` (kept) with an existing one.
@@ -105,6 +108,7 @@ impl Default for Options {
             max_receive_count: 4,
             sweep_after: Duration::from_secs(300),
             retry_schedule: ProcessorConfig::default().retry_schedule,
+            processor_concurrency: event_source::DEFAULT_CONCURRENCY,
             blob_dir: None,
         }
     }
@@ -352,11 +356,13 @@ impl LocalStack {
                 ..ProcessorConfig::default()
             },
         );
-        tasks.push(tokio::spawn(processor_loop(
+        tasks.extend(event_source::spawn(
+            options.processor_concurrency,
             consumer,
-            processor,
-            stopped.clone(),
-        )));
+            Arc::new(processor),
+            event_source::Wake::for_queue(memory_queue.as_ref()),
+            &stopped,
+        ));
 
         // the relay and sweeper; at start, rows left pending by a previous
         // run are swept back into the (new, empty) queue at once
@@ -490,50 +496,6 @@ pub fn redact(url: &str) -> String {
     }
 }
 
-async fn processor_loop(
-    queue: Arc<dyn QueueConsumer>,
-    processor: ProcessorFunction,
-    mut stopped: watch::Receiver<bool>,
-) {
-    loop {
-        if *stopped.borrow() {
-            return;
-        }
-        let got = match queue.receive(10).await {
-            Ok(got) => got,
-            Err(e) => {
-                tracing::warn!(error = %e, "receive failed");
-                Vec::new()
-            }
-        };
-        if got.is_empty() {
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
-                _ = stopped.changed() => {}
-            }
-            continue;
-        }
-        let mut context = Context::default();
-        context.deadline =
-            u64::try_from((chrono::Utc::now() + chrono::Duration::seconds(30)).timestamp_millis())
-                .unwrap_or(0);
-        let response = processor
-            .handle(LambdaEvent::new(sqs_event(&got), context))
-            .await;
-        for m in &got {
-            let failed = response
-                .batch_item_failures
-                .iter()
-                .any(|f| f.item_identifier == m.message_id);
-            if !failed {
-                if let Err(e) = queue.delete(&m.receipt_handle).await {
-                    tracing::warn!(error = %e, "delete failed");
-                }
-            }
-        }
-    }
-}
-
 async fn relay_loop(
     relay: RelayFunction,
     clock: Arc<dyn Clock>,
@@ -583,6 +545,9 @@ pub fn check(options: &Options) -> anyhow::Result<()> {
     if options.max_receive_count == 0 {
         bail!("--max-receive-count must be at least 1");
     }
+    if options.processor_concurrency == 0 {
+        bail!("--processor-concurrency must be at least 1");
+    }
     Ok(())
 }
 
@@ -605,6 +570,21 @@ mod tests {
             redact("postgres://127.0.0.1:5/db"),
             "postgres://127.0.0.1:5/db"
         );
+    }
+
+    #[test]
+    fn the_processor_runs_several_loops_unless_told_otherwise() {
+        let options = Options::default();
+        assert_eq!(
+            options.processor_concurrency,
+            event_source::DEFAULT_CONCURRENCY
+        );
+        assert!(check(&options).is_ok());
+        let none = Options {
+            processor_concurrency: 0,
+            ..Options::default()
+        };
+        assert!(check(&none).is_err());
     }
 
     #[test]

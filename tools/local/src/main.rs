@@ -49,6 +49,11 @@ struct Args {
     /// repeats).
     #[arg(long, value_delimiter = ',', default_values_t = [60, 300, 900])]
     retry_schedule: Vec<u64>,
+    /// Processor loops receiving batches at once, as Lambda runs several
+    /// invocations of the processor (its concurrency on the event source
+    /// mapping).
+    #[arg(long, default_value_t = hookbox_local::event_source::DEFAULT_CONCURRENCY)]
+    processor_concurrency: usize,
     /// Directory for bodies over the inline threshold (the blob store; S3
     /// when deployed). Default: a temporary one, removed on exit with the
     /// throwaway database, or <tmp>/hookbox-local-blobs with --database-url.
@@ -89,6 +94,7 @@ async fn main() -> anyhow::Result<()> {
             .iter()
             .map(|s| Duration::from_secs(*s))
             .collect(),
+        processor_concurrency: args.processor_concurrency,
         blob_dir: args.blob_dir,
     };
     hookbox_local::check(&options)?;
