@@ -162,28 +162,32 @@ impl Relay {
         // slots are all held by hanging requests (of any lane) must not hold
         // this batch, and so every other destination's rows, hostage
         let _permit = match slot {
-            Some(slot) => {
-                let left = (batch_deadline - self.clock.now())
-                    .to_std()
-                    .unwrap_or_default()
-                    .saturating_sub(self.settings.min_request_time);
-                let wait = self.settings.slot_wait.min(left);
-                // the destination found slow meanwhile (its requests outlive
-                // a lane's statement): give the place in the lane back at
-                // once, due again now, so the lane claims other rows
-                let slowed = self.fairness.slowed(&row.destination);
-                let slowed = slowed.notified();
-                tokio::select! {
-                    acquired = tokio::time::timeout(wait, slot.acquire_owned()) => match acquired {
-                        Ok(permit) => permit.ok(),
-                        Err(_) => {
-                            let now = self.clock.now();
-                            return not_attempted(now + chrono_duration(self.settings.slot_wait));
-                        }
-                    },
-                    () = slowed => return not_attempted(self.clock.now()),
+            Some(slot) => match slot.clone().try_acquire_owned() {
+                // a free slot: no wait
+                Ok(permit) => Some(permit),
+                Err(_) => {
+                    let left = (batch_deadline - self.clock.now())
+                        .to_std()
+                        .unwrap_or_default()
+                        .saturating_sub(self.settings.min_request_time);
+                    let wait = self.settings.slot_wait.min(left);
+                    // the destination found slow meanwhile (its requests outlive
+                    // a lane's statement): give the place in the lane back at
+                    // once, due again now, so the lane claims other rows
+                    let slowed = self.fairness.slowed(&row.destination);
+                    let slowed = slowed.notified();
+                    tokio::select! {
+                        acquired = tokio::time::timeout(wait, slot.acquire_owned()) => match acquired {
+                            Ok(permit) => permit.ok(),
+                            Err(_) => {
+                                let now = self.clock.now();
+                                return not_attempted(now + chrono_duration(self.settings.slot_wait));
+                            }
+                        },
+                        () = slowed => return not_attempted(self.clock.now()),
+                    }
                 }
-            }
+            },
             None => None,
         };
         let start = self.clock.now();

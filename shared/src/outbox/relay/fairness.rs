@@ -122,7 +122,9 @@ impl Fairness {
             let mut taken: HashMap<&str, i64> = HashMap::new();
             for destination in rows {
                 *taken.entry(destination).or_default() += 1;
-                held.entry(destination.to_string()).or_default().rows += 1;
+            }
+            for (destination, n) in &taken {
+                holding(held, destination).rows += usize::try_from(*n).unwrap_or(0);
             }
             for (name, slots, tokens) in &reserved.0 {
                 let used = taken.get(name.as_str()).copied().unwrap_or(0);
@@ -139,7 +141,7 @@ impl Fairness {
     /// waiting for a slot are told.
     pub(crate) fn straggling(&self, destination: &str) {
         self.with(|held| {
-            let h = held.entry(destination.to_string()).or_default();
+            let h = holding(held, destination);
             if h.prompt {
                 h.prompt = false;
                 h.slowed.notify_waiters();
@@ -163,13 +165,18 @@ impl Fairness {
     /// prompt).
     pub(crate) fn finished(&self, destination: &str, prompt: bool) {
         self.with(|held| {
-            let h = held.entry(destination.to_string()).or_default();
+            let h = holding(held, destination);
             h.rows = h.rows.saturating_sub(1);
             if prompt {
                 h.prompt = true;
             }
         });
     }
+}
+
+/// `destination`'s holding.
+fn holding<'a>(held: &'a mut HashMap<String, Holding>, destination: &str) -> &'a mut Holding {
+    held.entry(destination.to_string()).or_default()
 }
 
 #[cfg(test)]

@@ -176,18 +176,22 @@ impl<'a> Flights<'a> {
         fairness: &Fairness,
         until: Option<tokio::time::Instant>,
     ) {
+        let Some(until) = until else {
+            while let Some(landed) = self.flying.next().await {
+                self.land(landed, fairness);
+            }
+            return;
+        };
+        let deadline = std::pin::pin!(tokio::time::sleep_until(until));
+        let mut deadline = deadline;
         while !self.flying.is_empty() {
-            let next = self.flying.next();
-            let landed = match until {
-                Some(until) => match tokio::time::timeout_at(until, next).await {
-                    Ok(landed) => landed,
-                    Err(_) => return,
+            tokio::select! {
+                biased;
+                landed = self.flying.next() => match landed {
+                    Some(landed) => self.land(landed, fairness),
+                    None => return,
                 },
-                None => next.await,
-            };
-            match landed {
-                Some(landed) => self.land(landed, fairness),
-                None => return,
+                () = &mut deadline => return,
             }
         }
     }
