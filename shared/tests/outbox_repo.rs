@@ -472,6 +472,70 @@ async fn record_and_claim_records_the_last_batch_and_claims_the_next(adapter: Ad
 
 /// A lease is only ever on a pending row (the result statement counts on
 /// it): a status change that keeps the lease is refused.
+/// A lane records, in one statement, results of rows claimed by several of
+/// its claims: each under its own claim's token (the most common one sent
+/// once), and a result whose token no longer holds its row changes nothing.
+async fn one_statement_records_results_of_several_claims_each_under_its_token(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let d = db.as_ref();
+    let ids = enqueue_n(db.as_ref(), 4, 0).await;
+    let lease = |worker: &'static str, n: i64| outbox::ClaimRequest {
+        worker,
+        now: at(1),
+        lease_until: at(31),
+        limit: n,
+        ordered_destinations: &[],
+        destination_caps: &[],
+    };
+    let first = outbox::claim_due(d, lease("lane/a", 1))
+        .await
+        .expect("claim");
+    let second = outbox::claim_due(d, lease("lane/b", 2))
+        .await
+        .expect("claim");
+    let third = outbox::claim_due(d, lease("lane/c", 1))
+        .await
+        .expect("claim");
+    assert_eq!((first.len(), second.len(), third.len()), (1, 2, 1));
+    let delivered = |id: Uuid| DeliveryResult {
+        id,
+        outcome: DeliveryOutcome::Delivered,
+        status_code: Some(200),
+        error: None,
+        attempt: None,
+    };
+    let leases = [
+        outbox::LeasedResults {
+            token: "lane/a".into(),
+            results: vec![delivered(first[0].id)],
+        },
+        outbox::LeasedResults {
+            token: "lane/b".into(),
+            results: second.iter().map(|r| delivered(r.id)).collect(),
+        },
+        // not lane/c's token: its row stays leased to lane/c
+        outbox::LeasedResults {
+            token: "lane/stale".into(),
+            results: vec![delivered(third[0].id)],
+        },
+    ];
+    let recorded = outbox::record_leased(d, at(2), outbox::Unrecorded { leases: &leases })
+        .await
+        .expect("record");
+    assert_eq!(recorded, 3);
+    for id in &ids {
+        let row = outbox::get(d, *id).await.expect("get").expect("row");
+        if *id == third[0].id {
+            assert_eq!(
+                (row.status, row.locked_by.as_deref()),
+                (OutboxStatus::Pending, Some("lane/c"))
+            );
+        } else {
+            assert_eq!((row.status, row.locked_by), (OutboxStatus::Delivered, None));
+        }
+    }
+}
+
 async fn only_pending_rows_can_be_leased(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
     let d = db.as_ref();
@@ -530,6 +594,7 @@ async fn fields_over_their_bound_are_refused_as_poison_pills(adapter: Adapter) {
 
 for_each_adapter!(
     record_and_claim_records_the_last_batch_and_claims_the_next,
+    one_statement_records_results_of_several_claims_each_under_its_token,
     only_pending_rows_can_be_leased,
     enqueue_writes_inside_the_callers_transaction_only,
     claim_due_leases_due_rows_in_order_and_hides_them_until_the_lease_ends,

@@ -238,7 +238,7 @@ async fn relay_statements_use_the_primary_key_with_a_large_due_backlog(adapter: 
     let results: Vec<serde_json::Value> = (0..500)
         .map(|_| {
             serde_json::json!({
-                "id": Uuid::now_v7(), "lease": "r", "status": "delivered", "attempted": true,
+                "id": Uuid::now_v7(), "status": "delivered", "attempted": true,
                 "next_attempt_at": null, "status_code": 200, "error": null,
             })
         })
@@ -247,7 +247,7 @@ async fn relay_statements_use_the_primary_key_with_a_large_due_backlog(adapter: 
         d,
         &outbox::repo::RECORD_RESULTS,
         &params! {
-            "results" => serde_json::Value::from(results.clone()), "now" => at(0),
+            "results" => serde_json::Value::from(results.clone()), "recorded_by" => "r", "now" => at(0),
         },
     )
     .await;
@@ -268,7 +268,7 @@ async fn relay_statements_use_the_primary_key_with_a_large_due_backlog(adapter: 
         d,
         &outbox::repo::RECORD_RESULTS,
         &params! {
-            "results" => serde_json::Value::from(results), "now" => at(0),
+            "results" => serde_json::Value::from(results), "recorded_by" => "r", "now" => at(0),
         },
     )
     .await;

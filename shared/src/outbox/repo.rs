@@ -320,7 +320,8 @@ pub const MAX_RESPONSE_EXCERPT_BYTES: usize = 1024;
 
 /// The UPDATE recording results (`:results`, a JSON array built by
 /// [`results_json`]) for rows still leased to the token each result names
-/// (`lease`: the claim that took the row).
+/// (`lease`: the claim that took the row), or, when it names none,
+/// `:recorded_by` (the statement's most common token, sent once).
 macro_rules! record_update {
     () => {
         "WITH updated AS (
@@ -341,7 +342,7 @@ macro_rules! record_update {
                  next_attempt_at timestamptz, status_code integer, error text)
       WHERE o.id = ANY(ARRAY(SELECT CAST(e ->> 'id' AS uuid)
                                FROM jsonb_array_elements(CAST(:results AS jsonb)) AS e))
-        AND o.id = r.id AND o.locked_by = r.lease
+        AND o.id = r.id AND o.locked_by = coalesce(r.lease, :recorded_by)
       RETURNING o.id, o.attempts, o.destination),
      logged AS (
          INSERT INTO outbox_attempts (outbox_id, attempt, attempted_at, destination,
@@ -386,6 +387,10 @@ macro_rules! record_update {
                           GROUP BY u.destination) AS s
                    JOIN outbox_destinations AS d ON d.name = s.destination) AS b
           WHERE h.name = b.destination
+            -- a healthy destination's successes change nothing: no update,
+            -- so lanes recording at once never queue on its row's lock
+            AND (NOT b.ok OR h.consecutive_failures <> 0 OR h.failing_since IS NOT NULL
+                 OR h.open_until IS NOT NULL)
       RETURNING 1)"
     };
 }
@@ -417,7 +422,13 @@ pub async fn record_results(
     now: DateTime<Utc>,
     results: &[DeliveryResult],
 ) -> Result<u64, DbError> {
-    record_json(db, now, results_json(results.iter().map(|r| (worker, r)))).await
+    record_json(
+        db,
+        now,
+        worker,
+        results_json(worker, results.iter().map(|r| (worker, r))),
+    )
+    .await
 }
 
 /// [`record_results`] of results claimed under several lease tokens (what a
@@ -427,12 +438,14 @@ pub async fn record_leased(
     now: DateTime<Utc>,
     unrecorded: Unrecorded<'_>,
 ) -> Result<u64, DbError> {
-    record_json(db, now, unrecorded.json()).await
+    let default = unrecorded.default_token();
+    record_json(db, now, default, unrecorded.json(default)).await
 }
 
 async fn record_json(
     db: &dyn Executor,
     now: DateTime<Utc>,
+    default: &str,
     results: serde_json::Value,
 ) -> Result<u64, DbError> {
     if results.as_array().is_none_or(|a| a.is_empty()) {
@@ -441,7 +454,7 @@ async fn record_json(
     let row = crate::store::fetch_one(
         db,
         &RECORD_RESULTS,
-        &params! { "results" => results, "now" => now },
+        &params! { "results" => results, "recorded_by" => default, "now" => now },
     )
     .await?;
     Ok(u64::try_from(row.i64("recorded")?).unwrap_or(0))
@@ -458,8 +471,10 @@ fn bounded(error: &str) -> String {
 }
 
 /// `:results` of [`RECORD_RESULTS`] and [`RECORD_AND_CLAIM`]: each result
-/// with the lease token it is recorded under.
+/// with the lease token it is recorded under, unless that is `default` (the
+/// statement's `:recorded_by`).
 fn results_json<'a>(
+    default: &str,
     results: impl Iterator<Item = (&'a str, &'a DeliveryResult)>,
 ) -> serde_json::Value {
     results
@@ -477,7 +492,7 @@ fn results_json<'a>(
             };
             serde_json::json!({
                 "id": r.id,
-                "lease": lease,
+                "lease": (lease != default).then_some(lease),
                 "status": status.as_str(),
                 "attempted": attempted,
                 "next_attempt_at": next,
@@ -538,8 +553,17 @@ pub struct LeasedResults {
 }
 
 impl Unrecorded<'_> {
-    fn json(&self) -> serde_json::Value {
+    /// The token of the most results (sent once, as `:recorded_by`).
+    fn default_token(&self) -> &str {
+        self.leases
+            .iter()
+            .max_by_key(|l| l.results.len())
+            .map_or("", |l| l.token.as_str())
+    }
+
+    fn json(&self, default: &str) -> serde_json::Value {
         results_json(
+            default,
             self.leases
                 .iter()
                 .flat_map(|l| l.results.iter().map(move |r| (l.token.as_str(), r))),
@@ -562,7 +586,8 @@ pub async fn record_and_claim(
 ) -> Result<(u64, Claimed), DbError> {
     let params = request
         .params(CLAIM_BUDGET_BYTES)
-        .with("results", previous.json());
+        .with("results", previous.json(previous.default_token()))
+        .with("recorded_by", previous.default_token());
     let rows = db.execute(&RECORD_AND_CLAIM, &params).await?.rows;
     let recorded = match rows.first() {
         Some(r) => u64::try_from(r.i64("recorded")?).unwrap_or(0),

@@ -124,7 +124,9 @@ impl Fairness {
                 *taken.entry(destination).or_default() += 1;
             }
             for (destination, n) in &taken {
-                holding(held, destination).rows += usize::try_from(*n).unwrap_or(0);
+                update(held, destination, |h| {
+                    h.rows += usize::try_from(*n).unwrap_or(0)
+                });
             }
             for (name, slots, tokens) in &reserved.0 {
                 let used = taken.get(name.as_str()).copied().unwrap_or(0);
@@ -141,23 +143,19 @@ impl Fairness {
     /// waiting for a slot are told.
     pub(crate) fn straggling(&self, destination: &str) {
         self.with(|held| {
-            let h = holding(held, destination);
-            if h.prompt {
-                h.prompt = false;
-                h.slowed.notify_waiters();
-            }
+            update(held, destination, |h| {
+                if h.prompt {
+                    h.prompt = false;
+                    h.slowed.notify_waiters();
+                }
+            })
         });
     }
 
     /// What tells `destination`'s rows waiting for a slot that it turned
     /// slow.
     pub(crate) fn slowed(&self, destination: &str) -> Arc<Notify> {
-        self.with(|held| {
-            held.entry(destination.to_string())
-                .or_default()
-                .slowed
-                .clone()
-        })
+        self.with(|held| update(held, destination, |h| h.slowed.clone()))
     }
 
     /// A held row of `destination` finished; `prompt`: its request was
@@ -165,18 +163,27 @@ impl Fairness {
     /// prompt).
     pub(crate) fn finished(&self, destination: &str, prompt: bool) {
         self.with(|held| {
-            let h = holding(held, destination);
-            h.rows = h.rows.saturating_sub(1);
-            if prompt {
-                h.prompt = true;
-            }
+            update(held, destination, |h| {
+                h.rows = h.rows.saturating_sub(1);
+                if prompt {
+                    h.prompt = true;
+                }
+            })
         });
     }
 }
 
-/// `destination`'s holding.
-fn holding<'a>(held: &'a mut HashMap<String, Holding>, destination: &str) -> &'a mut Holding {
-    held.entry(destination.to_string()).or_default()
+/// `f` of `destination`'s holding (its name is allocated only the first
+/// time: this runs for every row).
+fn update<T>(
+    held: &mut HashMap<String, Holding>,
+    destination: &str,
+    f: impl FnOnce(&mut Holding) -> T,
+) -> T {
+    if let Some(h) = held.get_mut(destination) {
+        return f(h);
+    }
+    f(held.entry(destination.to_string()).or_default())
 }
 
 #[cfg(test)]

@@ -94,10 +94,12 @@ impl<'a> Flights<'a> {
             self.push(token.clone(), result, kind);
         }
         for row in claimed.rows {
-            *self
-                .destinations
-                .entry(row.destination.clone())
-                .or_default() += 1;
+            match self.destinations.get_mut(&row.destination) {
+                Some(n) => *n += 1,
+                None => {
+                    self.destinations.insert(row.destination.clone(), 1);
+                }
+            }
             let config = config.clone();
             let token = token.clone();
             self.flying.push(Box::pin(async move {
