@@ -187,6 +187,13 @@ impl<'a> Flights<'a> {
         let deadline = std::pin::pin!(tokio::time::sleep_until(until));
         let mut deadline = deadline;
         while !self.flying.is_empty() {
+            // what has landed already, without a timer or a select per row
+            while let Some(Some(landed)) = self.flying.next().now_or_never() {
+                self.land(landed, fairness);
+            }
+            if self.flying.is_empty() {
+                return;
+            }
             tokio::select! {
                 biased;
                 landed = self.flying.next() => match landed {
