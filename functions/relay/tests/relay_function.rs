@@ -7,9 +7,7 @@
 mod processing_support;
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use async_trait::async_trait;
 use aws_lambda_events::cloudwatch_events::CloudWatchEvent;
 use hookbox::clock::{Clock, ManualClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
@@ -18,7 +16,7 @@ use hookbox::inbox::{self, InboxMessage, InboxStatus};
 use hookbox::processing::ProcessorConfig;
 use hookbox::queue::sqs::SqsQueue;
 use hookbox::queue::{Queue, QueueConsumer, Received};
-use hookbox::relay::{HttpSender, Pause, Relay, RelaySettings};
+use hookbox::relay::{HttpSender, ManualPause, Relay, RelaySettings};
 use hookbox::store::postgres::{PgDatabase, PgOptions};
 use hookbox::store::{Database, Statement, fetch_one};
 use hookbox_processor::{ProcessorFunction, sqs_event};
@@ -30,18 +28,6 @@ use processing_support::{DESTINATION, new_event, order_body, t0};
 use uuid::Uuid;
 
 const SCHEDULE: &str = include_str!("../../../events/eventbridge-schedule.json");
-
-/// Advances the manual clock instead of sleeping.
-#[derive(Debug)]
-struct ClockPause(Arc<ManualClock>);
-
-#[async_trait]
-impl Pause for ClockPause {
-    async fn pause(&self, duration: Duration) {
-        self.0
-            .advance(chrono::Duration::from_std(duration).expect("duration"));
-    }
-}
 
 struct Env {
     _test_db: TestDb,
@@ -92,7 +78,7 @@ async fn env() -> Env {
         relay,
         Arc::new(ConfigStore::fixed(config, clock.clone())),
         clock.clone(),
-        Arc::new(ClockPause(clock.clone())),
+        Arc::new(ManualPause(clock.clone())),
     );
     let processor = ProcessorFunction::new(
         db.clone(),

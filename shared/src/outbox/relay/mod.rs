@@ -99,6 +99,19 @@ impl Pause for TokioPause {
     }
 }
 
+/// [`Pause`] that advances a [`ManualClock`](crate::clock::ManualClock)
+/// instead of waiting (tests, simulations): a run on a manual clock moves on
+/// at once.
+#[derive(Debug, Clone)]
+pub struct ManualPause(pub Arc<crate::clock::ManualClock>);
+
+#[async_trait]
+impl Pause for ManualPause {
+    async fn pause(&self, duration: Duration) {
+        self.0.advance(chrono_duration(duration));
+    }
+}
+
 /// The relay use case, over its ports.
 #[derive(Debug, Clone)]
 pub struct Relay {
