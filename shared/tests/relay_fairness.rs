@@ -8,7 +8,6 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::{Adapter, at, migrated_db, sql};
@@ -17,62 +16,9 @@ use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::relay::{HttpSender, ManualPause, Relay, RelaySettings, TokioPause};
 use hookbox::store::{Executor, fetch_one};
 use hookbox_testkit::http_sink::HttpSink;
-use tokio::io::AsyncReadExt as _;
+use hookbox_testkit::receivers::Tarpit;
 
 const SECRET: &str = "whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA==";
-
-/// Accepts connections on 127.0.0.1, reads what comes and never answers;
-/// counts the connections open at once (each hanging request holds one).
-struct Tarpit {
-    url: String,
-    open: Arc<AtomicUsize>,
-    most_open: Arc<AtomicUsize>,
-    changed: Arc<tokio::sync::Notify>,
-}
-
-impl Tarpit {
-    async fn start() -> Tarpit {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the tarpit");
-        let url = format!("http://{}/hang", listener.local_addr().expect("address"));
-        let open = Arc::new(AtomicUsize::new(0));
-        let most_open = Arc::new(AtomicUsize::new(0));
-        let changed = Arc::new(tokio::sync::Notify::new());
-        let (o, m, c) = (open.clone(), most_open.clone(), changed.clone());
-        tokio::spawn(async move {
-            while let Ok((mut socket, _)) = listener.accept().await {
-                let n = o.fetch_add(1, Ordering::SeqCst) + 1;
-                m.fetch_max(n, Ordering::SeqCst);
-                c.notify_waiters();
-                let (o, c) = (o.clone(), c.clone());
-                tokio::spawn(async move {
-                    let mut buf = [0u8; 4096];
-                    while matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {}
-                    o.fetch_sub(1, Ordering::SeqCst);
-                    c.notify_waiters();
-                });
-            }
-        });
-        Tarpit {
-            url,
-            open,
-            most_open,
-            changed,
-        }
-    }
-
-    /// Waits until `n` connections are open at once.
-    async fn wait_for_open(&self, n: usize) {
-        loop {
-            let changed = self.changed.notified();
-            if self.open.load(Ordering::SeqCst) >= n {
-                return;
-            }
-            changed.await;
-        }
-    }
-}
 
 async fn publish(db: &dyn Executor, destination: &str, n: i64) {
     fetch_one(
@@ -105,7 +51,7 @@ async fn a_hanging_destination_with_a_backlog_never_delays_another(adapter: Adap
     let sink = HttpSink::start().await;
     let cfg = HookboxConfig::parse(
         &serde_json::json!({ "destinations": {
-            "a": { "url": tarpit.url, "secrets": [SECRET], "timeout_secs": 10,
+            "a": { "url": tarpit.url("/hang"), "secrets": [SECRET], "timeout_secs": 10,
                    "max_in_flight": 10, "allowed_networks": ["127.0.0.0/8"] },
             "b": { "url": sink.url("/b"), "secrets": [SECRET],
                    "allowed_networks": ["127.0.0.0/8"] },
@@ -166,7 +112,7 @@ async fn a_hanging_destination_with_a_backlog_never_delays_another(adapter: Adap
         "b's row waited {waited:?} behind a's hanging requests"
     );
     assert_eq!(
-        tarpit.most_open.load(Ordering::SeqCst),
+        tarpit.most_open(),
         10,
         "a never had more requests than its max_in_flight"
     );

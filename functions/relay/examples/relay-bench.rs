@@ -97,27 +97,9 @@ fn args() -> Args {
 /// A minimal receiver: 200 for every POST (after `latency`, a receiver's
 /// own work), counting them.
 async fn sink(latency: Duration) -> (String, Arc<AtomicU64>) {
-    let hits = Arc::new(AtomicU64::new(0));
-    let counter = hits.clone();
-    let app = axum::Router::new().route(
-        "/in",
-        axum::routing::post(move |_body: axum::body::Bytes| {
-            let counter = counter.clone();
-            async move {
-                if !latency.is_zero() {
-                    tokio::time::sleep(latency).await;
-                }
-                counter.fetch_add(1, Ordering::Relaxed);
-                axum::http::StatusCode::OK
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+    hookbox_testkit::receivers::counting_sink(latency)
         .await
-        .expect("bind sink");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (format!("http://{addr}/in"), hits)
+        .expect("bind sink")
 }
 
 /// `--null-sender`: answers 200 without any HTTP (the relay's database

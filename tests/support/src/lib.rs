@@ -17,6 +17,7 @@ pub mod coldstart;
 pub mod http_sink;
 pub mod moto;
 pub mod python;
+pub mod receivers;
 pub mod runtime_api;
 pub mod s3;
 pub mod smoke;

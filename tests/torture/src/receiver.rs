@@ -14,7 +14,6 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use hookbox::config::Destination;
 use hookbox::relay::{HttpSender, OutboundRequest, SendOutcome, WebhookSender};
-use tokio::io::AsyncReadExt as _;
 
 /// The destination that is gone.
 pub const GONE: &str = "legacy";
@@ -42,26 +41,8 @@ struct Tarpit {
 impl Tarpit {
     /// Listening (on the caller's runtime) until the process ends.
     async fn start() -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .unwrap_or_else(|e| panic!("the tarpit: bind 127.0.0.1:0: {e}"));
-        let addr = listener
-            .local_addr()
-            .unwrap_or_else(|e| panic!("the tarpit's address: {e}"));
-        tokio::spawn(async move {
-            while let Ok((mut socket, _)) = listener.accept().await {
-                tokio::spawn(async move {
-                    // read until the client gives up; answer nothing
-                    let mut buf = vec![0u8; 64 * 1024];
-                    while let Ok(n) = socket.read(&mut buf).await {
-                        if n == 0 {
-                            break;
-                        }
-                    }
-                });
-            }
-        });
-        let url = reqwest::Url::parse(&format!("http://{addr}/hooks"))
+        let tarpit = hookbox_testkit::receivers::Tarpit::start().await;
+        let url = reqwest::Url::parse(&tarpit.url("/hooks"))
             .unwrap_or_else(|e| panic!("the tarpit's URL: {e}"));
         Self {
             url,

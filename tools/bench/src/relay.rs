@@ -35,25 +35,7 @@ pub const LANES: usize = 4;
 
 /// A receiver on 127.0.0.1: 200 for every POST (after `latency`), counted.
 pub async fn sink(latency: Duration) -> anyhow::Result<(String, Arc<AtomicU64>)> {
-    let hits = Arc::new(AtomicU64::new(0));
-    let counter = hits.clone();
-    let app = axum::Router::new().route(
-        "/in",
-        axum::routing::post(move |_body: axum::body::Bytes| {
-            let counter = counter.clone();
-            async move {
-                if !latency.is_zero() {
-                    tokio::time::sleep(latency).await;
-                }
-                counter.fetch_add(1, Ordering::Relaxed);
-                axum::http::StatusCode::OK
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    Ok((format!("http://{addr}/in"), hits))
+    Ok(hookbox_testkit::receivers::counting_sink(latency).await?)
 }
 
 /// Answers 200 without any HTTP: the relay's own cost.

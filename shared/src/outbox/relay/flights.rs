@@ -39,9 +39,10 @@ pub(super) struct Flights<'a> {
     landed: Vec<LeasedResults>,
     /// What the landed attempts came to.
     landed_report: BatchReport,
-    /// Statements this lane issued (a flight still up at a later one than
-    /// its claim's is a straggler).
-    statements: u64,
+    /// This lane's statements and idle polls, counted (a flight still up
+    /// at a later one than its claim's statement was not answered
+    /// promptly).
+    polls: u64,
 }
 
 impl<'a> Flights<'a> {
@@ -64,7 +65,7 @@ impl<'a> Flights<'a> {
         for destination in self.destinations.keys() {
             fairness.straggling(destination);
         }
-        self.statements += 1;
+        self.polls += 1;
         while let Some(Some(landed)) = self.flying.next().now_or_never() {
             self.land(landed, fairness);
         }
@@ -73,8 +74,8 @@ impl<'a> Flights<'a> {
     /// A statement is about to be issued: its number (a flight still up at
     /// a later one than its claim's was not answered promptly).
     pub(super) fn statement(&mut self) -> u64 {
-        self.statements += 1;
-        self.statements
+        self.polls += 1;
+        self.polls
     }
 
     /// Starts the claimed rows' attempts (claimed by statement `claim`
@@ -118,7 +119,7 @@ impl<'a> Flights<'a> {
     }
 
     fn land(&mut self, landed: Landed, fairness: &Fairness) {
-        let prompt = landed.claim == self.statements && !matches!(landed.kind, Kind::NotAttempted);
+        let prompt = landed.claim == self.polls && !matches!(landed.kind, Kind::NotAttempted);
         fairness.finished(&landed.destination, prompt);
         if let Some(n) = self.destinations.get_mut(&landed.destination) {
             *n -= 1;
