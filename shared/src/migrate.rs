@@ -125,6 +125,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "outbox_replay_index",
         sql: include_str!("../migrations/0015_outbox_replay_index.sql"),
     },
+    Migration {
+        version: 16,
+        name: "delivery_index_entries",
+        sql: include_str!("../migrations/0016_delivery_index_entries.sql"),
+    },
 ];
 
 /// Why migrating failed.

@@ -297,17 +297,27 @@ fn only_the_primary_key(plan: &str, what: &str) {
 /// `n` pending rows of ~1 KiB (the relay bench's size), written at `from`
 /// and due one millisecond apart from then.
 async fn insert_pending_kib_rows(d: &dyn Executor, n: i64, from: chrono::DateTime<chrono::Utc>) {
+    insert_pending_kib_rows_of(d, "erp", n, from).await;
+}
+
+/// [`insert_pending_kib_rows`] for `destination`.
+async fn insert_pending_kib_rows_of(
+    d: &dyn Executor,
+    destination: &str,
+    n: i64,
+    from: chrono::DateTime<chrono::Utc>,
+) {
     d.execute(
         &sql(
             "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination,
                                  payload, status, next_attempt_at, created_at)
-             SELECT gen_random_uuid(), 'order', 'o-' || g, 'order.paid', 'erp',
+             SELECT gen_random_uuid(), 'order', 'o-' || g, 'order.paid', :destination,
                     jsonb_build_object('note', repeat('x', 800), 'n', g), 'pending',
                     CAST(:from AS timestamptz) + g * interval '1 millisecond',
                     CAST(:from AS timestamptz)
                FROM generate_series(1, :n) AS g",
         ),
-        &params! { "from" => from, "n" => n },
+        &params! { "from" => from, "n" => n, "destination" => destination },
     )
     .await
     .expect("pending rows");
@@ -342,6 +352,44 @@ async fn the_claim_walks_the_due_index_when_a_burst_meets_no_statistics(adapter:
     assert!(
         buffers < 1_500,
         "claiming 100 of 20,000 due rows touched {buffers} buffers: every due row was read"
+    );
+}
+
+/// The usual state of a healthy outbox: statistics taken while almost
+/// nothing was pending (autovacuum analyzes as rows are delivered). Then one
+/// destination builds a backlog. The claim's plan, made from those
+/// statistics, must still find the destinations with due rows by one probe
+/// each and walk each destination's rows through its own index: claiming
+/// the other destination's 10 rows (the backlogged one capped at 0: all its
+/// request slots busy) reads none of the backlog. Before migration 16 the
+/// plan found the destinations by reading every pending row and walked
+/// erp's rows through the due index of all destinations, behind the
+/// backlog: 5,121 buffers.
+async fn a_backlog_after_the_statistics_never_stands_in_front_of_another_destination(
+    adapter: Adapter,
+) {
+    let (_t, db) = migrated_db(adapter).await;
+    let d = db.as_ref();
+    load_history(d).await; // 20,000 finished, 10 of erp due, then ANALYZE
+    let backlog_due = at(-86_400);
+    insert_pending_kib_rows_of(d, "slow", 20_000, backlog_due).await;
+    let claim = |caps: serde_json::Value| {
+        params! {
+            "now" => at(60), "lease_until" => at(90), "worker" => "r", "limit" => 100_i64,
+            "ordered" => serde_json::json!([]), "caps" => caps,
+        }
+    };
+    let (rows, buffers) = claim_cost(d, &claim(serde_json::json!({ "slow": 0 }))).await;
+    assert_eq!(rows, 10, "erp's due rows");
+    assert!(
+        buffers < 150,
+        "claiming erp's 10 rows beside slow's backlog of 20,000 touched {buffers} buffers"
+    );
+    let (rows, buffers) = claim_cost(d, &claim(serde_json::json!({}))).await;
+    assert_eq!(rows, 100, "the oldest due: slow's");
+    assert!(
+        buffers < 1_500,
+        "claiming 100 rows with a backlog of 20,000 touched {buffers} buffers"
     );
 }
 
@@ -478,6 +526,7 @@ async fn the_claim_pins_its_plan_and_never_pays_for_jit(adapter: Adapter) {
 }
 
 for_each_adapter!(
+    a_backlog_after_the_statistics_never_stands_in_front_of_another_destination,
     the_claim_pins_its_plan_and_never_pays_for_jit,
     retentions_reference_check_uses_the_key_indexes,
     a_claim_leases_every_row_in_place,

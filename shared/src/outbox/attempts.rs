@@ -39,7 +39,8 @@ pub const OF: Statement = Statement::new(
     "outbox.attempts_of",
     "SELECT outbox_id, attempt, attempted_at, destination, status_code, latency_ms, error,
             response_excerpt
-       FROM outbox_attempts WHERE outbox_id = CAST(:id AS uuid) ORDER BY id LIMIT :limit",
+       FROM outbox_attempts WHERE outbox_id = CAST(:id AS uuid)
+      ORDER BY attempted_at, attempt LIMIT :limit",
 );
 
 /// Every logged attempt of delivery `id`, oldest first (at most
@@ -67,14 +68,14 @@ pub async fn of(db: &dyn Executor, id: Uuid) -> Result<Vec<Attempt>, DbError> {
 pub const PURGE: Statement = Statement::new(
     "outbox.attempts_purge",
     "DELETE FROM outbox_attempts
-      WHERE id = ANY(ARRAY(SELECT id FROM outbox_attempts
-                            WHERE attempted_at < CAST(:before AS timestamptz)
-                            ORDER BY id LIMIT :limit))",
+      WHERE ctid = ANY(ARRAY(SELECT ctid FROM outbox_attempts
+                              WHERE attempted_at < CAST(:before AS timestamptz)
+                              LIMIT :limit))",
 );
 
-/// Deletes up to `limit` attempts older than `before`, oldest first (the
-/// primary key's order, which is the order they were logged in: the walk
-/// stops after `limit` of them); how many.
+/// Deletes up to `limit` attempts older than `before` (found through the
+/// BRIN index on `attempted_at`; attempt rows are never updated, so their
+/// row addresses hold for the statement); how many.
 pub async fn purge(db: &dyn Executor, before: DateTime<Utc>, limit: i64) -> Result<u64, DbError> {
     Ok(db
         .execute(&PURGE, &params! { "before" => before, "limit" => limit })

@@ -321,7 +321,10 @@ pub const MAX_RESPONSE_EXCERPT_BYTES: usize = 1024;
 /// The UPDATE recording results (`:results`, a JSON array built by
 /// [`results_json`]) for rows still leased to the token each result names
 /// (`lease`: the claim that took the row), or, when it names none,
-/// `:recorded_by` (the statement's most common token, sent once).
+/// `:recorded_by` (the statement's most common token, sent once). The
+/// results are read once: the UPDATE returns each changed row with its
+/// result, and the attempt log and the destinations' health take them from
+/// there.
 macro_rules! record_update {
     () => {
         "WITH updated AS (
@@ -339,22 +342,20 @@ macro_rules! record_update {
                                 ELSE CAST(:now AS timestamptz) END
        FROM jsonb_to_recordset(CAST(:results AS jsonb))
             AS r(id uuid, lease text, status text, attempted boolean,
-                 next_attempt_at timestamptz, status_code integer, error text)
+                 next_attempt_at timestamptz, status_code integer, error text,
+                 attempted_at timestamptz, latency_ms integer, response text)
       WHERE o.id = ANY(ARRAY(SELECT CAST(e ->> 'id' AS uuid)
                                FROM jsonb_array_elements(CAST(:results AS jsonb)) AS e))
         AND o.id = r.id AND o.locked_by = coalesce(r.lease, :recorded_by)
-      RETURNING o.id, o.attempts, o.destination),
+      RETURNING o.id, o.attempts, o.destination, r.status, r.attempted, r.attempted_at,
+                r.status_code, r.latency_ms, r.error, r.response),
      logged AS (
          INSERT INTO outbox_attempts (outbox_id, attempt, attempted_at, destination,
                                       status_code, latency_ms, error, response_excerpt)
-         SELECT u.id, u.attempts, coalesce(a.attempted_at, CAST(:now AS timestamptz)),
-                u.destination, a.status_code, a.latency_ms, a.error, a.response
+         SELECT u.id, u.attempts, coalesce(u.attempted_at, CAST(:now AS timestamptz)),
+                u.destination, u.status_code, u.latency_ms, u.error, u.response
            FROM updated AS u
-           JOIN jsonb_to_recordset(CAST(:results AS jsonb))
-                AS a(id uuid, attempted boolean, attempted_at timestamptz, status_code integer,
-                     latency_ms integer, error text, response text)
-             ON a.id = u.id
-          WHERE a.attempted),
+          WHERE u.attempted),
      health AS (
          UPDATE outbox_destinations AS h
             SET consecutive_failures = CASE WHEN b.ok THEN 0
@@ -377,13 +378,10 @@ macro_rules! record_update {
                          AND d.failing_since IS NOT NULL
                          AND CAST(:now AS timestamptz) - d.failing_since
                              >= make_interval(secs => d.disable_after_secs)) AS disable
-                   FROM (SELECT u.destination, bool_or(a.status = 'delivered') AS ok,
-                                count(*) FILTER (WHERE a.status <> 'delivered') AS failed
+                   FROM (SELECT u.destination, bool_or(u.status = 'delivered') AS ok,
+                                count(*) FILTER (WHERE u.status <> 'delivered') AS failed
                            FROM updated AS u
-                           JOIN jsonb_to_recordset(CAST(:results AS jsonb))
-                                AS a(id uuid, status text, attempted_at timestamptz)
-                             ON a.id = u.id
-                          WHERE a.attempted_at IS NOT NULL
+                          WHERE u.attempted_at IS NOT NULL
                           GROUP BY u.destination) AS s
                    JOIN outbox_destinations AS d ON d.name = s.destination) AS b
           WHERE h.name = b.destination
