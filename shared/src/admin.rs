@@ -16,7 +16,7 @@
 //! | outbox dead | `outbox_dead` | `created_at, seq` |
 //! | outbox pending | `outbox_pending_created` | `created_at, seq` |
 //! | outbox delivered, or any status | `outbox_seq_key` | `seq` |
-//! | outbox of one destination, a time range (replay) | `outbox_destination_created` | `created_at, seq` |
+//! | outbox of one destination, a time range (replay) | `outbox_created_brin` for its span, then `outbox_seq_key` | `seq` |
 //!
 //! Each partial-index statement repeats the index's own predicate
 //! (`status IN (…) AND status = :status`), so PostgreSQL can prove the index
@@ -25,8 +25,9 @@
 mod replay;
 
 pub use replay::{
-    OUTBOX_DESTINATION_HAS_ROWS, OUTBOX_REPLAY_COUNT, OUTBOX_REPLAY_PAGE, ReplayPage, ReplayRange,
-    count_replayable, destination_has_rows, replay_page,
+    MAX_REPLAY_PAGE, OUTBOX_DESTINATION_HAS_ROWS, OUTBOX_REPLAY_PAGE, OUTBOX_REPLAY_PLAN,
+    ReplayPage, ReplayPlan, ReplayRange, ReplayWalk, count_replayable, destination_has_rows,
+    plan_replay, replay_page,
 };
 
 use chrono::{DateTime, Utc};

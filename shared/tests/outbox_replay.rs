@@ -1,12 +1,13 @@
-//! Bulk replay (`hookbox::admin::replay_page`, migration 15) through both
-//! adapters: one destination's delivered and dead rows of a time range go
-//! back to pending, page by page, pending rows and other destinations
-//! untouched; and each page goes through `outbox_destination_created`.
+//! Bulk replay (`hookbox::admin::replay_page`) through both adapters: one
+//! destination's delivered and dead rows of a time range go back to
+//! pending, page by page, pending rows and other destinations untouched,
+//! whatever order the rows were written in; and each page walks
+//! `outbox_seq_key`, a bounded number of rows.
 
 mod common;
 
 use common::{Adapter, at, load_history, migrated_db, sql};
-use hookbox::admin::{self, OutboxCursor, ReplayRange};
+use hookbox::admin::{self, ReplayRange};
 use hookbox::outbox::OutboxStatus;
 use hookbox::params;
 use hookbox::store::{Executor, fetch_one};
@@ -55,23 +56,25 @@ async fn state(db: &dyn Executor, id: Uuid) -> (String, i64) {
     )
 }
 
-/// Walks every page of `range` (pages of `limit`); returns the rows
-/// replayed and the pages walked.
+/// Walks every page of `range` (pages of `limit` rows looked at); returns
+/// the rows replayed and the pages walked.
 async fn replay_all(db: &dyn Executor, range: &ReplayRange, limit: i64) -> (u64, u32) {
     let (mut replayed, mut pages) = (0, 0);
-    let mut after = OutboxCursor::start();
-    loop {
-        let page = admin::replay_page(db, range, after, limit, at(1_000))
+    let mut walk = admin::plan_replay(db, range).await.expect("plan").walk;
+    while let Some(at_) = walk {
+        let page = admin::replay_page(db, range, at_, limit, at(1_000))
             .await
             .expect("replay page");
+        assert!(
+            page.scanned <= u64::try_from(limit).expect("limit"),
+            "a page is bounded"
+        );
         replayed += page.replayed;
         pages += 1;
         assert!(pages < 100, "the walk ends");
-        match page.next {
-            Some(next) => after = next,
-            None => return (replayed, pages),
-        }
+        walk = page.next;
     }
+    (replayed, pages)
 }
 
 async fn a_replay_takes_one_destinations_rows_of_the_range_page_by_page(adapter: Adapter) {
@@ -106,9 +109,10 @@ async fn a_replay_takes_one_destinations_rows_of_the_range_page_by_page(adapter:
         statuses: vec![OutboxStatus::Delivered, OutboxStatus::Dead],
     };
     assert_eq!(admin::count_replayable(d, &range).await.expect("count"), 2);
-    // pages of 2: [20 (now pending), 30], [40 (pending), 45], then nothing
+    // the span of crm's rows in the range, in seq order: 20 (now pending),
+    // 30, 40 (pending), 45; pages of 2: [20, 30], [40, 45]
     let (replayed, pages) = replay_all(d, &range, 2).await;
-    assert_eq!((replayed, pages), (2, 3));
+    assert_eq!((replayed, pages), (2, 2));
     for id in [delivered, dead_later] {
         assert_eq!(state(d, id).await, ("pending".into(), 0));
     }
@@ -138,7 +142,49 @@ async fn a_replay_takes_one_destinations_rows_of_the_range_page_by_page(adapter:
     assert_eq!(admin::count_replayable(d, &range).await.expect("count"), 0);
 }
 
-async fn a_replay_page_goes_through_its_index(adapter: Adapter) {
+/// Rows are not always written in `created_at` order (a publisher's clock,
+/// a long transaction): the walk covers the span of `seq` the range's rows
+/// have, so a row written late with an early time is replayed, and rows of
+/// other destinations inside the span are looked at and left alone.
+async fn a_replay_finds_rows_written_out_of_time_order(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let d = db.as_ref();
+    let early = row(d, "crm", 100, "delivered").await;
+    for t in [110, 120, 130] {
+        row(d, "erp", t, "delivered").await;
+    }
+    let late_but_early = row(d, "crm", 50, "dead").await;
+    let outside = row(d, "crm", 10, "delivered").await;
+    let range = ReplayRange {
+        destination: "crm".into(),
+        since: at(40),
+        until: Some(at(200)),
+        statuses: vec![OutboxStatus::Delivered, OutboxStatus::Dead],
+    };
+    let plan = admin::plan_replay(d, &range).await.expect("plan");
+    assert_eq!(plan.replayable, 2);
+    let (replayed, pages) = replay_all(d, &range, 2).await;
+    // the span: crm 100, erp 110, 120, 130, crm 50 (written last)
+    assert_eq!((replayed, pages), (2, 3));
+    for id in [early, late_but_early] {
+        assert_eq!(state(d, id).await, ("pending".into(), 0));
+    }
+    assert_eq!(state(d, outside).await, ("delivered".into(), 1));
+    let erp_delivered = fetch_one(
+        d,
+        &sql("SELECT count(*) AS n FROM outbox WHERE destination = 'erp' AND status = 'delivered'"),
+        &params! {},
+    )
+    .await
+    .expect("erp")
+    .i64("n")
+    .expect("n");
+    assert_eq!(erp_delivered, 3, "other destinations untouched");
+}
+
+/// With 20,000 finished rows a page walks the `seq` index from where the
+/// last stopped: no sequential scan, never the whole history per page.
+async fn a_replay_page_walks_the_seq_index(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
     let d = db.as_ref();
     load_history(d).await;
@@ -154,7 +200,7 @@ async fn a_replay_page_goes_through_its_index(adapter: Adapter) {
     let p = hookbox::params! {
         "destination" => "erp", "since" => since, "until" => None::<chrono::DateTime<chrono::Utc>>,
         "statuses" => serde_json::json!(["delivered", "dead"]),
-        "after_at" => OutboxCursor::start().created_at, "after_seq" => 0_i64,
+        "after_seq" => 0_i64, "last_seq" => i64::MAX,
         "limit" => 100_i64, "now" => at(0),
     };
     let plan = d
@@ -167,17 +213,22 @@ async fn a_replay_page_goes_through_its_index(adapter: Adapter) {
         .collect::<Vec<_>>()
         .join("\n");
     assert!(
-        plan.contains("outbox_destination_created"),
-        "a page walks the destination's index:\n{plan}"
+        plan.contains("outbox_seq_key"),
+        "a page walks the seq index:\n{plan}"
     );
     assert!(!plan.contains("Seq Scan on outbox"), "{plan}");
-    assert_eq!(
-        admin::count_replayable(d, &range).await.expect("count"),
-        20_000
-    );
+    let planned = admin::plan_replay(d, &range).await.expect("plan");
+    assert_eq!(planned.replayable, 20_000);
+    let walk = planned.walk.expect("a walk");
+    let page = admin::replay_page(d, &range, walk, 100, at(0))
+        .await
+        .expect("page");
+    assert_eq!((page.scanned, page.seen, page.replayed), (100, 100, 100));
+    assert!(page.next.is_some(), "more to walk");
 }
 
 for_each_adapter!(
     a_replay_takes_one_destinations_rows_of_the_range_page_by_page,
-    a_replay_page_goes_through_its_index,
+    a_replay_finds_rows_written_out_of_time_order,
+    a_replay_page_walks_the_seq_index,
 );

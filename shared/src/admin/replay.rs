@@ -5,12 +5,19 @@
 //! destination gets each aggregate's replayed rows in their order, before
 //! its newer ones. Pending rows are left alone (they are on their way).
 //!
-//! Pages walk `outbox_destination_created` (migration 15) in
-//! `(created_at, seq)` order, so each costs O(page) whatever the range holds.
+//! Delivered rows have no index by destination: one would cost every
+//! delivery an index entry (a delivery is not a HOT update), for a
+//! statement an operator runs now and then (migration 16 dropped version
+//! 15's). So a replay first finds, in one statement, the `seq` span of the
+//! destination's rows in the range (the BRIN index on `created_at`), then
+//! walks that span through `outbox_seq_key`, a bounded number of rows (of
+//! any destination) per statement, replaying the destination's: each page
+//! is O(page), the walk O(rows written over the range's span). Exact
+//! whatever the order rows were written in: every row of the range has its
+//! `seq` inside the span.
 
 use chrono::{DateTime, Utc};
 
-use super::{OutboxCursor, page_limit};
 use crate::outbox::OutboxStatus;
 use crate::params;
 use crate::store::{DbError, Executor, Params, Statement, fetch_one};
@@ -45,48 +52,107 @@ impl ReplayRange {
     }
 }
 
+/// Most rows a replay page looks at: it returns only counts (nothing of
+/// the rows crosses the Data API), so pages may be larger than listings'.
+pub const MAX_REPLAY_PAGE: i64 = 10_000;
+
+/// Where a replay's walk stands: rows after `after_seq`, up to `last_seq`
+/// (the last row of the range), are still to be looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplayWalk {
+    /// Rows up to this `seq` were looked at.
+    pub after_seq: i64,
+    /// The range's last row.
+    pub last_seq: i64,
+}
+
+/// What a replay of a range will do, from [`plan_replay`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplayPlan {
+    /// Rows it would put back to pending now (for progress).
+    pub replayable: u64,
+    /// Its walk (`None`: the destination has no row in the range).
+    pub walk: Option<ReplayWalk>,
+}
+
 /// One page of a replay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplayPage {
-    /// Rows of the range the page looked at (any status).
+    /// Rows the page looked at (of every destination: the page's cost).
+    pub scanned: u64,
+    /// Of those, rows of the range (any status).
     pub seen: u64,
     /// Of those, put back to pending.
     pub replayed: u64,
     /// Where the next page starts (`None`: the range is done).
-    pub next: Option<OutboxCursor>,
+    pub next: Option<ReplayWalk>,
 }
 
 macro_rules! in_range {
-    () => {
-        "o.destination = :destination
-         AND o.created_at >= CAST(:since AS timestamptz)
-         AND (CAST(:until AS timestamptz) IS NULL OR o.created_at < CAST(:until AS timestamptz))"
+    ($t:literal) => {
+        concat!(
+            $t,
+            ".destination = :destination AND ",
+            $t,
+            ".created_at >= CAST(:since AS timestamptz) AND (CAST(:until AS timestamptz) IS NULL OR ",
+            $t,
+            ".created_at < CAST(:until AS timestamptz))"
+        )
     };
 }
 
-pub const OUTBOX_REPLAY_COUNT: Statement = Statement::new(
-    "admin.outbox_replay_count",
+macro_rules! replayed_status {
+    ($t:literal) => {
+        concat!(
+            $t,
+            ".status IN (SELECT jsonb_array_elements_text(CAST(:statuses AS jsonb)))"
+        )
+    };
+}
+
+pub const OUTBOX_REPLAY_PLAN: Statement = Statement::new(
+    "admin.outbox_replay_plan",
     concat!(
-        "SELECT count(*) AS n FROM outbox AS o WHERE ",
-        in_range!(),
-        " AND o.status IN (SELECT jsonb_array_elements_text(CAST(:statuses AS jsonb)))"
+        "SELECT count(*) FILTER (WHERE ",
+        replayed_status!("o"),
+        ") AS n, min(o.seq) AS first_seq, max(o.seq) AS last_seq
+           FROM outbox AS o WHERE ",
+        in_range!("o")
     ),
 );
 
+/// How many rows a replay of `range` would put back to pending now, and
+/// the span of rows its walk looks at: ONE statement, O(rows of the range)
+/// (the BRIN index on `created_at`).
+pub async fn plan_replay(db: &dyn Executor, range: &ReplayRange) -> Result<ReplayPlan, DbError> {
+    let row = fetch_one(db, &OUTBOX_REPLAY_PLAN, &range.params()).await?;
+    let walk = match (row.opt_i64("first_seq")?, row.opt_i64("last_seq")?) {
+        (Some(first), Some(last)) => Some(ReplayWalk {
+            after_seq: first - 1,
+            last_seq: last,
+        }),
+        _ => None,
+    };
+    Ok(ReplayPlan {
+        replayable: u64::try_from(row.i64("n")?).unwrap_or(0),
+        walk,
+    })
+}
+
 /// Rows a replay of `range` would put back to pending now (for progress).
 pub async fn count_replayable(db: &dyn Executor, range: &ReplayRange) -> Result<u64, DbError> {
-    let n = fetch_one(db, &OUTBOX_REPLAY_COUNT, &range.params())
-        .await?
-        .i64("n")?;
-    Ok(u64::try_from(n).unwrap_or(0))
+    Ok(plan_replay(db, range).await?.replayable)
 }
 
 pub const OUTBOX_DESTINATION_HAS_ROWS: Statement = Statement::new(
     "admin.outbox_destination_has_rows",
-    "SELECT EXISTS (SELECT 1 FROM outbox WHERE destination = :destination) AS known",
+    "SELECT EXISTS (SELECT 1 FROM outbox
+                     WHERE destination = :destination AND status IN ('pending', 'dead'))
+            AS known",
 );
 
-/// Whether any outbox row (of any status and time) is for `destination`.
+/// Whether any pending or dead outbox row is for `destination` (the index
+/// of undelivered rows; delivered rows have none by destination).
 pub async fn destination_has_rows(db: &dyn Executor, destination: &str) -> Result<bool, DbError> {
     fetch_one(
         db,
@@ -100,15 +166,16 @@ pub async fn destination_has_rows(db: &dyn Executor, destination: &str) -> Resul
 pub const OUTBOX_REPLAY_PAGE: Statement = Statement::new(
     "admin.outbox_replay_page",
     concat!(
-        "WITH page AS (
-            SELECT o.id, o.created_at, o.seq, o.status
+        "WITH scanned AS (
+            SELECT o.id, o.seq, o.destination, o.created_at
               FROM outbox AS o
-             WHERE ",
-        in_range!(),
-        "      AND o.created_at >= CAST(:after_at AS timestamptz)
-               AND (o.created_at > CAST(:after_at AS timestamptz) OR o.seq > :after_seq)
-             ORDER BY o.created_at, o.seq
+             WHERE o.seq > :after_seq AND o.seq <= :last_seq
+             ORDER BY o.seq
              LIMIT :limit
+        ), page AS (
+            SELECT s.id FROM scanned AS s WHERE ",
+        in_range!("s"),
+        "
         ), replayed AS (
             UPDATE outbox AS o
                SET status = 'pending',
@@ -116,49 +183,54 @@ pub const OUTBOX_REPLAY_PAGE: Statement = Statement::new(
                    next_attempt_at = CAST(:now AS timestamptz),
                    locked_until = NULL, locked_by = NULL, processed_at = NULL
               FROM page AS p
-             WHERE o.id = p.id
-               AND p.status IN (SELECT jsonb_array_elements_text(CAST(:statuses AS jsonb)))
+             WHERE o.id = p.id AND ",
+        replayed_status!("o"),
+        "
             RETURNING o.id
-        ), last AS (
-            SELECT p.created_at, p.seq FROM page AS p
-             ORDER BY p.created_at DESC, p.seq DESC LIMIT 1
         )
-        SELECT (SELECT count(*) FROM page) AS seen,
-               (SELECT count(*) FROM replayed) AS replayed,
-               (SELECT created_at FROM last) AS last_at,
-               (SELECT seq FROM last) AS last_seq"
+        SELECT (SELECT count(*) FROM scanned) AS scanned,
+               (SELECT max(seq) FROM scanned) AS last_scanned,
+               (SELECT count(*) FROM page) AS seen,
+               (SELECT count(*) FROM replayed) AS replayed"
     ),
 );
 
-/// Replays the next page of `range` after `after` (at most `limit` rows,
-/// capped at [`super::MAX_PAGE`]), in ONE statement: its delivered or dead
-/// rows (those of `range.statuses`) are pending again, due at `now`,
-/// attempts 0. Walk from [`OutboxCursor::start`] until `next` is `None`.
+/// Replays the next page of `range`'s walk (at most `limit` rows looked
+/// at, of any destination, capped at [`MAX_REPLAY_PAGE`]), in ONE
+/// statement: the destination's delivered or dead rows (those of
+/// `range.statuses`) among them are pending again, due at `now`, attempts
+/// 0. Walk from [`plan_replay`]'s walk until `next` is `None`.
 pub async fn replay_page(
     db: &dyn Executor,
     range: &ReplayRange,
-    after: OutboxCursor,
+    walk: ReplayWalk,
     limit: i64,
     now: DateTime<Utc>,
 ) -> Result<ReplayPage, DbError> {
-    let limit = page_limit(limit);
+    let limit = limit.clamp(1, MAX_REPLAY_PAGE);
     let params = range
         .params()
-        .with("after_at", after.created_at)
-        .with("after_seq", after.seq)
+        .with("after_seq", walk.after_seq)
+        .with("last_seq", walk.last_seq)
         .with("limit", limit)
         .with("now", now);
     let row = fetch_one(db, &OUTBOX_REPLAY_PAGE, &params).await?;
-    let seen = u64::try_from(row.i64("seen")?).unwrap_or(0);
-    let next = match (row.opt_timestamp("last_at")?, row.opt_i64("last_seq")?) {
-        (Some(created_at), Some(seq)) if seen as i64 == limit => {
-            Some(OutboxCursor { created_at, seq })
+    let count =
+        |name: &str| -> Result<u64, DbError> { Ok(u64::try_from(row.i64(name)?).unwrap_or(0)) };
+    let scanned = count("scanned")?;
+    let next = match row.opt_i64("last_scanned")? {
+        Some(last) if last < walk.last_seq && i64::try_from(scanned) == Ok(limit) => {
+            Some(ReplayWalk {
+                after_seq: last,
+                last_seq: walk.last_seq,
+            })
         }
         _ => None,
     };
     Ok(ReplayPage {
-        seen,
-        replayed: u64::try_from(row.i64("replayed")?).unwrap_or(0),
+        scanned,
+        seen: count("seen")?,
+        replayed: count("replayed")?,
         next,
     })
 }

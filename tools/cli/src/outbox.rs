@@ -66,9 +66,10 @@ pub struct ReplayArgs {
         default_value = "dead"
     )]
     status: Vec<ReplayStatus>,
-    /// Rows looked at per statement.
-    #[arg(long, value_name = "N", default_value_t = 100,
-          value_parser = clap::value_parser!(i64).range(1..=hookbox::admin::MAX_PAGE))]
+    /// Rows looked at per statement, of every destination: the walk goes
+    /// through the rows written over the range's span in `seq` order.
+    #[arg(long, value_name = "N", default_value_t = 1_000,
+          value_parser = clap::value_parser!(i64).range(1..=hookbox::admin::MAX_REPLAY_PAGE))]
     batch_size: i64,
     #[command(flatten)]
     db: DbArgs,
@@ -190,9 +191,10 @@ async fn replay(args: &ReplayArgs) -> Outcome {
             })
             .collect(),
     };
-    let total = admin::count_replayable(db, &range)
+    let plan = admin::plan_replay(db, &range)
         .await
         .or_failed("cannot count the rows to replay")?;
+    let total = plan.replayable;
     if total == 0 {
         let known = admin::destination_has_rows(db, &args.destination)
             .await
@@ -202,26 +204,25 @@ async fn replay(args: &ReplayArgs) -> Outcome {
                 .or_failed("cannot read the destinations")?
                 .iter()
                 .any(|h| h.name == args.destination);
-        if !known {
+        if !known && plan.walk.is_none() {
             eprintln!(
-                "destination {:?} has no rows and is not synced (a typo? `hookbox \
-                 destination list` shows the synced ones)",
+                "destination {:?} has no rows in that range, none pending or dead, and is not \
+                 synced (a typo? `hookbox destination list` shows the synced ones)",
                 args.destination
             );
             return Ok(ExitCode::from(FAILED));
         }
     }
     let bar = crate::inbox::progress(Some(total));
-    let mut after = OutboxCursor::start();
+    let mut walk = plan.walk;
     let mut replayed = 0;
-    loop {
-        let page = admin::replay_page(db, &range, after, args.batch_size, SystemClock.now())
+    while let Some(at) = walk {
+        let page = admin::replay_page(db, &range, at, args.batch_size, SystemClock.now())
             .await
             .or_failed("cannot replay outbox rows")?;
         replayed += page.replayed;
         bar.inc(page.replayed);
-        let Some(next) = page.next else { break };
-        after = next;
+        walk = page.next;
     }
     bar.finish_and_clear();
     println!(
