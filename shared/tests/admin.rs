@@ -7,14 +7,14 @@ mod common;
 
 use std::collections::HashSet;
 
-use common::{Adapter, at, load_history, migrated_db, sql};
+use common::{Adapter, assert_uses, at, load_history, migrated_db, plan, sql};
 use hookbox::admin::{
     self, AttentionStatus, InboxCursor, InboxFilter, OutboxCursor, OutboxFilter, OutboxRetry,
 };
 use hookbox::inbox::{self, Claim, InboxStatus, NewInboxEvent};
 use hookbox::outbox::{self, DeliveryOutcome, DeliveryResult, NewOutboxEvent, OutboxStatus};
 use hookbox::params;
-use hookbox::store::{Database, Executor, Params, Statement};
+use hookbox::store::{Database, Executor};
 use uuid::Uuid;
 
 fn event(partner: &str, event_id: &str) -> NewInboxEvent {
@@ -476,26 +476,6 @@ async fn retry_puts_only_dead_outbox_rows_back_to_pending(adapter: Adapter) {
             .await
             .expect("empty")
             .is_empty()
-    );
-}
-
-async fn plan(db: &dyn Executor, statement: &Statement, params: &Params) -> String {
-    let explain = sql(&format!("EXPLAIN {}", statement.sql));
-    db.execute(&explain, params)
-        .await
-        .unwrap_or_else(|e| panic!("EXPLAIN {}: {e}", statement.name))
-        .rows
-        .iter()
-        .map(|r| r.text("QUERY PLAN").expect("plan line"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn assert_uses(plan: &str, index: &str, table: &str) {
-    assert!(plan.contains(index), "expected {index} in:\n{plan}");
-    assert!(
-        !plan.contains(&format!("Seq Scan on {table}")),
-        "unexpected sequential scan of {table}:\n{plan}"
     );
 }
 

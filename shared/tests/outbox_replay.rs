@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Adapter, at, load_history, migrated_db, sql};
+use common::{Adapter, assert_uses, at, load_history, migrated_db, plan, sql};
 use hookbox::admin::{self, ReplayRange};
 use hookbox::outbox::OutboxStatus;
 use hookbox::params;
@@ -196,27 +196,14 @@ async fn a_replay_page_walks_the_seq_index(adapter: Adapter) {
         until: None,
         statuses: vec![OutboxStatus::Delivered, OutboxStatus::Dead],
     };
-    let explain = sql(&format!("EXPLAIN {}", admin::OUTBOX_REPLAY_PAGE.sql));
     let p = hookbox::params! {
         "destination" => "erp", "since" => since, "until" => None::<chrono::DateTime<chrono::Utc>>,
         "statuses" => serde_json::json!(["delivered", "dead"]),
         "after_seq" => 0_i64, "last_seq" => i64::MAX,
         "limit" => 100_i64, "now" => at(0),
     };
-    let plan = d
-        .execute(&explain, &p)
-        .await
-        .expect("explain")
-        .rows
-        .iter()
-        .map(|r| r.text("QUERY PLAN").expect("line"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    assert!(
-        plan.contains("outbox_seq_key"),
-        "a page walks the seq index:\n{plan}"
-    );
-    assert!(!plan.contains("Seq Scan on outbox"), "{plan}");
+    let page_plan = plan(d, &admin::OUTBOX_REPLAY_PAGE, &p).await;
+    assert_uses(&page_plan, "outbox_seq_key", "outbox");
     let planned = admin::plan_replay(d, &range).await.expect("plan");
     assert_eq!(planned.replayable, 20_000);
     let walk = planned.walk.expect("a walk");

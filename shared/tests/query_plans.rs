@@ -7,22 +7,10 @@
 
 mod common;
 
-use common::{Adapter, at, claim, inbox_scans, load_history, migrated_db, sql};
-use hookbox::store::{Database, Executor, Params, Statement};
+use common::{Adapter, assert_uses, at, claim, inbox_scans, load_history, migrated_db, plan, sql};
+use hookbox::store::{Database, Executor, Params};
 use hookbox::{inbox, outbox, params};
 use uuid::Uuid;
-
-async fn plan(db: &dyn Executor, statement: &Statement, params: &Params) -> String {
-    let explain = sql(&format!("EXPLAIN {}", statement.sql));
-    db.execute(&explain, params)
-        .await
-        .unwrap_or_else(|e| panic!("EXPLAIN {}: {e}", statement.name))
-        .rows
-        .iter()
-        .map(|r| r.text("QUERY PLAN").expect("plan line"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
 
 /// Runs the relay's claim under `EXPLAIN (ANALYZE, BUFFERS)` in a transaction
 /// that is rolled back: rows claimed, and buffers the claim touched (its SQL
@@ -76,14 +64,6 @@ async fn claim_cost(db: &dyn Database, params: &Params) -> (u64, u64) {
         .find(|l| l.trim_start().starts_with("Buffers:"))
         .map_or(0, |l| number_after(l, "hit=") + number_after(l, "read="));
     (rows, buffers)
-}
-
-fn assert_uses(plan: &str, index: &str, table: &str) {
-    assert!(plan.contains(index), "expected {index} in:\n{plan}");
-    assert!(
-        !plan.contains(&format!("Seq Scan on {table}")),
-        "unexpected sequential scan of {table}:\n{plan}"
-    );
 }
 
 async fn hot_queries_use_the_partial_indexes(adapter: Adapter) {

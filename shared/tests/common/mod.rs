@@ -99,6 +99,32 @@ pub fn sql(text: &str) -> Statement {
     Statement::new("test.sql", Box::leak(text.to_string().into_boxed_str()))
 }
 
+/// `statement`'s plan for `params` (`EXPLAIN`, one line per row of text).
+pub async fn plan(
+    db: &dyn hookbox::store::Executor,
+    statement: &Statement,
+    params: &hookbox::store::Params,
+) -> String {
+    let explain = sql(&format!("EXPLAIN {}", statement.sql));
+    db.execute(&explain, params)
+        .await
+        .unwrap_or_else(|e| panic!("EXPLAIN {}: {e}", statement.name))
+        .rows
+        .iter()
+        .map(|r| r.text("QUERY PLAN").expect("plan line"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `plan` goes through `index` and never scans all of `table`.
+pub fn assert_uses(plan: &str, index: &str, table: &str) {
+    assert!(plan.contains(index), "expected {index} in:\n{plan}");
+    assert!(
+        !plan.contains(&format!("Seq Scan on {table}")),
+        "unexpected sequential scan of {table}:\n{plan}"
+    );
+}
+
 /// Runs each named `async fn(Adapter)` as two tests: `postgres::name` and
 /// `data_api::name`.
 #[macro_export]
