@@ -11,10 +11,25 @@
 
 mod common;
 
-use common::{Adapter, inbox_scans, load_history, migrated_db, sql};
+use common::{Adapter, function_settings, inbox_scans, load_history, migrated_db, sql};
 use hookbox::store::{Executor, NamedSql, Statement};
 use hookbox::{inbox, outbox};
 use uuid::Uuid;
+
+/// A transaction whose prepared statements get their generic plan at once
+/// (what a connection's plan cache holds after five executions).
+async fn generic_plans_tx(
+    db: &dyn hookbox::store::Database,
+) -> Box<dyn hookbox::store::Transaction> {
+    let tx = db.begin().await.expect("begin");
+    tx.execute(
+        &sql("SET LOCAL plan_cache_mode = force_generic_plan"),
+        &hookbox::params! {},
+    )
+    .await
+    .expect("generic plans");
+    tx
+}
 
 /// The statement prepared under `name` as the PostgreSQL adapter prepares
 /// it (`:name` → `$n`), with its parameters' names in `$n` order.
@@ -82,14 +97,8 @@ async fn the_claims_generic_plan_made_on_a_small_inbox_stays_a_key_lookup(adapte
         .await
         .expect("analyze");
 
-    let tx = db.begin().await.expect("begin");
+    let tx = generic_plans_tx(db.as_ref()).await;
     let t = tx.as_ref();
-    t.execute(
-        &sql("SET LOCAL plan_cache_mode = force_generic_plan"),
-        &hookbox::params! {},
-    )
-    .await
-    .expect("generic plans");
     let names = prepare(t, "generic_claim", &inbox::repo::CLAIM).await;
     let args = |ids: &[Uuid]| -> Vec<String> {
         let ids = serde_json::Value::from(ids.iter().map(Uuid::to_string).collect::<Vec<_>>());
@@ -152,14 +161,8 @@ async fn the_claims_generic_plan_made_on_a_small_inbox_stays_a_key_lookup(adapte
 async fn the_generic_plan_of_insert_if_new_probes_one_key(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
     load_history(db.as_ref()).await;
-    let tx = db.begin().await.expect("begin");
+    let tx = generic_plans_tx(db.as_ref()).await;
     let t = tx.as_ref();
-    t.execute(
-        &sql("SET LOCAL plan_cache_mode = force_generic_plan"),
-        &hookbox::params! {},
-    )
-    .await
-    .expect("generic plans");
     let names = prepare(t, "generic_insert", &inbox::repo::INSERT_IF_NEW).await;
     let args = |event_id: &str| -> Vec<String> {
         names
@@ -272,18 +275,7 @@ async fn the_relays_claim_planned_on_an_empty_outbox_scans_no_table(adapter: Ada
 /// The claim function's pinned settings (migration 14).
 async fn the_inbox_claim_pins_its_plan(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
-    let settings = db
-        .execute(
-            &sql("SELECT unnest(proconfig) AS setting FROM pg_proc
-                  WHERE proname = 'inbox_claim' ORDER BY 1"),
-            &hookbox::params! {},
-        )
-        .await
-        .expect("proconfig")
-        .rows
-        .iter()
-        .map(|r| r.text("setting").expect("setting"))
-        .collect::<Vec<_>>();
+    let settings = function_settings(db.as_ref(), "inbox_claim").await;
     assert_eq!(
         settings,
         ["enable_seqscan=off", "plan_cache_mode=force_generic_plan"]

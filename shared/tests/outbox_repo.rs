@@ -25,6 +25,17 @@ fn event(aggregate_id: &str) -> NewOutboxEvent {
     }
 }
 
+/// `id` delivered (200), with no attempt detail.
+fn delivered(id: Uuid) -> DeliveryResult {
+    DeliveryResult {
+        id,
+        outcome: DeliveryOutcome::Delivered,
+        status_code: Some(200),
+        error: None,
+        attempt: None,
+    }
+}
+
 /// Enqueues `n` events in one transaction at `now_s`.
 async fn enqueue_n(db: &dyn Database, n: usize, now_s: i64) -> Vec<Uuid> {
     let tx = db.begin().await.expect("begin");
@@ -404,13 +415,6 @@ async fn record_and_claim_records_the_last_batch_and_claims_the_next(adapter: Ad
         );
     }
     tx.commit().await.expect("commit");
-    let delivered = |id: Uuid| DeliveryResult {
-        id,
-        outcome: DeliveryOutcome::Delivered,
-        status_code: Some(200),
-        error: None,
-        attempt: None,
-    };
 
     // nothing to record yet: the head of the aggregate only
     let (recorded, first) = step(d, ("", &[]), "lane/1", 1).await;
@@ -497,13 +501,6 @@ async fn one_statement_records_results_of_several_claims_each_under_its_token(ad
         .await
         .expect("claim");
     assert_eq!((first.len(), second.len(), third.len()), (1, 2, 1));
-    let delivered = |id: Uuid| DeliveryResult {
-        id,
-        outcome: DeliveryOutcome::Delivered,
-        status_code: Some(200),
-        error: None,
-        attempt: None,
-    };
     let leases = [
         outbox::LeasedResults {
             token: "lane/a".into(),

@@ -7,7 +7,10 @@
 
 mod common;
 
-use common::{Adapter, assert_uses, at, claim, inbox_scans, load_history, migrated_db, plan, sql};
+use common::{
+    Adapter, assert_uses, at, claim, function_settings, inbox_scans, load_history, migrated_db,
+    plan, sql,
+};
 use hookbox::store::{Database, Executor, Params};
 use hookbox::{inbox, outbox, params};
 use uuid::Uuid;
@@ -480,18 +483,7 @@ async fn retentions_reference_check_uses_the_key_indexes(adapter: Adapter) {
 /// JIT-compile the claim on every call: 300 ms for a sub-millisecond claim).
 async fn the_claim_pins_its_plan_and_never_pays_for_jit(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
-    let settings = db
-        .execute(
-            &sql("SELECT unnest(proconfig) AS setting FROM pg_proc
-                  WHERE proname = 'outbox_claim_due' ORDER BY 1"),
-            &params! {},
-        )
-        .await
-        .expect("proconfig")
-        .rows
-        .iter()
-        .map(|r| r.text("setting").expect("setting"))
-        .collect::<Vec<_>>();
+    let settings = function_settings(db.as_ref(), "outbox_claim_due").await;
     assert_eq!(
         settings,
         [

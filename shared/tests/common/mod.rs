@@ -116,6 +116,22 @@ pub async fn plan(
         .join("\n")
 }
 
+/// The settings a SQL function carries (`SET …` in its definition,
+/// `name=value`, sorted): the planner settings that pin its plan.
+pub async fn function_settings(db: &dyn hookbox::store::Executor, function: &str) -> Vec<String> {
+    db.execute(
+        &sql("SELECT unnest(proconfig) AS setting FROM pg_proc
+              WHERE proname = :function ORDER BY 1"),
+        &hookbox::params! { "function" => function },
+    )
+    .await
+    .expect("proconfig")
+    .rows
+    .iter()
+    .map(|r| r.text("setting").expect("setting"))
+    .collect()
+}
+
 /// `plan` goes through `index` and never scans all of `table`.
 pub fn assert_uses(plan: &str, index: &str, table: &str) {
     assert!(plan.contains(index), "expected {index} in:\n{plan}");
