@@ -130,6 +130,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "delivery_index_entries",
         sql: include_str!("../migrations/0016_delivery_index_entries.sql"),
     },
+    Migration {
+        version: 17,
+        name: "delivering_attempt_on_the_row",
+        sql: include_str!("../migrations/0017_delivering_attempt_on_the_row.sql"),
+    },
 ];
 
 /// Why migrating failed.

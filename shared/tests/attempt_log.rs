@@ -1,18 +1,22 @@
 //! The attempt log through both adapters: the relay logs every attempt
 //! (time, destination, status, latency, error, the start of the response)
 //! in the statement that records its batch, and retention keeps the log
-//! for its own period.
+//! for its own period. The attempt that delivers a row stays on the row
+//! (no attempt-log row for a healthy delivery); replay and retention move
+//! it into `outbox_attempts` before they change or remove the row.
 
 mod common;
 
 use std::sync::Arc;
 
 use common::{Adapter, at, migrated_db};
+use hookbox::admin::{self, ReplayRange};
 use hookbox::clock::{Clock, ManualClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::outbox::{self, NewOutboxEvent, OutboxStatus};
+use hookbox::params;
 use hookbox::relay::{Relay, RelaySettings};
-use hookbox::store::Database;
+use hookbox::store::{Database, Executor, Retention, Statement};
 use hookbox_testkit::http_sink::HttpSink;
 use uuid::Uuid;
 
@@ -44,6 +48,21 @@ async fn enqueue(db: &dyn Database) -> Uuid {
     .expect("enqueue");
     tx.commit().await.expect("commit");
     id
+}
+
+/// Rows of `outbox_attempts` (the log's table, without the delivering
+/// attempts that stay on their rows) for delivery `id`.
+async fn logged_rows(db: &dyn Executor, id: Uuid) -> i64 {
+    const ROWS: Statement = Statement::new(
+        "test.attempt_rows",
+        "SELECT count(*) AS n FROM outbox_attempts WHERE outbox_id = CAST(:id AS uuid)",
+    );
+    db.execute(&ROWS, &params! { "id" => id })
+        .await
+        .expect("count")
+        .rows[0]
+        .i64("n")
+        .expect("n")
 }
 
 fn relay(db: Arc<dyn Database>, clock: Arc<ManualClock>, settings: RelaySettings) -> Relay {
@@ -103,6 +122,100 @@ async fn every_attempt_of_a_delivery_is_logged(adapter: Adapter) {
     assert_eq!(log[1].response_excerpt.as_deref(), Some("boom"));
     assert_eq!(log[2].response_excerpt.as_deref(), Some("thanks"));
     assert_eq!(log[2].error, None);
+    assert_eq!(
+        logged_rows(db.as_ref(), id).await,
+        2,
+        "the two failures are rows; the delivering attempt is on the outbox row"
+    );
+}
+
+async fn a_replayed_delivery_keeps_its_delivering_attempt(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let sink = HttpSink::start().await;
+    let id = enqueue(db.as_ref()).await;
+    let clock = Arc::new(ManualClock::new(at(1)));
+    let store = ConfigStore::fixed(config(&sink), clock.clone());
+    let relay = relay(db.clone(), clock.clone(), RelaySettings::new("log-replay"));
+    sink.respond_with_body(200, "first");
+    relay.drain(&store).await;
+    assert_eq!(
+        logged_rows(db.as_ref(), id).await,
+        0,
+        "a healthy delivery adds no row"
+    );
+
+    let range = ReplayRange {
+        destination: "crm".into(),
+        since: at(0),
+        until: None,
+        statuses: vec![OutboxStatus::Delivered],
+    };
+    let walk = admin::plan_replay(db.as_ref(), &range)
+        .await
+        .expect("plan")
+        .walk
+        .expect("a row to replay");
+    let page = admin::replay_page(db.as_ref(), &range, walk, 100, at(20))
+        .await
+        .expect("replay");
+    assert_eq!(page.replayed, 1);
+    assert_eq!(
+        logged_rows(db.as_ref(), id).await,
+        1,
+        "the delivering attempt moved into the log with the replay"
+    );
+
+    clock.set(at(30));
+    sink.respond_with_body(200, "second");
+    relay.drain(&store).await;
+    let log = outbox::attempts::of(db.as_ref(), id).await.expect("log");
+    assert_eq!(
+        log.iter()
+            .map(|a| (a.attempt, a.attempted_at, a.response_excerpt.as_deref()))
+            .collect::<Vec<_>>(),
+        [(1, at(1), Some("first")), (1, at(30), Some("second"))],
+        "both deliveries, each once (a replay starts the count again)"
+    );
+}
+
+/// Outbox retention (17 days) shorter than the attempt log's (`keep`):
+/// what the log has of a delivery delivered at once, after the row is gone.
+async fn delivered_then_purged(adapter: Adapter, mode: Retention, keep_days: u64) -> usize {
+    let (_t, db) = migrated_db(adapter).await;
+    let sink = HttpSink::start().await;
+    let id = enqueue(db.as_ref()).await;
+    let clock = Arc::new(ManualClock::new(at(1)));
+    let store = ConfigStore::fixed(config(&sink), clock.clone());
+    let mut settings = RelaySettings::new("log-outlives-row");
+    settings.retention = Some(std::time::Duration::from_secs(17 * 86_400));
+    settings.retention_mode = mode;
+    settings.attempt_retention = Some(std::time::Duration::from_secs(keep_days * 86_400));
+    let relay = relay(db.clone(), clock.clone(), settings);
+    sink.respond_with(200);
+    relay.drain(&store).await;
+    clock.advance(chrono::Duration::days(18));
+    let report = relay.purge().await.expect("purge");
+    assert_eq!(report.outbox, 1, "the row is past the outbox's retention");
+    assert!(outbox::get(db.as_ref(), id).await.expect("get").is_none());
+    outbox::attempts::of(db.as_ref(), id)
+        .await
+        .expect("log")
+        .len()
+}
+
+async fn the_log_outlives_a_purged_row_for_its_own_period(adapter: Adapter) {
+    for mode in [Retention::Delete, Retention::Archive] {
+        assert_eq!(
+            delivered_then_purged(adapter, mode, 30).await,
+            1,
+            "{mode:?}: 18 days old, within the log's 30: moved into the log"
+        );
+        assert_eq!(
+            delivered_then_purged(adapter, mode, 7).await,
+            0,
+            "{mode:?}: past the log's 7 days: not moved"
+        );
+    }
 }
 
 async fn the_log_has_its_own_retention(adapter: Adapter) {
@@ -142,4 +255,6 @@ async fn the_log_has_its_own_retention(adapter: Adapter) {
 for_each_adapter!(
     every_attempt_of_a_delivery_is_logged,
     the_log_has_its_own_retention,
+    a_replayed_delivery_keeps_its_delivering_attempt,
+    the_log_outlives_a_purged_row_for_its_own_period,
 );

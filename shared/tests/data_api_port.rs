@@ -317,7 +317,7 @@ async fn each_repository_operation_costs_one_data_api_call() {
     let (_, c) = cost(d, || outbox::oldest_pending_created_at(d)).await;
     assert_eq!(c, calls(1, 0, 0, 0), "outbox.oldest_pending_created_at");
     let (_, c) = cost(d, || {
-        outbox::purge_finished(d, at(100), 500, Retention::Delete)
+        outbox::purge_finished(d, at(100), None, 500, Retention::Delete)
     })
     .await;
     assert_eq!(c, calls(1, 0, 0, 0), "outbox.purge_finished");

@@ -341,19 +341,19 @@ async fn counts_oldest_pending_and_retention(adapter: Adapter) {
 
     let cutoff = at(10 * day);
     assert_eq!(
-        outbox::purge_finished(d, cutoff, 1, Retention::Archive)
+        outbox::purge_finished(d, cutoff, None, 1, Retention::Archive)
             .await
             .expect("archive"),
         1
     );
     assert_eq!(
-        outbox::purge_finished(d, cutoff, 5, Retention::Delete)
+        outbox::purge_finished(d, cutoff, None, 5, Retention::Delete)
             .await
             .expect("delete"),
         1
     );
     assert_eq!(
-        outbox::purge_finished(d, cutoff, 5, Retention::Delete)
+        outbox::purge_finished(d, cutoff, None, 5, Retention::Delete)
             .await
             .expect("none"),
         0

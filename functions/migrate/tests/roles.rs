@@ -179,7 +179,7 @@ async fn the_relay_claims_sweeps_and_purges_but_never_touches_business_tables() 
         hookbox::inbox::purge_finished(&as_relay, now, 10, mode)
             .await
             .expect("inbox retention");
-        hookbox::outbox::purge_finished(&as_relay, now, 10, mode)
+        hookbox::outbox::purge_finished(&as_relay, now, None, 10, mode)
             .await
             .expect("outbox retention");
     }

@@ -167,7 +167,9 @@ pub const OUTBOX_REPLAY_PAGE: Statement = Statement::new(
     "admin.outbox_replay_page",
     concat!(
         "WITH scanned AS (
-            SELECT o.id, o.seq, o.destination, o.created_at
+            SELECT o.id, o.seq, o.destination, o.created_at, o.status, o.attempts,
+                   o.last_attempted_at, o.last_status_code, o.last_latency_ms, o.last_error,
+                   o.last_response
               FROM outbox AS o
              WHERE o.seq > :after_seq AND o.seq <= :last_seq
              ORDER BY o.seq
@@ -187,6 +189,15 @@ pub const OUTBOX_REPLAY_PAGE: Statement = Statement::new(
         replayed_status!("o"),
         "
             RETURNING o.id
+        ), kept AS (
+            -- a delivered row's delivering attempt is on the row (migration
+            -- 17): into the attempt log with it before the row's next attempt
+            INSERT INTO outbox_attempts (outbox_id, attempt, attempted_at, destination,
+                                         status_code, latency_ms, error, response_excerpt)
+            SELECT s.id, s.attempts, s.last_attempted_at, s.destination, s.last_status_code,
+                   s.last_latency_ms, s.last_error, s.last_response
+              FROM scanned AS s JOIN replayed AS r ON r.id = s.id
+             WHERE s.status = 'delivered' AND s.last_attempted_at IS NOT NULL
         )
         SELECT (SELECT count(*) FROM scanned) AS scanned,
                (SELECT max(seq) FROM scanned) AS last_scanned,

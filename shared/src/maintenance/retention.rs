@@ -89,8 +89,14 @@ impl Relay {
                     break;
                 }
             }
+            let attempts_after = self
+                .settings
+                .attempt_retention
+                .map(|keep| self.clock.now() - chrono_duration(keep));
             for _ in 0..self.settings.purge_max_batches {
-                let n = outbox::purge_finished(self.db.as_ref(), cutoff, batch, mode).await?;
+                let n =
+                    outbox::purge_finished(self.db.as_ref(), cutoff, attempts_after, batch, mode)
+                        .await?;
                 report.outbox += n;
                 if (n as i64) < batch {
                     break;

@@ -1,8 +1,14 @@
-//! The attempt log (`outbox_attempts`, migration 12): every delivery
-//! attempt, written by the statement that records its batch's results
-//! ([`super::repo::RECORD_AND_CLAIM`], [`super::repo::RECORD_RESULTS`]),
-//! read by `hookbox outbox attempts <id>` and the admin page, purged by its
-//! own retention (`HOOKBOX_ATTEMPT_RETENTION_DAYS`).
+//! The attempt log (`outbox_attempt_log`, migrations 12 and 17): every
+//! delivery attempt, written by the statement that records its batch's
+//! results ([`super::repo::RECORD_AND_CLAIM`], [`super::repo::RECORD_RESULTS`]):
+//! attempts that did not deliver as rows of `outbox_attempts`, the attempt
+//! that delivered a row on that row (`last_attempted_at`, `last_status_code`,
+//! `last_latency_ms`, `last_error`, `last_response`), so a healthy
+//! destination's deliveries add no row. Replay and retention move a
+//! delivered row's attempt into `outbox_attempts` before they change or
+//! remove the row. Read by `hookbox outbox attempts <id>` and the admin
+//! page; `outbox_attempts` is purged by its own retention
+//! (`HOOKBOX_ATTEMPT_RETENTION_DAYS`).
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -39,7 +45,7 @@ pub const OF: Statement = Statement::new(
     "outbox.attempts_of",
     "SELECT outbox_id, attempt, attempted_at, destination, status_code, latency_ms, error,
             response_excerpt
-       FROM outbox_attempts WHERE outbox_id = CAST(:id AS uuid)
+       FROM outbox_attempt_log WHERE outbox_id = CAST(:id AS uuid)
       ORDER BY attempted_at, attempt LIMIT :limit",
 );
 

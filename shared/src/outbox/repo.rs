@@ -338,6 +338,11 @@ macro_rules! record_update {
             last_error = CASE WHEN r.attempted THEN r.error ELSE o.last_error END,
             last_status_code = CASE WHEN r.attempted THEN r.status_code
                                     ELSE o.last_status_code END,
+            last_attempted_at = CASE WHEN r.attempted
+                                     THEN coalesce(r.attempted_at, CAST(:now AS timestamptz))
+                                     ELSE o.last_attempted_at END,
+            last_latency_ms = CASE WHEN r.attempted THEN r.latency_ms ELSE o.last_latency_ms END,
+            last_response = CASE WHEN r.attempted THEN r.response ELSE o.last_response END,
             processed_at = CASE WHEN r.status = 'pending' THEN NULL
                                 ELSE CAST(:now AS timestamptz) END
        FROM jsonb_to_recordset(CAST(:results AS jsonb))
@@ -355,7 +360,7 @@ macro_rules! record_update {
          SELECT u.id, u.attempts, coalesce(u.attempted_at, CAST(:now AS timestamptz)),
                 u.destination, u.status_code, u.latency_ms, u.error, u.response
            FROM updated AS u
-          WHERE u.attempted),
+          WHERE u.attempted AND u.status <> 'delivered'),
      health AS (
          UPDATE outbox_destinations AS h
             SET consecutive_failures = CASE WHEN b.ok THEN 0
@@ -647,35 +652,66 @@ pub async fn pending_summary(db: &dyn Executor) -> Result<PendingSummary, DbErro
     })
 }
 
+/// The CTE of [`PURGE_DELETE`] and [`PURGE_ARCHIVE`] that moves the
+/// delivering attempt of each row they take out of the outbox (kept on the
+/// row since migration 17) into `outbox_attempts`, when it is younger than
+/// `:attempts_after` (the attempt log's own retention; NULL: kept forever),
+/// so the attempt log keeps its own period whatever the outbox's is.
+macro_rules! keep_delivering_attempts {
+    ($from:literal) => {
+        concat!(
+            "kept AS (
+        INSERT INTO outbox_attempts (outbox_id, attempt, attempted_at, destination,
+                                     status_code, latency_ms, error, response_excerpt)
+        SELECT g.id, g.attempts, g.last_attempted_at, g.destination, g.last_status_code,
+               g.last_latency_ms, g.last_error, g.last_response
+          FROM ",
+            $from,
+            " AS g
+         WHERE g.last_attempted_at IS NOT NULL
+           AND (CAST(:attempts_after AS timestamptz) IS NULL
+                OR g.last_attempted_at >= CAST(:attempts_after AS timestamptz)))"
+        )
+    };
+}
+
 pub const PURGE_DELETE: Statement = Statement::new(
     "outbox.purge_delete",
-    "WITH old AS (
+    concat!(
+        "WITH old AS (
         SELECT id FROM outbox
          WHERE status = 'delivered' AND created_at < CAST(:cutoff AS timestamptz)
          LIMIT :limit
          FOR UPDATE SKIP LOCKED
     ), deleted AS (
         DELETE FROM outbox AS o WHERE o.id = ANY (ARRAY(SELECT id FROM old))
-         RETURNING o.payload_key
+         RETURNING o.*
     ), queued AS (
         INSERT INTO blob_deletions (key)
         SELECT DISTINCT payload_key FROM deleted WHERE payload_key IS NOT NULL
         ON CONFLICT (key) DO NOTHING
-    )
-    SELECT count(*) AS purged FROM deleted",
+    ), ",
+        keep_delivering_attempts!("deleted"),
+        "
+    SELECT count(*) AS purged FROM deleted"
+    ),
 );
 
 pub const PURGE_ARCHIVE: Statement = Statement::new(
     "outbox.purge_archive",
-    "WITH old AS (
+    concat!(
+        "WITH old AS (
         SELECT id FROM outbox
          WHERE status = 'delivered' AND created_at < CAST(:cutoff AS timestamptz)
          LIMIT :limit
          FOR UPDATE SKIP LOCKED
     ), moved AS (
         DELETE FROM outbox AS o WHERE o.id = ANY (ARRAY(SELECT id FROM old)) RETURNING o.*
-    )
-    INSERT INTO outbox_archive SELECT * FROM moved",
+    ), ",
+        keep_delivering_attempts!("moved"),
+        "
+    INSERT INTO outbox_archive SELECT * FROM moved"
+    ),
 );
 
 pub const PURGE_ARCHIVED: Statement = Statement::new(
@@ -713,13 +749,28 @@ pub async fn purge_archived(
 /// `blob_deletions` (the relay's retention deletes the objects no row
 /// refers to any more); archived rows keep their references, and so their
 /// objects.
+///
+/// The delivering attempt of each row taken out (on the row since
+/// migration 17) moves into `outbox_attempts` when it is at least as young
+/// as `attempts_after` (the attempt log's cutoff; `None`: the log is kept
+/// forever, every such attempt moves), so the attempt log keeps its own
+/// retention.
 pub async fn purge_finished(
     db: &dyn Executor,
     cutoff: DateTime<Utc>,
+    attempts_after: Option<DateTime<Utc>>,
     limit: i64,
     mode: Retention,
 ) -> Result<u64, DbError> {
-    crate::store::purge_with(db, &PURGE_DELETE, &PURGE_ARCHIVE, cutoff, limit, mode).await
+    let params =
+        params! { "cutoff" => cutoff, "limit" => limit, "attempts_after" => attempts_after };
+    Ok(match mode {
+        Retention::Delete => {
+            let row = fetch_one(db, &PURGE_DELETE, &params).await?;
+            u64::try_from(row.i64("purged")?).unwrap_or(0)
+        }
+        Retention::Archive => db.execute(&PURGE_ARCHIVE, &params).await?.affected,
+    })
 }
 
 pub const GET: Statement = Statement::new(
