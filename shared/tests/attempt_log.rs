@@ -17,6 +17,7 @@ use hookbox::outbox::{self, NewOutboxEvent, OutboxStatus};
 use hookbox::params;
 use hookbox::relay::{Relay, RelaySettings};
 use hookbox::store::{Database, Executor, Retention, Statement};
+use hookbox_testkit::TestDb;
 use hookbox_testkit::http_sink::HttpSink;
 use uuid::Uuid;
 
@@ -50,6 +51,33 @@ async fn enqueue(db: &dyn Database) -> Uuid {
     id
 }
 
+/// A migrated database with one row enqueued for `crm` (a sink) at 0, and
+/// the relay's clock at 1 s.
+struct Fixture {
+    _t: TestDb,
+    db: Arc<dyn Database>,
+    sink: HttpSink,
+    id: Uuid,
+    clock: Arc<ManualClock>,
+    store: ConfigStore,
+}
+
+async fn fixture(adapter: Adapter) -> Fixture {
+    let (_t, db) = migrated_db(adapter).await;
+    let sink = HttpSink::start().await;
+    let id = enqueue(db.as_ref()).await;
+    let clock = Arc::new(ManualClock::new(at(1)));
+    let store = ConfigStore::fixed(config(&sink), clock.clone());
+    Fixture {
+        _t,
+        db,
+        sink,
+        id,
+        clock,
+        store,
+    }
+}
+
 /// Rows of `outbox_attempts` (the log's table, without the delivering
 /// attempts that stay on their rows) for delivery `id`.
 async fn logged_rows(db: &dyn Executor, id: Uuid) -> i64 {
@@ -65,40 +93,40 @@ async fn logged_rows(db: &dyn Executor, id: Uuid) -> i64 {
         .expect("n")
 }
 
-fn relay(db: Arc<dyn Database>, clock: Arc<ManualClock>, settings: RelaySettings) -> Relay {
-    common::http_relay(db, clock, settings)
+impl Fixture {
+    fn relay(&self, settings: RelaySettings) -> Relay {
+        common::http_relay(self.db.clone(), self.clock.clone(), settings)
+    }
 }
 
 async fn every_attempt_of_a_delivery_is_logged(adapter: Adapter) {
-    let (_t, db) = migrated_db(adapter).await;
-    let sink = HttpSink::start().await;
-    let id = enqueue(db.as_ref()).await;
-    let clock = Arc::new(ManualClock::new(at(1)));
-    let store = ConfigStore::fixed(config(&sink), clock.clone());
-    let relay = relay(db.clone(), clock.clone(), RelaySettings::new("log-test"));
+    let f = fixture(adapter).await;
+    let relay = f.relay(RelaySettings::new("log-test"));
     let long = format!("busy {}", "x".repeat(3_000));
     let mut times = Vec::new();
     for (status, body) in [(503, long.as_str()), (500, "boom"), (200, "thanks")] {
-        sink.respond_with_body(status, body);
-        times.push(clock.now());
-        relay.drain(&store).await;
-        clock.advance(chrono::Duration::seconds(10));
+        f.sink.respond_with_body(status, body);
+        times.push(f.clock.now());
+        relay.drain(&f.store).await;
+        f.clock.advance(chrono::Duration::seconds(10));
     }
-    let row = outbox::get(db.as_ref(), id)
+    let row = outbox::get(f.db.as_ref(), f.id)
         .await
         .expect("get")
         .expect("row");
     assert_eq!((row.status, row.attempts), (OutboxStatus::Delivered, 3));
 
-    let log = outbox::attempts::of(db.as_ref(), id).await.expect("log");
+    let log = outbox::attempts::of(f.db.as_ref(), f.id)
+        .await
+        .expect("log");
     assert_eq!(log.len(), 3, "{log:?}");
     for (i, a) in log.iter().enumerate() {
-        assert_eq!(a.outbox_id, id);
+        assert_eq!(a.outbox_id, f.id);
         assert_eq!(a.attempt, i as i64 + 1);
         assert_eq!(a.destination, "crm");
         assert_eq!(
             a.attempted_at, times[i],
-            "the request's start, on the relay's clock"
+            "the request's start, on the relay's f.clock"
         );
         assert!(a.latency_ms.is_some_and(|ms| ms >= 0), "{a:?}");
     }
@@ -123,23 +151,19 @@ async fn every_attempt_of_a_delivery_is_logged(adapter: Adapter) {
     assert_eq!(log[2].response_excerpt.as_deref(), Some("thanks"));
     assert_eq!(log[2].error, None);
     assert_eq!(
-        logged_rows(db.as_ref(), id).await,
+        logged_rows(f.db.as_ref(), f.id).await,
         2,
         "the two failures are rows; the delivering attempt is on the outbox row"
     );
 }
 
 async fn a_replayed_delivery_keeps_its_delivering_attempt(adapter: Adapter) {
-    let (_t, db) = migrated_db(adapter).await;
-    let sink = HttpSink::start().await;
-    let id = enqueue(db.as_ref()).await;
-    let clock = Arc::new(ManualClock::new(at(1)));
-    let store = ConfigStore::fixed(config(&sink), clock.clone());
-    let relay = relay(db.clone(), clock.clone(), RelaySettings::new("log-replay"));
-    sink.respond_with_body(200, "first");
-    relay.drain(&store).await;
+    let f = fixture(adapter).await;
+    let relay = f.relay(RelaySettings::new("log-replay"));
+    f.sink.respond_with_body(200, "first");
+    relay.drain(&f.store).await;
     assert_eq!(
-        logged_rows(db.as_ref(), id).await,
+        logged_rows(f.db.as_ref(), f.id).await,
         0,
         "a healthy delivery adds no row"
     );
@@ -150,25 +174,27 @@ async fn a_replayed_delivery_keeps_its_delivering_attempt(adapter: Adapter) {
         until: None,
         statuses: vec![OutboxStatus::Delivered],
     };
-    let walk = admin::plan_replay(db.as_ref(), &range)
+    let walk = admin::plan_replay(f.db.as_ref(), &range)
         .await
         .expect("plan")
         .walk
         .expect("a row to replay");
-    let page = admin::replay_page(db.as_ref(), &range, walk, 100, at(20))
+    let page = admin::replay_page(f.db.as_ref(), &range, walk, 100, at(20))
         .await
         .expect("replay");
     assert_eq!(page.replayed, 1);
     assert_eq!(
-        logged_rows(db.as_ref(), id).await,
+        logged_rows(f.db.as_ref(), f.id).await,
         1,
         "the delivering attempt moved into the log with the replay"
     );
 
-    clock.set(at(30));
-    sink.respond_with_body(200, "second");
-    relay.drain(&store).await;
-    let log = outbox::attempts::of(db.as_ref(), id).await.expect("log");
+    f.clock.set(at(30));
+    f.sink.respond_with_body(200, "second");
+    relay.drain(&f.store).await;
+    let log = outbox::attempts::of(f.db.as_ref(), f.id)
+        .await
+        .expect("log");
     assert_eq!(
         log.iter()
             .map(|a| (a.attempt, a.attempted_at, a.response_excerpt.as_deref()))
@@ -181,23 +207,24 @@ async fn a_replayed_delivery_keeps_its_delivering_attempt(adapter: Adapter) {
 /// Outbox retention (17 days) shorter than the attempt log's (`keep`):
 /// what the log has of a delivery delivered at once, after the row is gone.
 async fn delivered_then_purged(adapter: Adapter, mode: Retention, keep_days: u64) -> usize {
-    let (_t, db) = migrated_db(adapter).await;
-    let sink = HttpSink::start().await;
-    let id = enqueue(db.as_ref()).await;
-    let clock = Arc::new(ManualClock::new(at(1)));
-    let store = ConfigStore::fixed(config(&sink), clock.clone());
+    let f = fixture(adapter).await;
     let mut settings = RelaySettings::new("log-outlives-row");
     settings.retention = Some(std::time::Duration::from_secs(17 * 86_400));
     settings.retention_mode = mode;
     settings.attempt_retention = Some(std::time::Duration::from_secs(keep_days * 86_400));
-    let relay = relay(db.clone(), clock.clone(), settings);
-    sink.respond_with(200);
-    relay.drain(&store).await;
-    clock.advance(chrono::Duration::days(18));
+    let relay = f.relay(settings);
+    f.sink.respond_with(200);
+    relay.drain(&f.store).await;
+    f.clock.advance(chrono::Duration::days(18));
     let report = relay.purge().await.expect("purge");
     assert_eq!(report.outbox, 1, "the row is past the outbox's retention");
-    assert!(outbox::get(db.as_ref(), id).await.expect("get").is_none());
-    outbox::attempts::of(db.as_ref(), id)
+    assert!(
+        outbox::get(f.db.as_ref(), f.id)
+            .await
+            .expect("get")
+            .is_none()
+    );
+    outbox::attempts::of(f.db.as_ref(), f.id)
         .await
         .expect("log")
         .len()
@@ -219,35 +246,36 @@ async fn the_log_outlives_a_purged_row_for_its_own_period(adapter: Adapter) {
 }
 
 async fn the_log_has_its_own_retention(adapter: Adapter) {
-    let (_t, db) = migrated_db(adapter).await;
-    let sink = HttpSink::start().await;
-    let id = enqueue(db.as_ref()).await;
-    let clock = Arc::new(ManualClock::new(at(1)));
-    let store = ConfigStore::fixed(config(&sink), clock.clone());
+    let f = fixture(adapter).await;
     let mut settings = RelaySettings::new("log-retention");
     settings.retention = None;
     settings.attempt_retention = Some(std::time::Duration::from_secs(7 * 86_400));
-    let relay = relay(db.clone(), clock.clone(), settings);
-    sink.respond_with(500);
-    relay.drain(&store).await;
-    clock.advance(chrono::Duration::days(6));
-    sink.respond_with(200);
-    relay.drain(&store).await;
+    let relay = f.relay(settings);
+    f.sink.respond_with(500);
+    relay.drain(&f.store).await;
+    f.clock.advance(chrono::Duration::days(6));
+    f.sink.respond_with(200);
+    relay.drain(&f.store).await;
     assert_eq!(
-        outbox::attempts::of(db.as_ref(), id)
+        outbox::attempts::of(f.db.as_ref(), f.id)
             .await
             .expect("log")
             .len(),
         2
     );
 
-    clock.advance(chrono::Duration::days(2)); // the first is 8 days old
+    f.clock.advance(chrono::Duration::days(2)); // the first is 8 days old
     let report = relay.purge().await.expect("purge");
     assert_eq!(report.attempts_deleted, 1);
-    let left = outbox::attempts::of(db.as_ref(), id).await.expect("log");
+    let left = outbox::attempts::of(f.db.as_ref(), f.id)
+        .await
+        .expect("log");
     assert_eq!(left.iter().map(|a| a.attempt).collect::<Vec<_>>(), [2]);
     assert!(
-        outbox::get(db.as_ref(), id).await.expect("get").is_some(),
+        outbox::get(f.db.as_ref(), f.id)
+            .await
+            .expect("get")
+            .is_some(),
         "the row itself follows the outbox's retention (off here)"
     );
 }
