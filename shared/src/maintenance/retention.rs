@@ -5,7 +5,9 @@
 //! ```text
 //! inbox::purge_finished  ≤ purge_max_batches × purge_batch rows  (1 statement each)
 //! outbox::purge_finished ≤ purge_max_batches × purge_batch rows  (1 statement each)
-//!   deleting queues the rows' blob keys in blob_deletions (same statement)
+//!   deleting queues the rows' blob keys in blob_deletions (same statement);
+//!   both move each row's delivering attempt into outbox_attempts while it is
+//!   younger than the attempt log's retention (same statement)
 //! outbox::attempts::purge (HOOKBOX_ATTEMPT_RETENTION_DAYS, default 30):
 //!                        ≤ purge_max_batches × purge_batch attempt log rows
 //! inbox::purge_archived, outbox::purge_archived (HOOKBOX_ARCHIVE_RETENTION_DAYS):

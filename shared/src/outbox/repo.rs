@@ -685,7 +685,8 @@ pub const PURGE_DELETE: Statement = Statement::new(
          FOR UPDATE SKIP LOCKED
     ), deleted AS (
         DELETE FROM outbox AS o WHERE o.id = ANY (ARRAY(SELECT id FROM old))
-         RETURNING o.*
+         RETURNING o.id, o.payload_key, o.attempts, o.destination, o.last_attempted_at,
+                   o.last_status_code, o.last_latency_ms, o.last_error, o.last_response
     ), queued AS (
         INSERT INTO blob_deletions (key)
         SELECT DISTINCT payload_key FROM deleted WHERE payload_key IS NOT NULL
