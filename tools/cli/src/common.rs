@@ -15,6 +15,31 @@ use hookbox::store::{ConnectError, Database, connect_from_env};
 pub const USAGE: u8 = 2;
 /// Exit code of an operation that ran and failed, or left work undone.
 pub const FAILED: u8 = 1;
+/// Exit code when standard output closes under the command (its reader,
+/// such as `head`, stopped): what a shell reports for a Unix tool killed by
+/// SIGPIPE (128 + 13). The command stops at that line: what it committed
+/// stays (a replay's pages, each one statement), nothing more is done.
+pub const CLOSED_STDOUT: u8 = 141;
+
+/// Makes a closed standard output stop the command quietly with
+/// [`CLOSED_STDOUT`] (Rust ignores SIGPIPE, so `println!` panics instead:
+/// "failed printing to stdout: Broken pipe"). Every other panic is reported
+/// as before.
+pub fn stop_when_stdout_closes() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(i32::from(CLOSED_STDOUT));
+        }
+        report(info);
+    }));
+}
 
 /// Why a command stopped, which decides its exit code.
 #[derive(Debug)]

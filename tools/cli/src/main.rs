@@ -18,7 +18,6 @@ mod send;
 mod stats;
 
 use std::fs;
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -232,14 +231,14 @@ fn sign(args: &SignArgs) -> Result<ExitCode> {
         &body,
         &secrets,
     )?;
-    let mut out = std::io::stdout().lock();
     for (name, value) in headers.pairs() {
-        writeln!(out, "{name}: {value}")?;
+        println!("{name}: {value}");
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn main() -> ExitCode {
+    common::stop_when_stdout_closes();
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Verify(args) => verify(args).map_err(common::Failure::Usage),

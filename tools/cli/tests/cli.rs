@@ -507,3 +507,34 @@ fn config_json_selects_generic_hmac() {
     ]);
     assert_eq!(code(&out), 2);
 }
+
+/// `hookbox … | head`: standard output closed under the command. It stops
+/// quietly with 141 (a shell's status for a tool killed by SIGPIPE), not
+/// with a panic or an error naming a broken pipe.
+#[test]
+fn a_closed_stdout_stops_the_command_quietly() {
+    // a socket whose other end is gone: writing to it fails with EPIPE, as
+    // a pipe whose reader exited does
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("socket pair");
+    drop(ours);
+    let writer = std::os::fd::OwnedFd::from(theirs);
+    let out = Command::new(BIN)
+        .args([
+            "sign",
+            "--scheme",
+            "standard-webhooks",
+            "--secret",
+            SW_SECRET,
+            "--id",
+            SW_ID,
+            "--timestamp",
+            SW_TS,
+            "--body",
+            SW_BODY,
+        ])
+        .stdout(writer)
+        .output()
+        .expect("the binary runs");
+    assert_eq!(code(&out), 141, "{}", stderr(&out));
+    assert_eq!(stderr(&out), "", "nothing on stderr");
+}
