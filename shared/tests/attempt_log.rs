@@ -14,9 +14,8 @@ use hookbox::admin::{self, ReplayRange};
 use hookbox::clock::{Clock, ManualClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::outbox::{self, NewOutboxEvent, OutboxStatus};
-use hookbox::params;
 use hookbox::relay::{Relay, RelaySettings};
-use hookbox::store::{Database, Executor, Retention, Statement};
+use hookbox::store::{Database, Executor, Retention};
 use hookbox_testkit::TestDb;
 use hookbox_testkit::http_sink::HttpSink;
 use uuid::Uuid;
@@ -81,16 +80,8 @@ async fn fixture(adapter: Adapter) -> Fixture {
 /// Rows of `outbox_attempts` (the log's table, without the delivering
 /// attempts that stay on their rows) for delivery `id`.
 async fn logged_rows(db: &dyn Executor, id: Uuid) -> i64 {
-    const ROWS: Statement = Statement::new(
-        "test.attempt_rows",
-        "SELECT count(*) AS n FROM outbox_attempts WHERE outbox_id = CAST(:id AS uuid)",
-    );
-    db.execute(&ROWS, &params! { "id" => id })
-        .await
-        .expect("count")
-        .rows[0]
-        .i64("n")
-        .expect("n")
+    let query = format!("SELECT count(*) AS n FROM outbox_attempts WHERE outbox_id = '{id}'");
+    common::count(db, &query).await
 }
 
 impl Fixture {

@@ -18,11 +18,7 @@ use hookbox::store::{Database, DbError, Executor, fetch_one};
 use hookbox_testkit::{PrivateCluster, TestDb, start_data_api};
 
 async fn count(db: &dyn Executor) -> i64 {
-    fetch_one(db, &sql("SELECT count(*) AS n FROM t"), &params! {})
-        .await
-        .expect("count")
-        .i64("n")
-        .expect("n")
+    common::count(db, "SELECT count(*) AS n FROM t").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,12 +8,12 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{Adapter, at, migrated_db, sql};
+use common::{Adapter, at, count, migrated_db};
 use hookbox::clock::{Clock, ManualClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::outbox::{self, NewOutboxEvent, OutboxStatus};
 use hookbox::relay::{Relay, RelaySettings};
-use hookbox::store::{Database, Executor, fetch_one};
+use hookbox::store::{Database, Executor};
 use hookbox_testkit::http_sink::HttpSink;
 use uuid::Uuid;
 
@@ -46,14 +46,6 @@ async fn enqueue(
     }
     tx.commit().await.expect("commit");
     ids
-}
-
-async fn count(db: &dyn Executor, text: &str) -> i64 {
-    fetch_one(db, &sql(text), &hookbox::params! {})
-        .await
-        .expect("count")
-        .i64("n")
-        .expect("n")
 }
 
 fn flaky_config(sink: &HttpSink, disable_after_hours: f64) -> HookboxConfig {

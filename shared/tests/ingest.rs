@@ -9,18 +9,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::TimeZone;
-use common::{Adapter, migrated_db_with, sql};
+use common::{Adapter, migrated_db_with};
 use hookbox::blob::memory::MemoryBlobStore;
 use hookbox::clock::{Clock, ManualClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::inbox::ingest::{Ingest, IngestRequest, IngestResponse, Outcome};
 use hookbox::inbox::{InboxMessage, InboxStatus};
 use hookbox::metrics::Metrics;
-use hookbox::params;
 use hookbox::queue::QueueConsumer;
 use hookbox::queue::sqs::SqsQueue;
 use hookbox::signature::{Headers, Secret, sign_standard_webhooks};
-use hookbox::store::{Database, Executor, fetch_one};
+use hookbox::store::{Database, Executor};
 use hookbox_testkit::moto;
 use tokio::sync::Barrier;
 use uuid::Uuid;
@@ -148,11 +147,7 @@ async fn send(rig: &Rig, partner: &str, s: &Signed) -> (IngestResponse, Metrics)
 }
 
 async fn rows(db: &dyn Executor) -> i64 {
-    fetch_one(db, &sql("SELECT count(*) AS n FROM inbox"), &params! {})
-        .await
-        .expect("count")
-        .i64("n")
-        .expect("n")
+    common::count(db, "SELECT count(*) AS n FROM inbox").await
 }
 
 async fn drain(queue: &SqsQueue) -> Vec<InboxMessage> {

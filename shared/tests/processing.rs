@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::TimeDelta;
-use common::{Adapter, at, migrated_db, sql};
+use common::{Adapter, at, count, migrated_db, sql};
 use hookbox::clock::Clock;
 use hookbox::example::{self, OrderStatus, STATUS_CHANGED};
 use hookbox::inbox::{self, InboxMessage, InboxStatus};
@@ -19,19 +19,9 @@ use hookbox::outbox;
 use hookbox::params;
 use hookbox::processing::{self, MessageOutcome, ReplayOutcome, UNREADABLE_PARTNER};
 use hookbox::queue::{Queue, QueueConsumer, Received};
-use hookbox::store::{
-    Database, DbError, Executor, Params, Rows, Statement, Transaction, fetch_one,
-};
+use hookbox::store::{Database, DbError, Executor, Params, Rows, Statement, Transaction};
 use processing_support::{DESTINATION, Harness, PARTNER, Script, new_event, order_body};
 use uuid::Uuid;
-
-async fn count(db: &dyn Executor, query: &str) -> i64 {
-    fetch_one(db, &sql(query), &params! {})
-        .await
-        .expect("count")
-        .i64("n")
-        .expect("n")
-}
 
 async fn outbox_rows(db: &dyn Executor) -> i64 {
     count(db, "SELECT count(*) AS n FROM outbox").await

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Adapter, at, migrated_db, sql};
+use common::{Adapter, at, count, migrated_db, sql};
 use hookbox::clock::{Clock, ManualClock, SystemClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::relay::{HttpSender, ManualPause, Relay, RelaySettings, TokioPause};
@@ -31,14 +31,6 @@ async fn publish(db: &dyn Executor, destination: &str, n: i64) {
     )
     .await
     .expect("publish");
-}
-
-async fn count(db: &dyn Executor, query: &str) -> i64 {
-    fetch_one(db, &sql(query), &hookbox::params! {})
-        .await
-        .expect(query)
-        .i64("n")
-        .expect("n")
 }
 
 /// Acceptance 3 of the outbound product: destination `a` has 10,000 due

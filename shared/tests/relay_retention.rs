@@ -9,7 +9,7 @@ mod common;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use common::{Adapter, at, migrated_db, sql};
+use common::{Adapter, at, count, migrated_db, sql};
 use hookbox::blob::memory::MemoryBlobStore;
 use hookbox::blob::{BlobError, BlobKey};
 use hookbox::clock::ManualClock;
@@ -271,14 +271,6 @@ async fn archiving_rows_keeps_their_objects(adapter: Adapter) {
         (1, 1, 0)
     );
     assert!(blobs.contains(&h.outbox_alone), "the archive refers to it");
-}
-
-async fn count(db: &dyn Executor, query: &str) -> i64 {
-    hookbox::store::fetch_one(db, &sql(query), &params! {})
-        .await
-        .expect("count")
-        .i64("n")
-        .expect("n")
 }
 
 /// HOOKBOX_ARCHIVE_RETENTION_DAYS: archived rows older than it are deleted,

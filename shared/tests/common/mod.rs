@@ -99,6 +99,15 @@ pub fn sql(text: &str) -> Statement {
     Statement::new("test.sql", Box::leak(text.to_string().into_boxed_str()))
 }
 
+/// The `n` column of `query`'s one row (`SELECT count(*) AS n …`).
+pub async fn count(db: &dyn hookbox::store::Executor, query: &str) -> i64 {
+    hookbox::store::fetch_one(db, &sql(query), &hookbox::params! {})
+        .await
+        .unwrap_or_else(|e| panic!("{query}: {e}"))
+        .i64("n")
+        .expect("n")
+}
+
 /// `statement`'s plan for `params` (`EXPLAIN`, one line per row of text).
 pub async fn plan(
     db: &dyn hookbox::store::Executor,

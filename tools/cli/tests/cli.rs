@@ -21,6 +21,20 @@ const SW_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const SW_ID: &str = "msg_p5jXN8AQM9LWM0D4loKWxJek";
 const SW_TS: &str = "1614265330";
 const SW_BODY: &str = r#"{"test": 2432232314}"#;
+/// `hookbox sign` of the Standard Webhooks vector above.
+const SIGN_SW: [&str; 11] = [
+    "sign",
+    "--scheme",
+    "standard-webhooks",
+    "--secret",
+    SW_SECRET,
+    "--id",
+    SW_ID,
+    "--timestamp",
+    SW_TS,
+    "--body",
+    SW_BODY,
+];
 const SW_SIGNATURE: &str = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=";
 
 fn hookbox(args: &[&str]) -> Output {
@@ -211,19 +225,7 @@ fn unusable_secret_or_missing_url_is_a_usage_error() {
 
 #[test]
 fn sign_prints_the_published_headers_and_they_verify() {
-    let out = hookbox(&[
-        "sign",
-        "--scheme",
-        "standard-webhooks",
-        "--secret",
-        SW_SECRET,
-        "--id",
-        SW_ID,
-        "--timestamp",
-        SW_TS,
-        "--body",
-        SW_BODY,
-    ]);
+    let out = hookbox(&SIGN_SW);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(
         stdout(&out),
@@ -519,19 +521,7 @@ fn a_closed_stdout_stops_the_command_quietly() {
     drop(ours);
     let writer = std::os::fd::OwnedFd::from(theirs);
     let out = Command::new(BIN)
-        .args([
-            "sign",
-            "--scheme",
-            "standard-webhooks",
-            "--secret",
-            SW_SECRET,
-            "--id",
-            SW_ID,
-            "--timestamp",
-            SW_TS,
-            "--body",
-            SW_BODY,
-        ])
+        .args(SIGN_SW)
         .stdout(writer)
         .output()
         .expect("the binary runs");
