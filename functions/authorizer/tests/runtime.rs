@@ -75,3 +75,9 @@ async fn without_a_partner_configuration_the_init_error_names_the_variables() {
         other => panic!("expected an init error, got {other:?}"),
     }
 }
+
+#[test]
+fn the_bootstrap_leaves_the_loader_no_relative_relocations() {
+    // linked non-PIE (functions/link.rs): nothing of its own to relocate at cold start
+    hookbox_testkit::coldstart::assert_no_relative_relocations(&binary());
+}

@@ -71,3 +71,9 @@ async fn an_incomplete_data_api_configuration_is_an_init_error_naming_the_variab
         other => panic!("expected an init error, got {other:?}"),
     }
 }
+
+#[test]
+fn the_bootstrap_leaves_the_loader_no_relative_relocations() {
+    // linked non-PIE (functions/link.rs): nothing of its own to relocate at cold start
+    hookbox_testkit::coldstart::assert_no_relative_relocations(&binary());
+}

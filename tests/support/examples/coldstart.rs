@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! tools/dev deploy coldstart        # cargo lambda build --release, then this
-//! cargo run -p hookbox-testkit --example coldstart -- target/lambda 25
+//! cargo run -p hookbox-testkit --example coldstart -- target/lambda 25   # at least 21
 //! cargo run -p hookbox-testkit --example coldstart -- target/release 25   # cargo's layout
 //! ```
 
@@ -16,17 +16,28 @@ use hookbox_testkit::coldstart;
 async fn main() {
     let mut args = std::env::args().skip(1);
     let dir = PathBuf::from(args.next().unwrap_or_else(|| "target/lambda".into()));
-    let runs: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(25);
+    let runs: usize = args
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(25)
+        .max(coldstart::MIN_RUNS);
     let measured = coldstart::measure(&dir, runs)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let hello = measured[0].median;
-    println!("cold start: exec → first /runtime/invocation/next, median of {runs} starts");
-    println!("| binary | size (MB) | median (ms) | × hello |");
-    println!("| --- | ---: | ---: | ---: |");
+    println!(
+        "cold start: exec → first /runtime/invocation/next, median of {runs} interleaved starts, \
+         Lambda's environment only"
+    );
+    println!("| binary | size (MB) | relocations | relative | median (ms) | × hello |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
     for m in &measured {
+        let (total, relative) = match &m.relocations {
+            Ok(r) => (r.total.to_string(), r.relative.to_string()),
+            Err(e) => (e.clone(), "?".into()),
+        };
         println!(
-            "| {} | {:.1} | {:.2} | {:.2} |",
+            "| {} | {:.1} | {total} | {relative} | {:.2} | {:.2} |",
             m.name,
             m.size.unwrap_or(0) as f64 / 1e6,
             m.median.as_secs_f64() * 1e3,

@@ -1,17 +1,24 @@
 //! Cold start of each function's binary against a hello-world
-//! `lambda_runtime` binary built the same way: the time from exec to the
-//! first `GET /2018-06-01/runtime/invocation/next` on the Runtime API
-//! emulator ([`crate::runtime_api`]), median of N starts interleaved (so the
-//! machine's load falls on every binary alike), with the environment the
-//! template gives (Data API, SQS, S3; endpoints never called at init); and
-//! the binaries' sizes. Used by `tools/dev deploy coldstart` (the
-//! `coldstart` example) and `hookbox-bench --coldstart`.
+//! `lambda_runtime` binary: the time from exec to the first
+//! `GET /2018-06-01/runtime/invocation/next` on the Runtime API emulator
+//! ([`crate::runtime_api`]), median of N starts interleaved (so the
+//! machine's load falls on every binary alike; at least [`MIN_RUNS`]), each
+//! started with Lambda's environment only ([`crate::runtime_api::lambda_env`]
+//! plus what the template gives: Data API, SQS, S3, endpoints never called at
+//! init), nothing of the caller's; and each binary's size and dynamic
+//! relocations (what the loader applies before `main`). Used by `tools/dev
+//! deploy coldstart` (the `coldstart` example) and `hookbox-bench
+//! --coldstart`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::runtime_api::{Function, Init};
 use crate::smoke;
+
+/// Fewest starts per binary a figure is given for: fewer and a median moves
+/// with the machine's load.
+pub const MIN_RUNS: usize = 21;
 
 /// The binaries measured; the first is the baseline.
 pub const FUNCTIONS: [&str; 6] = [
@@ -80,6 +87,8 @@ pub struct Measured {
     pub name: &'static str,
     /// Its size, bytes (`None`: unreadable).
     pub size: Option<u64>,
+    /// Its dynamic relocations (`Err`: not a readable ELF file).
+    pub relocations: Result<Relocations, String>,
     /// Median time to its first `/runtime/invocation/next`.
     pub median: Duration,
 }
@@ -89,10 +98,77 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v.get(v.len() / 2).copied().unwrap_or_default()
 }
 
-/// Starts every binary of `dir` `runs` times, interleaved; the figures in
-/// [`FUNCTIONS`] order. `Err` names a binary that is missing or did not
-/// start.
+/// The dynamic relocations of an executable: what the loader must apply to
+/// its own image before `main` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Relocations {
+    /// Every entry of its dynamic relocation sections (`.rela.dyn`,
+    /// `.rela.plt`, …).
+    pub total: u64,
+    /// Of those, the `R_*_RELATIVE` ones (x86_64 and aarch64): one per
+    /// pointer in a position-independent image; none in a non-PIE one.
+    pub relative: u64,
+}
+
+/// The dynamic relocations of the ELF file at `path` (x86_64 or aarch64).
+/// `Err` names the file and what could not be read.
+pub fn relocations(path: &Path) -> Result<Relocations, String> {
+    use object::read::elf::{ElfFile64, FileHeader as _};
+    use object::{Object as _, RelocationFlags};
+
+    let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file = ElfFile64::<object::Endianness>::parse(&*data)
+        .map_err(|e| format!("{}: not a 64-bit ELF file: {e}", path.display()))?;
+    let machine = file.elf_header().e_machine(file.endian());
+    let relative_type = match machine {
+        object::elf::EM_X86_64 => object::elf::R_X86_64_RELATIVE,
+        object::elf::EM_AARCH64 => object::elf::R_AARCH64_RELATIVE,
+        other => {
+            return Err(format!(
+                "{}: machine {other} is neither x86_64 nor aarch64",
+                path.display()
+            ));
+        }
+    };
+    let mut counts = Relocations {
+        total: 0,
+        relative: 0,
+    };
+    for (_, relocation) in file.dynamic_relocations().into_iter().flatten() {
+        counts.total += 1;
+        if matches!(relocation.flags(), RelocationFlags::Elf { r_type } if r_type == relative_type)
+        {
+            counts.relative += 1;
+        }
+    }
+    Ok(counts)
+}
+
+/// Checks that the executable at `path` leaves the loader no relative
+/// relocations of its own image: linked non-PIE, as functions/link.rs links
+/// the bootstraps.
+///
+/// # Panics
+/// When it is not a readable ELF file, or has relative relocations (a
+/// position-independent link).
+pub fn assert_no_relative_relocations(path: &Path) {
+    let counts = relocations(path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        counts.relative,
+        0,
+        "{} has {} relative relocations of {} dynamic ones: it was linked as a \
+         position-independent executable (is `build = \"../link.rs\"` in its Cargo.toml?)",
+        path.display(),
+        counts.relative,
+        counts.total
+    );
+}
+
+/// Starts every binary of `dir` `runs` times (at least [`MIN_RUNS`]),
+/// interleaved; the figures in [`FUNCTIONS`] order. `Err` names a binary
+/// that is missing or did not start.
 pub async fn measure(dir: &Path, runs: usize) -> Result<Vec<Measured>, String> {
+    let runs = runs.max(MIN_RUNS);
     for name in FUNCTIONS {
         let b = binary(dir, name);
         if !b.is_file() {
@@ -103,7 +179,7 @@ pub async fn measure(dir: &Path, runs: usize) -> Result<Vec<Measured>, String> {
         }
     }
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); FUNCTIONS.len()];
-    for _ in 0..runs.max(1) {
+    for _ in 0..runs {
         for (i, name) in FUNCTIONS.iter().enumerate() {
             let mut f = Function::spawn(&binary(dir, name), name, &env(name)).await;
             let init = f.init(Duration::from_secs(10)).await;
@@ -120,7 +196,34 @@ pub async fn measure(dir: &Path, runs: usize) -> Result<Vec<Measured>, String> {
         .map(|(name, t)| Measured {
             name,
             size: std::fs::metadata(binary(dir, name)).ok().map(|m| m.len()),
+            relocations: relocations(&binary(dir, name)),
             median: median(t),
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_position_independent_executable_counts_its_relative_relocations() {
+        // this test binary is linked with rustc's defaults: a PIE
+        let me = std::env::current_exe().expect("current_exe");
+        let counts = relocations(&me).expect("an ELF test binary");
+        assert!(counts.relative > 100, "{counts:?}");
+        assert!(counts.total >= counts.relative, "{counts:?}");
+    }
+
+    #[test]
+    fn a_file_that_is_not_elf_is_named_in_the_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("bootstrap");
+        std::fs::write(&path, b"#!/bin/sh\n").expect("write");
+        let err = relocations(&path).expect_err("not ELF");
+        assert!(
+            err.contains("bootstrap") && err.contains("not a 64-bit ELF"),
+            "{err}"
+        );
+    }
 }

@@ -254,6 +254,33 @@ pub enum Init {
     },
 }
 
+/// The variables Lambda sets for function `name` on an OS-only runtime
+/// (`provided.al2023`), as its documentation lists them ("Defined runtime
+/// environment variables"), but the Runtime API's address, the region and
+/// the credentials (the caller's `env` gives those). A function started
+/// with these and its own variables sees what it sees on Lambda, not a
+/// developer's shell (`AWS_CA_BUNDLE`, `SSL_CERT_FILE`, `RUST_LOG`, …).
+pub fn lambda_env(name: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("PATH", "/usr/local/bin:/usr/bin/:/bin:/opt/bin".into()),
+        (
+            "LD_LIBRARY_PATH",
+            "/var/lang/lib:/lib64:/usr/lib64:/var/runtime:/var/runtime/lib:/var/task:/var/task/lib:/opt/lib".into(),
+        ),
+        ("LANG", "en_US.UTF-8".into()),
+        ("TZ", ":UTC".into()),
+        ("LAMBDA_TASK_ROOT", "/var/task".into()),
+        ("LAMBDA_RUNTIME_DIR", "/var/runtime".into()),
+        ("_HANDLER", "bootstrap".into()),
+        ("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand".into()),
+        ("AWS_LAMBDA_FUNCTION_NAME", name.into()),
+        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256".into()),
+        ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST".into()),
+        ("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name}")),
+        ("AWS_LAMBDA_LOG_STREAM_NAME", "test".into()),
+    ]
+}
+
 /// A `bootstrap` running against its own [`RuntimeApi`]. Killed when dropped.
 #[derive(Debug)]
 pub struct Function {
@@ -266,8 +293,8 @@ pub struct Function {
 }
 
 impl Function {
-    /// Starts `binary` with only `env` (plus `PATH` and the variables Lambda
-    /// sets: the runtime API, function name, memory, version, log group).
+    /// Starts `binary` with only `env` plus what Lambda's `provided.al2023`
+    /// runtime sets ([`lambda_env`]); nothing of the caller's environment.
     ///
     /// # Panics
     /// When the binary cannot be started.
@@ -276,13 +303,8 @@ impl Function {
         let mut command = Command::new(binary);
         command
             .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .envs(lambda_env(name))
             .env("AWS_LAMBDA_RUNTIME_API", api.address())
-            .env("AWS_LAMBDA_FUNCTION_NAME", name)
-            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
-            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-            .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name}"))
-            .env("AWS_LAMBDA_LOG_STREAM_NAME", "test")
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

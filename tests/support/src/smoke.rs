@@ -57,8 +57,10 @@ pub fn event(name: &str) -> serde_json::Value {
 pub fn aws_env() -> Vec<(&'static str, String)> {
     vec![
         ("AWS_REGION", "us-east-1".into()),
+        ("AWS_DEFAULT_REGION", "us-east-1".into()),
         ("AWS_ACCESS_KEY_ID", "test".into()),
         ("AWS_SECRET_ACCESS_KEY", "test".into()),
+        ("AWS_SESSION_TOKEN", "test".into()),
         ("AWS_EC2_METADATA_DISABLED", "true".into()),
     ]
 }

@@ -63,8 +63,8 @@ struct Args {
     /// directory); skipped when absent.
     #[arg(long)]
     coldstart: Option<PathBuf>,
-    /// Starts per binary for --coldstart.
-    #[arg(long, default_value_t = 15)]
+    /// Starts per binary for --coldstart (at least 21).
+    #[arg(long, default_value_t = 21)]
     coldstart_runs: usize,
     /// Diagnostic: `plan_cache_mode = force_custom_plan` on the benchmark
     /// databases (every prepared statement planned for its parameters).
