@@ -260,6 +260,7 @@ fn official_vectors_cover_these_presets() {
         .map(|v| v.preset)
         .collect();
     let expected: BTreeSet<&str> = [
+        "adyen",
         "box",
         "coinbase-commerce",
         "github",

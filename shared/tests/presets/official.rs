@@ -348,4 +348,19 @@ pub(super) const VECTORS: &[Vector] = &[
         secrets: &["lDQHScfUeXUKaQRNF+8XIiDKZ7XX3itBAYzwU0TARw8lJqRnkKl2iB1anSb0Z+IK"],
         ..V
     },
+    Vector {
+        preset: "adyen",
+        source: Source::Official(
+            "Adyen/adyen-python-api-library test/UtilTest.py (test_is_valid_hmac_payload; the payload keeps the test's newlines and indentation)",
+        ),
+        headers: &[(
+            "HmacSignature",
+            "fX74xUdztFmaXAn3IusMFFUBUSkLmDQUK0tm8xL6ZTU=",
+        )],
+        body: include_str!("adyen_merchant_created.json"),
+        secrets: &["44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"],
+        // Valid hexadecimal, another key.
+        wrong_secret: "74F490DD33F7327BAECC88B2947C011FC02D014A473AAA33A8EC93E4DC069174",
+        ..V
+    },
 ];

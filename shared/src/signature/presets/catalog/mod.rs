@@ -56,6 +56,7 @@ const NO_HEADERS: &[(&str, &str)] = &[];
 
 /// Every preset, in alphabetical order.
 pub static PRESETS: &[Preset] = &[
+    payments::ADYEN,
     business::AIRTABLE,
     business::ASANA,
     developer::BITBUCKET,

@@ -2,6 +2,35 @@
 
 use super::*;
 
+pub(crate) const ADYEN: Preset = Preset {
+    name: "adyen",
+    provider: "Adyen (platform and management webhooks)",
+    // The `HmacSignature` header of the Balance Platform and Management
+    // webhooks. Standard payment notifications carry the HMAC inside each
+    // notification item, over selected fields: not this recipe.
+    recipe: Recipe::Signed(Signed {
+        primitive: Primitive::Hmac(Algorithm::Sha256, KeyFormat::Hex),
+        signature: SignatureAt::Headers {
+            names: &["HmacSignature"],
+            prefix: "",
+            separator: None,
+        },
+        encoding: Encoding::Base64,
+        message: BODY,
+        timestamp: None,
+    }),
+    tolerance_secs: None,
+    event_id: Absent,
+    event_type: Json("/type"),
+    handshake: None,
+    secret: "the webhook's HMAC key (hexadecimal; the key is its decoded bytes)",
+    docs: "https://docs.adyen.com/development-resources/webhooks/verify-hmac-signatures/",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"type":"merchant.created","environment":"test","data":{"merchantId":"YOUR_MERCHANT_ACCOUNT"}}"#,
+    },
+};
+
 pub(crate) const CHARGEBEE: Preset = Preset {
     name: "chargebee",
     provider: "Chargebee",
