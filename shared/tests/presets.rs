@@ -11,6 +11,7 @@ mod computed;
 mod official;
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use hookbox::signature::presets::{self, EventField, Preset};
@@ -414,5 +415,30 @@ fn a_missing_signature_is_named_and_no_error_shows_a_secret() {
         for secret in vector.secrets {
             assert!(!shown.contains(secret), "{}: {shown}", vector.preset);
         }
+    }
+}
+
+#[test]
+fn the_docs_table_is_generated_from_the_registry() {
+    const BEGIN: &str =
+        "<!-- presets table: generated from the registry by shared/tests/presets.rs -->\n";
+    const END: &str = "<!-- end of presets table -->\n";
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/signatures.md");
+    let text = std::fs::read_to_string(&path).expect("docs/signatures.md");
+    let start = text.find(BEGIN).expect("begin marker") + BEGIN.len();
+    let end = start + text[start..].find(END).expect("end marker");
+    let expected = presets::markdown_table();
+    if std::env::var_os("HOOKBOX_UPDATE_DOCS").is_some() {
+        let updated = format!("{}{expected}{}", &text[..start], &text[end..]);
+        std::fs::write(&path, updated).expect("write docs/signatures.md");
+        return;
+    }
+    assert!(
+        text[start..end] == expected,
+        "docs/signatures.md: the presets table is stale; run \
+         HOOKBOX_UPDATE_DOCS=1 cargo test -p hookbox --test presets"
+    );
+    for preset in presets::all() {
+        assert!(expected.contains(&format!("| `{}` |", preset.name)));
     }
 }

@@ -17,6 +17,7 @@
 //! never shown (they stay [`Secret`]s, decoded keys are wiped on drop).
 
 use std::borrow::Cow;
+use std::fmt;
 
 use base64::Engine as _;
 use chrono::{DateTime, Utc};
@@ -727,4 +728,99 @@ pub(crate) fn read_token(
         return Err(malformed(header, "credentials are not `user:password`"));
     }
     Ok(Zeroizing::new(decoded))
+}
+
+impl fmt::Display for Recipe {
+    /// One line, as the docs table and `hookbox presets` show it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Scheme(kind) => write!(f, "scheme `{kind}`"),
+            Self::Signed(signed) => signed.fmt(f),
+            Self::Token { header } => write!(f, "shared token in `{header}` (body not signed)"),
+            Self::BasicAuth => f.write_str("HTTP basic auth (body not signed)"),
+        }
+    }
+}
+
+impl fmt::Display for Signed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let encoding = match self.encoding {
+            Encoding::Hex => "hex",
+            Encoding::Base64 => "base64",
+        };
+        match self.primitive {
+            Primitive::Hmac(algorithm, key) => {
+                let algorithm = match algorithm {
+                    Algorithm::Sha1 => "HMAC-SHA1",
+                    Algorithm::Sha256 => "HMAC-SHA256",
+                    Algorithm::Sha512 => "HMAC-SHA512",
+                };
+                let key = match key {
+                    KeyFormat::Utf8 => "",
+                    KeyFormat::Hex => ", hex key",
+                    KeyFormat::Base64 => ", base64 key",
+                };
+                write!(f, "{algorithm} ({encoding}{key})")?;
+            }
+            Primitive::Ed25519 => write!(f, "Ed25519 ({encoding})")?,
+            Primitive::EcdsaP256 => write!(f, "ECDSA P-256/SHA-256 ({encoding} DER)")?,
+        }
+        f.write_str(" of ")?;
+        for (i, part) in self.message.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" + ")?;
+            }
+            match part {
+                Part::Body => f.write_str("body")?,
+                Part::Text(text) => write!(f, "`{text}`")?,
+                Part::Timestamp => f.write_str("timestamp")?,
+                Part::Header(name) => write!(f, "`{name}`")?,
+                Part::Method => f.write_str("method")?,
+                Part::Url => f.write_str("URL")?,
+                Part::Json(pointer) => write!(f, "body `{pointer}`")?,
+            }
+        }
+        match self.signature {
+            SignatureAt::Headers {
+                names,
+                prefix,
+                separator,
+            } => {
+                f.write_str(" in ")?;
+                for (i, name) in names.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" or ")?;
+                    }
+                    write!(f, "`{name}`")?;
+                }
+                if !prefix.is_empty() {
+                    write!(f, " after `{prefix}`")?;
+                }
+                if let Some(separator) = separator {
+                    write!(f, " (several, `{separator}`)")?;
+                }
+            }
+            SignatureAt::Json(pointer) => write!(f, " in body `{pointer}`")?,
+        }
+        if let Some(at) = self.timestamp {
+            let format = match at.format {
+                TimeFormat::Seconds => "s",
+                TimeFormat::Millis => "ms",
+                TimeFormat::Rfc3339 => "RFC 3339",
+            };
+            match at.source {
+                TimestampSource::Header(name) => write!(f, "; timestamp `{name}` ({format})")?,
+                TimestampSource::SignatureItem(key) => {
+                    write!(f, "; timestamp `{key}=` ({format})")?
+                }
+                TimestampSource::FirstSignatureItem => {
+                    write!(f, "; timestamp first item ({format})")?
+                }
+                TimestampSource::Json(pointer) => {
+                    write!(f, "; timestamp body `{pointer}` ({format})")?
+                }
+            }
+        }
+        Ok(())
+    }
 }

@@ -271,3 +271,53 @@ impl fmt::Display for EventField {
         }
     }
 }
+
+impl Handshake {
+    /// A short name, as the docs table shows it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SlackUrlVerification => "Slack url_verification",
+            Self::ZoomUrlValidation => "Zoom endpoint.url_validation",
+            Self::TwitchCallbackVerification => "Twitch webhook_callback_verification",
+            Self::DiscordPing => "Discord PING",
+            Self::MetaVerifyToken => "Meta GET hub.challenge (verify token)",
+            Self::DropboxChallenge => "Dropbox GET challenge (echo)",
+            Self::AsanaHookSecret => "Asana X-Hook-Secret (echo)",
+        }
+    }
+}
+
+impl Preset {
+    /// One line: name first, then provider and recipe (`hookbox presets`).
+    pub fn summary(&self) -> String {
+        format!("{}\t{}\t{}", self.name, self.provider, self.recipe)
+    }
+}
+
+/// The registry as a Markdown table, one row per preset (the table of
+/// `docs/signatures.md` is this text; a test fails when it is stale).
+pub fn markdown_table() -> String {
+    let mut table = String::from(
+        "| preset | provider | signature | tolerance | event id | event type | handshake |\n\
+         | --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for preset in PRESETS {
+        let tolerance = preset
+            .tolerance_secs
+            .map_or_else(|| "none".to_owned(), |secs| format!("{secs} s"));
+        let handshake = preset.handshake.map_or("none", Handshake::as_str);
+        let cell = |text: String| text.replace('|', "\\|");
+        table.push_str(&format!(
+            "| `{}` | [{}]({}) | {} | {} | {} | {} | {} |\n",
+            preset.name,
+            preset.provider,
+            preset.docs,
+            cell(preset.recipe.to_string()),
+            tolerance,
+            cell(preset.event_id.to_string()),
+            cell(preset.event_type.to_string()),
+            handshake,
+        ));
+    }
+    table
+}
