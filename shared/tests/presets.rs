@@ -442,3 +442,151 @@ fn the_docs_table_is_generated_from_the_registry() {
         assert!(expected.contains(&format!("| `{}` |", preset.name)));
     }
 }
+
+/// Verifies `headers` and `body` with preset `name` at `now`.
+fn check(
+    name: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    secrets: &[&str],
+    now: i64,
+) -> Result<Verified<'static>, SignatureError> {
+    let verifier = preset(name).verifier().expect("compiles");
+    let request = SignedRequest::new(
+        body.as_bytes(),
+        Headers::from_pairs(headers.iter().copied()),
+    );
+    let secrets: Vec<Secret> = secrets.iter().map(|s| Secret::new(*s)).collect();
+    verifier
+        .verify_at(&request, &secrets, at(now))
+        .map(Verified::into_owned)
+}
+
+fn malformed(result: &Result<Verified<'_>, SignatureError>, header: &str) -> bool {
+    matches!(result, Err(SignatureError::MalformedHeader { header: h, .. }) if h.eq_ignore_ascii_case(header))
+}
+
+#[test]
+fn malformed_headers_are_named_not_guessed() {
+    let secret = ["s"];
+    // A timestamp that is not milliseconds, not RFC 3339, given twice.
+    let webflow = check(
+        "webflow",
+        &[
+            ("x-webflow-timestamp", "17e9"),
+            ("x-webflow-signature", "00"),
+        ],
+        "{}",
+        &secret,
+        0,
+    );
+    assert!(malformed(&webflow, "x-webflow-timestamp"), "{webflow:?}");
+    let twitch = check(
+        "twitch-eventsub",
+        &[
+            ("Twitch-Eventsub-Message-Id", "1"),
+            ("Twitch-Eventsub-Message-Timestamp", "yesterday"),
+            ("Twitch-Eventsub-Message-Signature", "sha256=00"),
+        ],
+        "{}",
+        &secret,
+        0,
+    );
+    assert!(
+        malformed(&twitch, "Twitch-Eventsub-Message-Timestamp"),
+        "{twitch:?}"
+    );
+    let paddle = check(
+        "paddle",
+        &[("Paddle-Signature", "ts=1;ts=2;h1=00")],
+        "{}",
+        &secret,
+        1,
+    );
+    assert!(malformed(&paddle, "Paddle-Signature"), "{paddle:?}");
+    // Signatures of the wrong length or alphabet: skipped, none left.
+    let short = check(
+        "sentry",
+        &[("Sentry-Hook-Signature", "abcd")],
+        "{}",
+        &secret,
+        0,
+    );
+    assert!(malformed(&short, "Sentry-Hook-Signature"), "{short:?}");
+    // No signature with the expected prefix: another version.
+    let version = check(
+        "pagerduty",
+        &[("X-PagerDuty-Signature", &format!("v2={}", "0".repeat(64)))],
+        "{}",
+        &secret,
+        0,
+    );
+    assert!(
+        matches!(
+            version,
+            Err(SignatureError::UnsupportedSignatureVersion { .. })
+        ),
+        "{version:?}"
+    );
+    // The same header twice with different values is ambiguous.
+    let twice = check(
+        "dropbox",
+        &[("X-Dropbox-Signature", "00"), ("x-dropbox-signature", "01")],
+        "{}",
+        &secret,
+        0,
+    );
+    assert!(malformed(&twice, "X-Dropbox-Signature"), "{twice:?}");
+    // Basic auth: another scheme, not base64, no colon.
+    for (value, unsupported) in [
+        ("Bearer aG9va2JveDpzM2NyZXQ=", true),
+        ("Basic !!!", false),
+        ("Basic aG9va2JveA==", false),
+        ("Basic", false),
+    ] {
+        let result = check(
+            "chargebee",
+            &[("Authorization", value)],
+            "{}",
+            &["hookbox:s3cret"],
+            0,
+        );
+        if unsupported {
+            assert!(
+                matches!(
+                    result,
+                    Err(SignatureError::UnsupportedSignatureVersion { .. })
+                ),
+                "{value}: {result:?}"
+            );
+        } else {
+            assert!(malformed(&result, "Authorization"), "{value}: {result:?}");
+        }
+    }
+    // A token header that is absent.
+    let gitlab = check("gitlab", &[], "{}", &["t"], 0);
+    assert!(
+        matches!(&gitlab, Err(SignatureError::MissingHeader { header }) if header == "X-Gitlab-Token"),
+        "{gitlab:?}"
+    );
+    // A body-carried signature in a body that is not JSON.
+    let mailgun = check("mailgun", &[], "not json", &["k"], 0);
+    assert!(mailgun.is_err(), "{mailgun:?}");
+    // A configuration secret that cannot be a key is a configuration error.
+    let airtable = check(
+        "airtable",
+        &[(
+            "X-Airtable-Content-MAC",
+            &format!("hmac-sha256={}", "0".repeat(64)),
+        )],
+        "{}",
+        &["not base64!"],
+        0,
+    );
+    assert!(
+        airtable
+            .as_ref()
+            .is_err_and(SignatureError::is_configuration_error),
+        "{airtable:?}"
+    );
+}
