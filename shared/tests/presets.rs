@@ -327,7 +327,10 @@ fn every_preset_compiles_and_round_trips_as_configuration() {
             preset.name
         ))
         .expect("preset configuration");
-        Verifier::new(named).expect(preset.name);
+        let named = Verifier::new(named).expect(preset.name);
+        // A preset that is a hand-written scheme is that scheme.
+        assert_eq!(named.scheme(), preset.scheme_kind(), "{}", preset.name);
+        assert_eq!(verifier.scheme(), preset.scheme_kind(), "{}", preset.name);
         assert!(preset.docs.starts_with("https://"), "{}", preset.name);
         assert!(!preset.secret.is_empty(), "{}", preset.name);
     }

@@ -7,7 +7,7 @@
 //!   a key format, Ed25519, ECDSA P-256/SHA-256) over a message made of
 //!   [`Part`]s (raw body, timestamp, literal separators, headers, method,
 //!   URL, fields of the JSON body), the signature read from a header (one
-//!   or several, with a prefix, several values during rotation) or from the
+//!   or several, after a prefix, several values during rotation) or from the
 //!   body, and an optional signed timestamp;
 //! - a shared token compared as it is ([`Recipe::Token`]: GitLab) or HTTP
 //!   basic credentials ([`Recipe::BasicAuth`]: Chargebee, Postmark).
@@ -101,13 +101,14 @@ pub enum SignatureAt {
     /// In headers: every present one of `names` is read (DocuSign numbers
     /// one header per key, Box sends a primary and a secondary); each value
     /// may hold several signatures split at `separator` (rotation), each
-    /// after `prefix`. Items without the prefix are ignored (other
-    /// versions); items with it that do not decode are skipped.
+    /// after one of `prefixes` (the first that matches is removed). Items
+    /// with none of them are ignored (other versions); items that do not
+    /// decode are skipped.
     Headers {
         /// Header names, any of which may be present.
         names: &'static [&'static str],
-        /// Text before each signature, e.g. `sha256=`, `v1=`.
-        prefix: &'static str,
+        /// Text before each signature, e.g. `sha256=`, `v1=` (`""`: none).
+        prefixes: &'static [&'static str],
         /// Splits one value into several signatures (trimmed).
         separator: Option<char>,
     },
@@ -335,7 +336,7 @@ impl Signed {
         match self.signature {
             SignatureAt::Headers {
                 names,
-                prefix,
+                prefixes,
                 separator,
             } => {
                 let values = header_values(headers, names)?;
@@ -352,8 +353,10 @@ impl Signed {
                     let all = items(value, separator);
                     let all = all.into_iter().skip(usize::from(skip_first));
                     texts.extend(
-                        all.filter_map(|item| item.strip_prefix(prefix))
-                            .map(Cow::Borrowed),
+                        all.filter_map(|item| {
+                            prefixes.iter().find_map(|prefix| item.strip_prefix(prefix))
+                        })
+                        .map(Cow::Borrowed),
                     );
                 }
                 if texts.len() > MAX_SIGNATURES {
@@ -783,7 +786,7 @@ impl fmt::Display for Signed {
         match self.signature {
             SignatureAt::Headers {
                 names,
-                prefix,
+                prefixes,
                 separator,
             } => {
                 f.write_str(" in ")?;
@@ -793,8 +796,18 @@ impl fmt::Display for Signed {
                     }
                     write!(f, "`{name}`")?;
                 }
-                if !prefix.is_empty() {
-                    write!(f, " after `{prefix}`")?;
+                let shown: Vec<String> = prefixes
+                    .iter()
+                    .map(|p| {
+                        if p.is_empty() {
+                            "nothing".to_owned()
+                        } else {
+                            format!("`{p}`")
+                        }
+                    })
+                    .collect();
+                if prefixes.iter().any(|p| !p.is_empty()) {
+                    write!(f, " after {}", shown.join(" or "))?;
                 }
                 if let Some(separator) = separator {
                     write!(f, " (several, `{separator}`)")?;

@@ -183,9 +183,20 @@ impl Verifier {
         &self.config
     }
 
-    /// The scheme.
+    /// The scheme that verifies: for a preset that is one of the
+    /// hand-written schemes (`{"scheme":"preset","name":"clerk"}`), that
+    /// scheme (`standard-webhooks`), as [`Verified::scheme`] reports it.
     pub fn scheme(&self) -> SchemeKind {
-        self.config.kind()
+        match &self.compiled {
+            Compiled::StandardWebhooks { .. } => SchemeKind::StandardWebhooks,
+            Compiled::Stripe { .. } => SchemeKind::Stripe,
+            Compiled::Github => SchemeKind::Github,
+            Compiled::Shopify => SchemeKind::Shopify,
+            Compiled::Slack { .. } => SchemeKind::Slack,
+            Compiled::Twilio => SchemeKind::Twilio,
+            Compiled::Generic(_) => SchemeKind::GenericHmac,
+            Compiled::Preset { .. } => SchemeKind::Preset,
+        }
     }
 
     /// Verifies `request` against `secrets` (any one may match), reading the

@@ -65,6 +65,11 @@ pub(super) const VECTORS: &[Vector] = &[
         ..body("mollie")
     },
     Vector {
+        // Mollie's SDK also accepts the bare hex digest.
+        headers: headers!("X-Mollie-Signature" => HEX),
+        ..body("mollie")
+    },
+    Vector {
         headers: headers!("Sentry-Hook-Signature" => HEX),
         ..body("sentry")
     },

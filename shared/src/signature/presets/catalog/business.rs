@@ -9,7 +9,7 @@ pub(crate) const AIRTABLE: Preset = Preset {
         primitive: Primitive::Hmac(Algorithm::Sha256, KeyFormat::Base64),
         signature: SignatureAt::Headers {
             names: &["X-Airtable-Content-MAC"],
-            prefix: "hmac-sha256=",
+            prefixes: &["hmac-sha256="],
             separator: None,
         },
         encoding: Encoding::Hex,
@@ -31,7 +31,7 @@ pub(crate) const AIRTABLE: Preset = Preset {
 pub(crate) const ASANA: Preset = Preset {
     name: "asana",
     provider: "Asana",
-    recipe: body_hmac(SHA256, &["X-Hook-Signature"], "", Encoding::Hex),
+    recipe: body_hmac(SHA256, &["X-Hook-Signature"], &[""], Encoding::Hex),
     tolerance_secs: None,
     event_id: Absent,
     event_type: Absent,
@@ -51,7 +51,7 @@ pub(crate) const BOX: Preset = Preset {
         primitive: SHA256,
         signature: SignatureAt::Headers {
             names: &["BOX-SIGNATURE-PRIMARY", "BOX-SIGNATURE-SECONDARY"],
-            prefix: "",
+            prefixes: &[""],
             separator: None,
         },
         encoding: Encoding::Base64,
@@ -77,7 +77,7 @@ pub(crate) const CALENDLY: Preset = Preset {
         primitive: SHA256,
         signature: SignatureAt::Headers {
             names: &["Calendly-Webhook-Signature"],
-            prefix: "v1=",
+            prefixes: &["v1="],
             separator: Some(','),
         },
         encoding: Encoding::Hex,
@@ -113,7 +113,7 @@ pub(crate) const DOCUSIGN: Preset = Preset {
                 "X-DocuSign-Signature-4",
                 "X-DocuSign-Signature-5",
             ],
-            prefix: "",
+            prefixes: &[""],
             separator: None,
         },
         encoding: Encoding::Base64,
@@ -139,7 +139,7 @@ pub(crate) const DOCUSIGN: Preset = Preset {
 pub(crate) const DROPBOX: Preset = Preset {
     name: "dropbox",
     provider: "Dropbox",
-    recipe: body_hmac(SHA256, &["X-Dropbox-Signature"], "", Encoding::Hex),
+    recipe: body_hmac(SHA256, &["X-Dropbox-Signature"], &[""], Encoding::Hex),
     tolerance_secs: None,
     event_id: Absent,
     event_type: Absent,
@@ -159,7 +159,7 @@ pub(crate) const HUBSPOT: Preset = Preset {
         primitive: SHA256,
         signature: SignatureAt::Headers {
             names: &["X-HubSpot-Signature-v3"],
-            prefix: "",
+            prefixes: &[""],
             separator: None,
         },
         encoding: Encoding::Base64,
@@ -181,7 +181,7 @@ pub(crate) const HUBSPOT: Preset = Preset {
 pub(crate) const SEGMENT: Preset = Preset {
     name: "segment",
     provider: "Segment",
-    recipe: body_hmac(SHA1, &["X-Signature"], "", Encoding::Hex),
+    recipe: body_hmac(SHA1, &["X-Signature"], &[""], Encoding::Hex),
     tolerance_secs: None,
     event_id: Json("/messageId"),
     event_type: Json("/type"),
@@ -219,7 +219,12 @@ pub(crate) const SHOPIFY: Preset = Preset {
 pub(crate) const TYPEFORM: Preset = Preset {
     name: "typeform",
     provider: "Typeform",
-    recipe: body_hmac(SHA256, &["Typeform-Signature"], "sha256=", Encoding::Base64),
+    recipe: body_hmac(
+        SHA256,
+        &["Typeform-Signature"],
+        &["sha256="],
+        Encoding::Base64,
+    ),
     tolerance_secs: None,
     event_id: Json("/event_id"),
     event_type: Json("/event_type"),
@@ -239,7 +244,7 @@ pub(crate) const WEBFLOW: Preset = Preset {
         primitive: SHA256,
         signature: SignatureAt::Headers {
             names: &["x-webflow-signature"],
-            prefix: "",
+            prefixes: &[""],
             separator: None,
         },
         encoding: Encoding::Hex,
@@ -261,7 +266,7 @@ pub(crate) const WEBFLOW: Preset = Preset {
 pub(crate) const WOOCOMMERCE: Preset = Preset {
     name: "woocommerce",
     provider: "WooCommerce",
-    recipe: body_hmac(SHA256, &["X-WC-Webhook-Signature"], "", Encoding::Base64),
+    recipe: body_hmac(SHA256, &["X-WC-Webhook-Signature"], &[""], Encoding::Base64),
     tolerance_secs: None,
     event_id: Header("X-WC-Webhook-Delivery-ID"),
     event_type: Header("X-WC-Webhook-Topic"),

@@ -5,7 +5,7 @@ use super::*;
 pub(crate) const BITBUCKET: Preset = Preset {
     name: "bitbucket",
     provider: "Bitbucket Cloud",
-    recipe: body_hmac(SHA256, &["X-Hub-Signature"], "sha256=", Encoding::Hex),
+    recipe: body_hmac(SHA256, &["X-Hub-Signature"], &["sha256="], Encoding::Hex),
     tolerance_secs: None,
     event_id: Header("X-Request-UUID"),
     event_type: Header("X-Event-Key"),
@@ -67,7 +67,7 @@ pub(crate) const GITLAB: Preset = Preset {
 pub(crate) const JIRA: Preset = Preset {
     name: "jira",
     provider: "Jira / Atlassian (webhooks with a secret)",
-    recipe: body_hmac(SHA256, &["X-Hub-Signature"], "sha256=", Encoding::Hex),
+    recipe: body_hmac(SHA256, &["X-Hub-Signature"], &["sha256="], Encoding::Hex),
     tolerance_secs: None,
     event_id: Header("X-Atlassian-Webhook-Identifier"),
     event_type: Json("/webhookEvent"),
@@ -87,7 +87,7 @@ pub(crate) const LINEAR: Preset = Preset {
         primitive: SHA256,
         signature: SignatureAt::Headers {
             names: &["Linear-Signature"],
-            prefix: "",
+            prefixes: &[""],
             separator: None,
         },
         encoding: Encoding::Hex,
@@ -120,7 +120,7 @@ pub(crate) const PAGERDUTY: Preset = Preset {
         primitive: SHA256,
         signature: SignatureAt::Headers {
             names: &["X-PagerDuty-Signature"],
-            prefix: "v1=",
+            prefixes: &["v1="],
             separator: Some(','),
         },
         encoding: Encoding::Hex,
@@ -142,7 +142,7 @@ pub(crate) const PAGERDUTY: Preset = Preset {
 pub(crate) const SENTRY: Preset = Preset {
     name: "sentry",
     provider: "Sentry (integration platform)",
-    recipe: body_hmac(SHA256, &["Sentry-Hook-Signature"], "", Encoding::Hex),
+    recipe: body_hmac(SHA256, &["Sentry-Hook-Signature"], &[""], Encoding::Hex),
     tolerance_secs: None,
     event_id: Header("Request-ID"),
     event_type: Header("Sentry-Hook-Resource"),
@@ -161,7 +161,7 @@ pub(crate) const SENTRY: Preset = Preset {
 pub(crate) const VERCEL: Preset = Preset {
     name: "vercel",
     provider: "Vercel",
-    recipe: body_hmac(SHA1, &["x-vercel-signature"], "", Encoding::Hex),
+    recipe: body_hmac(SHA1, &["x-vercel-signature"], &[""], Encoding::Hex),
     tolerance_secs: None,
     event_id: Json("/id"),
     event_type: Json("/type"),

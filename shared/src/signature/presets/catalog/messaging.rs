@@ -9,7 +9,7 @@ pub(crate) const DISCORD: Preset = Preset {
         primitive: Primitive::Ed25519,
         signature: SignatureAt::Headers {
             names: &["X-Signature-Ed25519"],
-            prefix: "",
+            prefixes: &[""],
             separator: None,
         },
         encoding: Encoding::Hex,
@@ -32,7 +32,7 @@ pub(crate) const DISCORD: Preset = Preset {
 pub(crate) const INTERCOM: Preset = Preset {
     name: "intercom",
     provider: "Intercom",
-    recipe: body_hmac(SHA1, &["X-Hub-Signature"], "sha1=", Encoding::Hex),
+    recipe: body_hmac(SHA1, &["X-Hub-Signature"], &["sha1="], Encoding::Hex),
     tolerance_secs: None,
     event_id: Json("/id"),
     event_type: Json("/topic"),
@@ -79,7 +79,12 @@ pub(crate) const MAILGUN: Preset = Preset {
 pub(crate) const META: Preset = Preset {
     name: "meta",
     provider: "Meta (WhatsApp, Messenger, Instagram)",
-    recipe: body_hmac(SHA256, &["X-Hub-Signature-256"], "sha256=", Encoding::Hex),
+    recipe: body_hmac(
+        SHA256,
+        &["X-Hub-Signature-256"],
+        &["sha256="],
+        Encoding::Hex,
+    ),
     tolerance_secs: None,
     event_id: Absent,
     event_type: Json("/object"),
@@ -115,7 +120,7 @@ pub(crate) const SENDGRID: Preset = Preset {
         primitive: Primitive::EcdsaP256,
         signature: SignatureAt::Headers {
             names: &["X-Twilio-Email-Event-Webhook-Signature"],
-            prefix: "",
+            prefixes: &[""],
             separator: None,
         },
         encoding: Encoding::Base64,
@@ -180,7 +185,7 @@ pub(crate) const TWITCH_EVENTSUB: Preset = Preset {
         primitive: SHA256,
         signature: SignatureAt::Headers {
             names: &["Twitch-Eventsub-Message-Signature"],
-            prefix: "sha256=",
+            prefixes: &["sha256="],
             separator: None,
         },
         encoding: Encoding::Hex,
@@ -216,7 +221,7 @@ pub(crate) const ZOOM: Preset = Preset {
         primitive: SHA256,
         signature: SignatureAt::Headers {
             names: &["x-zm-signature"],
-            prefix: "v0=",
+            prefixes: &["v0="],
             separator: None,
         },
         encoding: Encoding::Hex,

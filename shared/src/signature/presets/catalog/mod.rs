@@ -25,18 +25,18 @@ const SHA256: Primitive = Primitive::Hmac(Algorithm::Sha256, KeyFormat::Utf8);
 const SHA512: Primitive = Primitive::Hmac(Algorithm::Sha512, KeyFormat::Utf8);
 const BODY: &[Part] = &[Part::Body];
 
-/// An HMAC over the raw body in one header, after `prefix`.
+/// An HMAC over the raw body in one header, after one of `prefixes`.
 const fn body_hmac(
     primitive: Primitive,
     header: &'static [&'static str],
-    prefix: &'static str,
+    prefixes: &'static [&'static str],
     encoding: Encoding,
 ) -> Recipe {
     Recipe::Signed(Signed {
         primitive,
         signature: SignatureAt::Headers {
             names: header,
-            prefix,
+            prefixes,
             separator: None,
         },
         encoding,

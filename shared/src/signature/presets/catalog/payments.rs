@@ -12,7 +12,7 @@ pub(crate) const ADYEN: Preset = Preset {
         primitive: Primitive::Hmac(Algorithm::Sha256, KeyFormat::Hex),
         signature: SignatureAt::Headers {
             names: &["HmacSignature"],
-            prefix: "",
+            prefixes: &[""],
             separator: None,
         },
         encoding: Encoding::Base64,
@@ -50,7 +50,7 @@ pub(crate) const CHARGEBEE: Preset = Preset {
 pub(crate) const COINBASE_COMMERCE: Preset = Preset {
     name: "coinbase-commerce",
     provider: "Coinbase Commerce",
-    recipe: body_hmac(SHA256, &["X-CC-Webhook-Signature"], "", Encoding::Hex),
+    recipe: body_hmac(SHA256, &["X-CC-Webhook-Signature"], &[""], Encoding::Hex),
     tolerance_secs: None,
     event_id: Json("/event/id"),
     event_type: Json("/event/type"),
@@ -66,7 +66,7 @@ pub(crate) const COINBASE_COMMERCE: Preset = Preset {
 pub(crate) const LEMON_SQUEEZY: Preset = Preset {
     name: "lemon-squeezy",
     provider: "Lemon Squeezy",
-    recipe: body_hmac(SHA256, &["X-Signature"], "", Encoding::Hex),
+    recipe: body_hmac(SHA256, &["X-Signature"], &[""], Encoding::Hex),
     tolerance_secs: None,
     event_id: Absent,
     event_type: Json("/meta/event_name"),
@@ -82,7 +82,13 @@ pub(crate) const LEMON_SQUEEZY: Preset = Preset {
 pub(crate) const MOLLIE: Preset = Preset {
     name: "mollie",
     provider: "Mollie (next-gen webhooks)",
-    recipe: body_hmac(SHA256, &["X-Mollie-Signature"], "sha256=", Encoding::Hex),
+    recipe: body_hmac(
+        SHA256,
+        &["X-Mollie-Signature"],
+        // Mollie's SDK accepts the hex digest with or without `sha256=`.
+        &["sha256=", ""],
+        Encoding::Hex,
+    ),
     tolerance_secs: None,
     event_id: Json("/id"),
     event_type: Json("/type"),
@@ -102,7 +108,7 @@ pub(crate) const PADDLE: Preset = Preset {
         primitive: SHA256,
         signature: SignatureAt::Headers {
             names: &["Paddle-Signature"],
-            prefix: "h1=",
+            prefixes: &["h1="],
             separator: Some(';'),
         },
         encoding: Encoding::Hex,
@@ -128,7 +134,7 @@ pub(crate) const PADDLE: Preset = Preset {
 pub(crate) const PAYSTACK: Preset = Preset {
     name: "paystack",
     provider: "Paystack",
-    recipe: body_hmac(SHA512, &["x-paystack-signature"], "", Encoding::Hex),
+    recipe: body_hmac(SHA512, &["x-paystack-signature"], &[""], Encoding::Hex),
     tolerance_secs: None,
     event_id: Composite(&[Json("/event"), Json("/data/id")]),
     event_type: Json("/event"),
@@ -144,7 +150,7 @@ pub(crate) const PAYSTACK: Preset = Preset {
 pub(crate) const RAZORPAY: Preset = Preset {
     name: "razorpay",
     provider: "Razorpay",
-    recipe: body_hmac(SHA256, &["X-Razorpay-Signature"], "", Encoding::Hex),
+    recipe: body_hmac(SHA256, &["X-Razorpay-Signature"], &[""], Encoding::Hex),
     tolerance_secs: None,
     event_id: Header("x-razorpay-event-id"),
     event_type: Json("/event"),
@@ -164,7 +170,7 @@ pub(crate) const RECURLY: Preset = Preset {
         primitive: SHA256,
         signature: SignatureAt::Headers {
             names: &["recurly-signature"],
-            prefix: "",
+            prefixes: &[""],
             separator: Some(','),
         },
         encoding: Encoding::Hex,
@@ -193,7 +199,7 @@ pub(crate) const SQUARE: Preset = Preset {
         primitive: SHA256,
         signature: SignatureAt::Headers {
             names: &["x-square-hmacsha256-signature"],
-            prefix: "",
+            prefixes: &[""],
             separator: None,
         },
         encoding: Encoding::Base64,
