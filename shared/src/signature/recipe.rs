@@ -127,7 +127,9 @@ pub enum Part {
     Timestamp,
     /// A header's value, as sent (trimmed).
     Header(&'static str),
-    /// The request method, e.g. `POST`.
+    /// The request method as given with `SignedRequest::with_method`;
+    /// `POST` when none is given (webhooks are POSTs, and ingest's route
+    /// takes nothing else).
     Method,
     /// The full request URL as the provider called it (scheme, host, path,
     /// query): the notification URL of Square, HubSpot's URI.
@@ -455,12 +457,8 @@ impl Signed {
                 Part::Text(text) => text.as_bytes(),
                 Part::Timestamp => timestamp_text.unwrap_or_default().as_bytes(),
                 Part::Header(header) => request.headers.required(header)?.as_bytes(),
-                Part::Method => context
-                    .method
-                    .ok_or(SignatureError::MissingUrl {
-                        scheme: context.name,
-                    })?
-                    .as_bytes(),
+                // Webhooks are POSTs (ingest's route takes nothing else).
+                Part::Method => context.method.unwrap_or("POST").as_bytes(),
                 Part::Url => request
                     .url
                     .ok_or(SignatureError::MissingUrl {
