@@ -9,6 +9,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use super::presets::PresetConfig;
+
 /// Timestamp tolerance used when a configuration does not set one: 300 s,
 /// the default of Standard Webhooks, Stripe and Slack.
 pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
@@ -52,6 +54,9 @@ pub enum SchemeConfig {
     Twilio {},
     /// Any other "HMAC of the body in a header" scheme.
     GenericHmac(GenericHmacConfig),
+    /// A provider preset of the registry ([`super::presets`]) by name, e.g.
+    /// `{"scheme":"preset","name":"paddle"}`.
+    Preset(PresetConfig),
 }
 
 impl SchemeConfig {
@@ -70,8 +75,9 @@ impl SchemeConfig {
                 tolerance_secs: DEFAULT_TOLERANCE_SECS,
             },
             SchemeKind::Twilio => Self::Twilio {},
-            // Generic HMAC has no defaults: the header name is required.
-            SchemeKind::GenericHmac => return None,
+            // Generic HMAC has no defaults: the header name is required;
+            // a preset needs its name.
+            SchemeKind::GenericHmac | SchemeKind::Preset => return None,
         })
     }
 
@@ -85,6 +91,7 @@ impl SchemeConfig {
             Self::Slack { .. } => SchemeKind::Slack,
             Self::Twilio {} => SchemeKind::Twilio,
             Self::GenericHmac(_) => SchemeKind::GenericHmac,
+            Self::Preset(_) => SchemeKind::Preset,
         }
     }
 
@@ -98,6 +105,9 @@ impl SchemeConfig {
                 .timestamp_header
                 .as_ref()
                 .map(|_| generic.tolerance_secs),
+            Self::Preset(preset) => preset.tolerance_secs.or_else(|| {
+                super::presets::get(&preset.name).and_then(|found| found.tolerance_secs)
+            }),
             Self::Github {} | Self::Shopify {} | Self::Twilio {} => None,
         }
     }
@@ -109,6 +119,7 @@ impl SchemeConfig {
             | Self::Stripe { tolerance_secs }
             | Self::Slack { tolerance_secs } => *tolerance_secs = secs,
             Self::GenericHmac(generic) => generic.tolerance_secs = secs,
+            Self::Preset(preset) => preset.tolerance_secs = Some(secs),
             Self::Github {} | Self::Shopify {} | Self::Twilio {} => {}
         }
     }
@@ -218,11 +229,13 @@ pub enum SchemeKind {
     Twilio,
     /// `generic-hmac`
     GenericHmac,
+    /// `preset`: a provider preset of the registry, by name.
+    Preset,
 }
 
 impl SchemeKind {
     /// Every scheme, in a stable order.
-    pub const ALL: [SchemeKind; 7] = [
+    pub const ALL: [SchemeKind; 8] = [
         Self::StandardWebhooks,
         Self::Stripe,
         Self::Github,
@@ -230,6 +243,7 @@ impl SchemeKind {
         Self::Slack,
         Self::Twilio,
         Self::GenericHmac,
+        Self::Preset,
     ];
 
     /// The configuration name, e.g. `standard-webhooks`.
@@ -242,6 +256,7 @@ impl SchemeKind {
             Self::Slack => "slack",
             Self::Twilio => "twilio",
             Self::GenericHmac => "generic-hmac",
+            Self::Preset => "preset",
         }
     }
 }
@@ -255,7 +270,7 @@ impl fmt::Display for SchemeKind {
 /// An unknown scheme name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown signature scheme (expected one of: standard-webhooks, stripe, github, shopify, slack, twilio, generic-hmac)"
+    "unknown signature scheme (expected one of: standard-webhooks, stripe, github, shopify, slack, twilio, generic-hmac, preset)"
 )]
 pub struct UnknownScheme;
 

@@ -49,6 +49,8 @@ mod generic;
 mod github;
 mod headers;
 pub mod parse;
+pub mod presets;
+mod recipe;
 mod secret;
 mod shopify;
 mod slack;
@@ -67,6 +69,10 @@ pub use config::{
 };
 pub use error::{ConfigError, SignError, SignatureError};
 pub use headers::{Headers, drop_unusable_headers, is_usable_header_name, is_usable_header_value};
+pub use recipe::{
+    KeyFormat, Part, Primitive, Recipe, SignatureAt, Signed, TimeFormat, TimestampAt,
+    TimestampSource,
+};
 pub use secret::Secret;
 pub use standard_webhooks::{StandardWebhookHeaders, sign as sign_standard_webhooks};
 pub use verifier::{SignedRequest, Verified, Verifier};

@@ -6,7 +6,9 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::config::{SchemeConfig, SchemeKind};
+use super::config::{DEFAULT_TOLERANCE_SECS, SchemeConfig, SchemeKind};
+use super::presets::{self, Preset, PresetConfig};
+use super::recipe::{self, Recipe};
 use hmac::Mac as _;
 
 use super::crypto::{self, KeyRejected, MacState};
@@ -26,6 +28,8 @@ pub struct SignedRequest<'a> {
     pub headers: Headers<'a>,
     /// The full URL the partner called (scheme, host, path, query).
     pub url: Option<&'a str>,
+    /// The request method, for presets that sign it (HubSpot v3).
+    pub method: Option<&'a str>,
 }
 
 impl<'a> SignedRequest<'a> {
@@ -35,7 +39,14 @@ impl<'a> SignedRequest<'a> {
             body,
             headers,
             url: None,
+            method: None,
         }
+    }
+
+    /// The same request with its method (`POST`).
+    pub fn with_method(mut self, method: &'a str) -> Self {
+        self.method = Some(method);
+        self
     }
 
     /// The same request with its URL.
@@ -51,6 +62,7 @@ impl fmt::Debug for SignedRequest<'_> {
             .field("body_len", &self.body.len())
             .field("headers", &self.headers)
             .field("url", &self.url)
+            .field("method", &self.method)
             .finish()
     }
 }
@@ -113,13 +125,23 @@ pub struct Verifier {
 /// The configuration, checked and prepared for verifying.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Compiled {
-    StandardWebhooks { tolerance_secs: u64 },
-    Stripe { tolerance_secs: u64 },
+    StandardWebhooks {
+        tolerance_secs: u64,
+    },
+    Stripe {
+        tolerance_secs: u64,
+    },
     Github,
     Shopify,
-    Slack { tolerance_secs: u64 },
+    Slack {
+        tolerance_secs: u64,
+    },
     Twilio,
     Generic(generic::Compiled),
+    Preset {
+        preset: &'static Preset,
+        tolerance_secs: Option<u64>,
+    },
 }
 
 impl Verifier {
@@ -141,6 +163,7 @@ impl Verifier {
             SchemeConfig::GenericHmac(generic) => {
                 Compiled::Generic(generic::Compiled::new(generic)?)
             }
+            SchemeConfig::Preset(named) => compile_preset(named)?,
         };
         Ok(Self { config, compiled })
     }
@@ -160,9 +183,20 @@ impl Verifier {
         &self.config
     }
 
-    /// The scheme.
+    /// The scheme that verifies: for a preset that is one of the
+    /// hand-written schemes (`{"scheme":"preset","name":"clerk"}`), that
+    /// scheme (`standard-webhooks`), as [`Verified::scheme`] reports it.
     pub fn scheme(&self) -> SchemeKind {
-        self.config.kind()
+        match &self.compiled {
+            Compiled::StandardWebhooks { .. } => SchemeKind::StandardWebhooks,
+            Compiled::Stripe { .. } => SchemeKind::Stripe,
+            Compiled::Github => SchemeKind::Github,
+            Compiled::Shopify => SchemeKind::Shopify,
+            Compiled::Slack { .. } => SchemeKind::Slack,
+            Compiled::Twilio => SchemeKind::Twilio,
+            Compiled::Generic(_) => SchemeKind::GenericHmac,
+            Compiled::Preset { .. } => SchemeKind::Preset,
+        }
     }
 
     /// Verifies `request` against `secrets` (any one may match), reading the
@@ -192,6 +226,13 @@ impl Verifier {
             | Compiled::Slack { .. } => true,
             Compiled::Github | Compiled::Shopify | Compiled::Twilio => false,
             Compiled::Generic(generic) => generic.signs_timestamp(),
+            Compiled::Preset {
+                preset,
+                tolerance_secs,
+            } => match &preset.recipe {
+                Recipe::Signed(signed) => signed.signs_timestamp() && tolerance_secs.is_some(),
+                Recipe::Scheme(_) | Recipe::Token { .. } | Recipe::BasicAuth => false,
+            },
         }
     }
 
@@ -218,6 +259,23 @@ impl Verifier {
             }
             Compiled::Twilio => twilio::verify(request, secrets),
             Compiled::Generic(generic) => generic.verify(request, secrets, now),
+            Compiled::Preset {
+                preset,
+                tolerance_secs,
+            } => match &preset.recipe {
+                Recipe::Signed(signed) => {
+                    let context = recipe::Context {
+                        name: preset.name,
+                        tolerance_secs: *tolerance_secs,
+                        method: request.method,
+                    };
+                    signed.verify(&context, request, secrets, now)
+                }
+                Recipe::Token { header } => recipe::verify_token(header, false, request, secrets),
+                Recipe::BasicAuth => recipe::verify_token(AUTHORIZATION, true, request, secrets),
+                // Compiled as the scheme itself (see `compile_preset`).
+                Recipe::Scheme(_) => Err(SignatureError::NoSecrets),
+            },
         }
     }
 
@@ -240,8 +298,58 @@ impl Verifier {
             Compiled::Slack { tolerance_secs } => slack::precheck(headers, now, *tolerance_secs),
             Compiled::Twilio => twilio::precheck(headers),
             Compiled::Generic(generic) => generic.precheck(headers, now),
+            Compiled::Preset {
+                preset,
+                tolerance_secs,
+            } => match &preset.recipe {
+                Recipe::Signed(signed) => signed.precheck(headers, now, *tolerance_secs),
+                Recipe::Token { header } => recipe::read_token(header, false, headers).map(|_| ()),
+                Recipe::BasicAuth => recipe::read_token(AUTHORIZATION, true, headers).map(|_| ()),
+                Recipe::Scheme(_) => Ok(()),
+            },
         }
     }
+}
+
+const AUTHORIZATION: &str = "Authorization";
+
+/// A preset by name: the hand-written scheme itself when the preset is one,
+/// else its recipe.
+fn compile_preset(named: &PresetConfig) -> Result<Compiled, ConfigError> {
+    let preset = presets::get(&named.name).ok_or(ConfigError::Invalid {
+        field: "name",
+        reason: "unknown preset",
+    })?;
+    let tolerance = named.tolerance_secs.or(preset.tolerance_secs);
+    Ok(match preset.recipe {
+        Recipe::Scheme(kind) => {
+            let with_tolerance = tolerance.unwrap_or(DEFAULT_TOLERANCE_SECS);
+            match kind {
+                SchemeKind::StandardWebhooks => Compiled::StandardWebhooks {
+                    tolerance_secs: with_tolerance,
+                },
+                SchemeKind::Stripe => Compiled::Stripe {
+                    tolerance_secs: with_tolerance,
+                },
+                SchemeKind::Slack => Compiled::Slack {
+                    tolerance_secs: with_tolerance,
+                },
+                SchemeKind::Github => Compiled::Github,
+                SchemeKind::Shopify => Compiled::Shopify,
+                SchemeKind::Twilio => Compiled::Twilio,
+                SchemeKind::GenericHmac | SchemeKind::Preset => {
+                    return Err(ConfigError::Invalid {
+                        field: "name",
+                        reason: "preset names a scheme that needs options",
+                    });
+                }
+            }
+        }
+        Recipe::Signed(_) | Recipe::Token { .. } | Recipe::BasicAuth => Compiled::Preset {
+            preset,
+            tolerance_secs: tolerance,
+        },
+    })
 }
 
 impl TryFrom<SchemeConfig> for Verifier {

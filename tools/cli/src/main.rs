@@ -26,7 +26,8 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use hookbox::clock::{Clock as _, SystemClock};
 use hookbox::signature::{
-    Headers, SchemeConfig, SchemeKind, Secret, SignedRequest, Verifier, sign_standard_webhooks,
+    Headers, SchemeConfig, SchemeKind, Secret, SignedRequest, Verifier, presets,
+    sign_standard_webhooks,
 };
 
 use common::USAGE;
@@ -69,6 +70,9 @@ enum Command {
     Dlq(dlq::DlqCommand),
     /// Sign a JSON body with Standard Webhooks as a partner and POST it.
     Send(send::SendArgs),
+    /// The provider presets, one a line: name, provider, signature recipe
+    /// (tab-separated).
+    Presets,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -124,12 +128,18 @@ impl Body {
 #[derive(Debug, Args)]
 struct VerifyArgs {
     /// The partner's signature scheme.
-    #[arg(long, value_enum, required_unless_present = "config")]
+    #[arg(long, value_enum, required_unless_present_any = ["config", "preset"])]
     scheme: Option<VerifyScheme>,
     /// A full scheme configuration as JSON instead of --scheme, e.g.
     /// '{"scheme":"generic-hmac","header":"X-Sig","prefix":"sha256="}'.
-    #[arg(long, value_name = "JSON", conflicts_with = "scheme")]
+    #[arg(long, value_name = "JSON", conflicts_with_all = ["scheme", "preset"])]
     config: Option<String>,
+    /// A provider preset instead of --scheme (`hookbox presets` lists them).
+    #[arg(long, value_name = "NAME", conflicts_with = "scheme", value_parser = preset_name)]
+    preset: Option<String>,
+    /// The request method, for presets that sign it (HubSpot v3).
+    #[arg(long, value_name = "METHOD", default_value = "POST")]
+    method: String,
     /// A secret (repeat for rotation). Standard Webhooks: `whsec_…`, or a
     /// `whpk_…` public key for `v1a` signatures.
     #[arg(long = "secret", value_name = "S", required = true)]
@@ -179,17 +189,35 @@ fn parse_header(text: &str) -> Result<(String, String), String> {
     Ok((name.to_owned(), value.trim().to_owned()))
 }
 
+fn preset_name(text: &str) -> Result<String, String> {
+    match presets::get(text) {
+        Some(preset) => Ok(preset.name.to_owned()),
+        None => Err(format!(
+            "unknown preset (one of: {})",
+            presets::names().collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+fn list_presets() -> ExitCode {
+    for preset in presets::all() {
+        println!("{}", preset.summary());
+    }
+    ExitCode::SUCCESS
+}
+
 fn timestamp(secs: i64, flag: &str) -> Result<DateTime<Utc>> {
     DateTime::<Utc>::from_timestamp(secs, 0).ok_or_else(|| anyhow!("{flag} is out of range"))
 }
 
 fn verify(args: &VerifyArgs) -> Result<ExitCode> {
-    let mut config = match (&args.config, args.scheme) {
-        (Some(json), _) => serde_json::from_str::<SchemeConfig>(json)
+    let mut config = match (&args.config, args.scheme, &args.preset) {
+        (Some(json), _, _) => serde_json::from_str::<SchemeConfig>(json)
             .with_context(|| "--config is not a valid scheme configuration")?,
-        (None, Some(scheme)) => SchemeConfig::default_for(scheme.into())
+        (None, _, Some(name)) => presets::lookup(name)?.scheme_config(None),
+        (None, Some(scheme), None) => SchemeConfig::default_for(scheme.into())
             .ok_or_else(|| anyhow!("scheme needs --config"))?,
-        (None, None) => return Err(anyhow!("give --scheme or --config")),
+        (None, None, None) => return Err(anyhow!("give --scheme, --preset or --config")),
     };
     if let Some(tolerance) = args.tolerance {
         config.set_tolerance_secs(tolerance);
@@ -203,6 +231,7 @@ fn verify(args: &VerifyArgs) -> Result<ExitCode> {
     let headers = Headers::from_pairs(args.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())));
     let mut request = SignedRequest::new(&body, headers);
     request.url = args.url.as_deref();
+    request.method = Some(&args.method);
     let secrets: Vec<Secret> = args.secrets.iter().map(Secret::new).collect();
 
     match verifier.verify_at(&request, &secrets, now) {
@@ -249,6 +278,7 @@ fn main() -> ExitCode {
         Command::Destination(command) => common::block_on(destination::run(command)),
         Command::Dlq(command) => common::block_on(dlq::run(command)),
         Command::Send(args) => common::block_on(send::run(args)),
+        Command::Presets => Ok(list_presets()),
     };
     result.unwrap_or_else(common::Failure::report)
 }

@@ -528,3 +528,104 @@ fn a_closed_stdout_stops_the_command_quietly() {
     assert_eq!(code(&out), 141, "{}", stderr(&out));
     assert_eq!(stderr(&out), "", "nothing on stderr");
 }
+
+#[test]
+fn presets_lists_one_preset_a_line_name_first() {
+    let output = hookbox(&["presets"]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let text = stdout(&output);
+    let names: Vec<&str> = text
+        .lines()
+        .map(|line| line.split('\t').next().unwrap_or(""))
+        .collect();
+    let registry: Vec<&str> = hookbox::signature::presets::names().collect();
+    assert_eq!(names, registry);
+    assert!(
+        text.contains("paddle\tPaddle Billing\tHMAC-SHA256"),
+        "{text}"
+    );
+}
+
+#[test]
+fn verify_with_a_preset_uses_its_recipe_and_tolerance() {
+    // PaddleHQ/paddle-python-sdk tests/Unit/Notification/test_Verifier.py:
+    // three secrets, the third signed.
+    let args = |now: &'static str, secret: &'static str| {
+        [
+            "verify",
+            "--preset",
+            "paddle",
+            "--secret",
+            "pdl_ntf_01hbpjmytsa32fhr36nqgc3kgb_TjIG2BXbm83HPXqNfziwe506sBEdqL/4",
+            "--secret",
+            secret,
+            "--header",
+            "Paddle-Signature: ts=1696195954;h1=dummy;h1=d96299976a6eb066f484d7fde011ac56fc32b38fc9940bc419d6e537fdc6ef02",
+            "--now",
+            now,
+            "--body",
+            "hello-world",
+        ]
+    };
+    let signer = "pdl_ntf_01hbpjmytsa32fhr36nqgc3kgb_WvRO0eL4Bj9rgYYIBZY6wZhG4EHy9jzh";
+    let ok = hookbox(&args("1696195959", signer));
+    assert_eq!(code(&ok), 0, "{}", stderr(&ok));
+    assert_eq!(stdout(&ok), "valid\n");
+    // Paddle's 5 s window is the preset's default.
+    let stale = hookbox(&args("1696195960", signer));
+    assert_eq!(code(&stale), 1);
+    assert!(stderr(&stale).contains("too old"), "{}", stderr(&stale));
+    let wrong = hookbox(&args("1696195954", "pdl_other"));
+    assert_eq!(code(&wrong), 1);
+    assert!(
+        stderr(&wrong).contains("no matching signature"),
+        "{}",
+        stderr(&wrong)
+    );
+}
+
+#[test]
+fn verify_with_a_preset_that_signs_the_method_and_url() {
+    // HubSpot/hubspot-api-python tests/spec/utils/test_signature.py (v3).
+    let args = |method: &'static str| {
+        [
+            "verify",
+            "--preset",
+            "hubspot",
+            "--secret",
+            "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy",
+            "--header",
+            "X-HubSpot-Signature-v3: K36dawei4A+QBNolUOqo7s91KQDWQ5MXZ/QufNYuk/Y=",
+            "--header",
+            "X-HubSpot-Request-Timestamp: 1693657560000",
+            "--url",
+            "https://www.example.com/webhook_uri",
+            "--method",
+            method,
+            "--now",
+            "1693657560",
+            "--body",
+            "{'example_field':'example_value'}",
+        ]
+    };
+    let ok = hookbox(&args("POST"));
+    assert_eq!(code(&ok), 0, "{}", stderr(&ok));
+    assert_eq!(code(&hookbox(&args("PUT"))), 1);
+}
+
+#[test]
+fn an_unknown_preset_or_a_preset_with_a_scheme_is_a_usage_error() {
+    let unknown = hookbox(&[
+        "verify", "--preset", "paypal", "--secret", "s", "--body", "x",
+    ]);
+    assert_eq!(code(&unknown), 2);
+    assert!(
+        stderr(&unknown).contains("unknown preset"),
+        "{}",
+        stderr(&unknown)
+    );
+    let both = hookbox(&[
+        "verify", "--preset", "stripe", "--scheme", "stripe", "--secret", "s", "--body", "x",
+    ]);
+    assert_eq!(code(&both), 2);
+}

@@ -1,0 +1,175 @@
+//! Developer tools: code hosting, issue trackers, monitoring, deployments.
+
+use super::*;
+
+pub(crate) const BITBUCKET: Preset = Preset {
+    name: "bitbucket",
+    provider: "Bitbucket Cloud",
+    recipe: body_hmac(SHA256, &["X-Hub-Signature"], &["sha256="], Encoding::Hex),
+    tolerance_secs: None,
+    event_id: Header("X-Request-UUID"),
+    event_type: Header("X-Event-Key"),
+    handshake: None,
+    secret: "the webhook's secret (text)",
+    docs: "https://support.atlassian.com/bitbucket-cloud/docs/manage-webhooks/",
+    sample: Sample {
+        headers: &[
+            ("X-Request-UUID", "afe8d8a5-2a57-4a4c-9b3e-0d6d0e2a4c11"),
+            ("X-Event-Key", "repo:push"),
+        ],
+        body: r#"{"push":{"changes":[]}}"#,
+    },
+};
+
+pub(crate) const GITHUB: Preset = Preset {
+    name: "github",
+    provider: "GitHub",
+    recipe: Recipe::Scheme(SchemeKind::Github),
+    tolerance_secs: None,
+    event_id: Header("X-GitHub-Delivery"),
+    event_type: Header("X-GitHub-Event"),
+    handshake: None,
+    secret: "the webhook's secret (text)",
+    docs: "https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries",
+    sample: Sample {
+        headers: &[
+            ("X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958"),
+            ("X-GitHub-Event", "issues"),
+        ],
+        body: r#"{"action":"opened","issue":{"number":1}}"#,
+    },
+};
+
+pub(crate) const GITLAB: Preset = Preset {
+    name: "gitlab",
+    provider: "GitLab",
+    recipe: Recipe::Token {
+        header: "X-Gitlab-Token",
+    },
+    tolerance_secs: None,
+    event_id: Header("X-Gitlab-Event-UUID"),
+    event_type: Header("X-Gitlab-Event"),
+    handshake: None,
+    secret: "the webhook's secret token (sent as is in `X-Gitlab-Token`)",
+    docs: "https://docs.gitlab.com/user/project/integrations/webhooks/",
+    sample: Sample {
+        headers: &[
+            (
+                "X-Gitlab-Event-UUID",
+                "13792a34-cac6-4fda-95a8-c58e00a3954e",
+            ),
+            ("X-Gitlab-Event", "Push Hook"),
+        ],
+        body: r#"{"object_kind":"push","ref":"refs/heads/main"}"#,
+    },
+};
+
+pub(crate) const JIRA: Preset = Preset {
+    name: "jira",
+    provider: "Jira / Atlassian (webhooks with a secret)",
+    recipe: body_hmac(SHA256, &["X-Hub-Signature"], &["sha256="], Encoding::Hex),
+    tolerance_secs: None,
+    event_id: Header("X-Atlassian-Webhook-Identifier"),
+    event_type: Json("/webhookEvent"),
+    handshake: None,
+    secret: "the webhook's secret (text)",
+    docs: "https://developer.atlassian.com/cloud/jira/platform/webhooks/#secure-admin-webhooks",
+    sample: Sample {
+        headers: &[("X-Atlassian-Webhook-Identifier", "2001")],
+        body: r#"{"timestamp":1700000000000,"webhookEvent":"jira:issue_created","issue":{"key":"HB-1"}}"#,
+    },
+};
+
+pub(crate) const LINEAR: Preset = Preset {
+    name: "linear",
+    provider: "Linear",
+    recipe: Recipe::Signed(Signed {
+        primitive: SHA256,
+        signature: SignatureAt::Headers {
+            names: &["Linear-Signature"],
+            prefixes: &[""],
+            separator: None,
+        },
+        encoding: Encoding::Hex,
+        message: BODY,
+        // Inside the signed body.
+        timestamp: Some(TimestampAt {
+            source: TimestampSource::Json("/webhookTimestamp"),
+            format: TimeFormat::Millis,
+        }),
+    }),
+    tolerance_secs: Some(60),
+    event_id: Header("Linear-Delivery"),
+    event_type: Header("Linear-Event"),
+    handshake: None,
+    secret: "the webhook's signing secret (text)",
+    docs: "https://linear.app/developers/webhooks#securing-webhooks",
+    sample: Sample {
+        headers: &[
+            ("Linear-Delivery", "234d1a4e-b617-4388-90fe-adc3633d6b72"),
+            ("Linear-Event", "Issue"),
+        ],
+        body: r#"{"action":"create","type":"Issue","webhookTimestamp":1676056940508}"#,
+    },
+};
+
+pub(crate) const PAGERDUTY: Preset = Preset {
+    name: "pagerduty",
+    provider: "PagerDuty (webhooks v3)",
+    recipe: Recipe::Signed(Signed {
+        primitive: SHA256,
+        signature: SignatureAt::Headers {
+            names: &["X-PagerDuty-Signature"],
+            prefixes: &["v1="],
+            separator: Some(','),
+        },
+        encoding: Encoding::Hex,
+        message: BODY,
+        timestamp: None,
+    }),
+    tolerance_secs: None,
+    event_id: Json("/event/id"),
+    event_type: Json("/event/event_type"),
+    handshake: None,
+    secret: "the subscription's signing secret (text)",
+    docs: "https://developer.pagerduty.com/docs/webhooks-overview#verifying-signatures",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"event":{"id":"01BZZZZ","event_type":"incident.triggered","data":{}}}"#,
+    },
+};
+
+pub(crate) const SENTRY: Preset = Preset {
+    name: "sentry",
+    provider: "Sentry (integration platform)",
+    recipe: body_hmac(SHA256, &["Sentry-Hook-Signature"], &[""], Encoding::Hex),
+    tolerance_secs: None,
+    event_id: Header("Request-ID"),
+    event_type: Header("Sentry-Hook-Resource"),
+    handshake: None,
+    secret: "the integration's client secret (text)",
+    docs: "https://docs.sentry.io/organization/integrations/integration-platform/webhooks/#verifying-the-signature",
+    sample: Sample {
+        headers: &[
+            ("Request-ID", "2c9b2bd4-ab1f-4b34-9ec9-ef3bb4f0ee48"),
+            ("Sentry-Hook-Resource", "issue"),
+        ],
+        body: r#"{"action":"created","data":{"issue":{"id":"1"}}}"#,
+    },
+};
+
+pub(crate) const VERCEL: Preset = Preset {
+    name: "vercel",
+    provider: "Vercel",
+    recipe: body_hmac(SHA1, &["x-vercel-signature"], &[""], Encoding::Hex),
+    tolerance_secs: None,
+    event_id: Json("/id"),
+    event_type: Json("/type"),
+    handshake: None,
+    secret: "the webhook's secret, or the integration's client secret (text)",
+    docs: "https://vercel.com/docs/webhooks/webhooks-api#securing-webhooks",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"id":"A2YMRvMzpcaYM0TZS8FiYRTV","type":"deployment.created","payload":{}}"#,
+    },
+};

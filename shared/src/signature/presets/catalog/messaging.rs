@@ -1,0 +1,246 @@
+//! Messaging, e-mail, chat, voice and video.
+
+use super::*;
+
+pub(crate) const DISCORD: Preset = Preset {
+    name: "discord",
+    provider: "Discord (interactions)",
+    recipe: Recipe::Signed(Signed {
+        primitive: Primitive::Ed25519,
+        signature: SignatureAt::Headers {
+            names: &["X-Signature-Ed25519"],
+            prefixes: &[""],
+            separator: None,
+        },
+        encoding: Encoding::Hex,
+        message: &[Part::Timestamp, Part::Body],
+        timestamp: in_header("X-Signature-Timestamp", TimeFormat::Seconds),
+    }),
+    // Discord documents no window; the timestamp is signed but not aged.
+    tolerance_secs: None,
+    event_id: Json("/id"),
+    event_type: Json("/type"),
+    handshake: Some(Handshake::DiscordPing),
+    secret: "the application's public key (64 hexadecimal digits)",
+    docs: "https://discord.com/developers/docs/interactions/overview#setting-up-an-endpoint-validating-security-request-headers",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"id":"1","type":1,"application_id":"2","token":"t","version":1}"#,
+    },
+};
+
+pub(crate) const INTERCOM: Preset = Preset {
+    name: "intercom",
+    provider: "Intercom",
+    recipe: body_hmac(SHA1, &["X-Hub-Signature"], &["sha1="], Encoding::Hex),
+    tolerance_secs: None,
+    event_id: Json("/id"),
+    event_type: Json("/topic"),
+    handshake: None,
+    secret: "the app's client secret (text)",
+    docs: "https://developers.intercom.com/docs/references/webhooks/webhook-models#signed-notifications",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"type":"notification_event","id":"notif_ccd8a4d0","topic":"conversation.user.created","data":{}}"#,
+    },
+};
+
+pub(crate) const MAILGUN: Preset = Preset {
+    name: "mailgun",
+    provider: "Mailgun",
+    recipe: Recipe::Signed(Signed {
+        primitive: SHA256,
+        signature: SignatureAt::Json("/signature/signature"),
+        encoding: Encoding::Hex,
+        // Mailgun signs its timestamp and token only, not the event:
+        // the signature proves the sender knows the key, the event data
+        // is not covered.
+        message: &[
+            Part::Json("/signature/timestamp"),
+            Part::Json("/signature/token"),
+        ],
+        timestamp: Some(TimestampAt {
+            source: TimestampSource::Json("/signature/timestamp"),
+            format: TimeFormat::Seconds,
+        }),
+    }),
+    tolerance_secs: None,
+    event_id: Json("/event-data/id"),
+    event_type: Json("/event-data/event"),
+    handshake: None,
+    secret: "the HTTP webhook signing key (text)",
+    docs: "https://documentation.mailgun.com/docs/mailgun/user-manual/tracking-messages/#securing-webhooks",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"signature":{"timestamp":"1529006854","token":"a8ce0edb2dd8301dee6c2405235584e45aa91d1e9f979f3de0","signature":"d2271d12299f6592d9d44cd9d250f0704e4674c30d79d07c47a66f95ce71cf55"},"event-data":{"id":"CPgfbmQMTCKtHW6uIWtuVe","event":"delivered"}}"#,
+    },
+};
+
+pub(crate) const META: Preset = Preset {
+    name: "meta",
+    provider: "Meta (WhatsApp, Messenger, Instagram)",
+    recipe: body_hmac(
+        SHA256,
+        &["X-Hub-Signature-256"],
+        &["sha256="],
+        Encoding::Hex,
+    ),
+    tolerance_secs: None,
+    event_id: Absent,
+    event_type: Json("/object"),
+    handshake: Some(Handshake::MetaVerifyToken),
+    secret: "the app secret (text); the verify token is configured apart",
+    docs: "https://developers.facebook.com/docs/graph-api/webhooks/getting-started#validate-payloads",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[]}]}"#,
+    },
+};
+
+pub(crate) const POSTMARK: Preset = Preset {
+    name: "postmark",
+    provider: "Postmark",
+    recipe: Recipe::BasicAuth,
+    tolerance_secs: None,
+    event_id: Composite(&[Json("/RecordType"), Json("/MessageID")]),
+    event_type: Json("/RecordType"),
+    handshake: None,
+    secret: "`user:password` put in the webhook URL (`https://user:password@…`)",
+    docs: "https://postmarkapp.com/developer/webhooks/webhooks-overview#protecting-your-webhook",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"RecordType":"Delivery","MessageID":"883953f4-6105-42a2-a16a-77a8eac79483","Recipient":"john@example.com"}"#,
+    },
+};
+
+pub(crate) const SENDGRID: Preset = Preset {
+    name: "sendgrid",
+    provider: "Twilio SendGrid (Event Webhook)",
+    recipe: Recipe::Signed(Signed {
+        primitive: Primitive::EcdsaP256,
+        signature: SignatureAt::Headers {
+            names: &["X-Twilio-Email-Event-Webhook-Signature"],
+            prefixes: &[""],
+            separator: None,
+        },
+        encoding: Encoding::Base64,
+        message: &[Part::Timestamp, Part::Body],
+        timestamp: in_header(
+            "X-Twilio-Email-Event-Webhook-Timestamp",
+            TimeFormat::Seconds,
+        ),
+    }),
+    // SendGrid documents no window.
+    tolerance_secs: None,
+    event_id: Absent,
+    event_type: Absent,
+    handshake: None,
+    secret: "the verification key: base64 of the DER public key (P-256)",
+    docs: "https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/getting-started-event-webhook-security-features",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"[{"email":"hello@world.com","event":"dropped","sg_event_id":"ZHJvcC0x","timestamp":1600112492}]"#,
+    },
+};
+
+pub(crate) const SLACK: Preset = Preset {
+    name: "slack",
+    provider: "Slack",
+    recipe: Recipe::Scheme(SchemeKind::Slack),
+    tolerance_secs: Some(300),
+    event_id: Json("/event_id"),
+    event_type: Json("/event/type"),
+    handshake: Some(Handshake::SlackUrlVerification),
+    secret: "the app's signing secret (text)",
+    docs: "https://api.slack.com/authentication/verifying-requests-from-slack",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"type":"event_callback","event_id":"Ev08MFMKH6","event":{"type":"app_mention","text":"hi"}}"#,
+    },
+};
+
+pub(crate) const TWILIO: Preset = Preset {
+    name: "twilio",
+    provider: "Twilio",
+    recipe: Recipe::Scheme(SchemeKind::Twilio),
+    tolerance_secs: None,
+    event_id: Header("I-Twilio-Idempotency-Token"),
+    event_type: Absent,
+    handshake: None,
+    secret: "the account's auth token (text); the request URL is signed",
+    docs: "https://www.twilio.com/docs/usage/security#validating-requests",
+    sample: Sample {
+        headers: &[(
+            "I-Twilio-Idempotency-Token",
+            "2b2d7b13-0d52-4d9e-a7bb-5b1a4c5a1e0e",
+        )],
+        body: "CallSid=CA1234567890ABCDE&Caller=%2B14158675310&Digits=1234&From=%2B14158675310&To=%2B18005551212",
+    },
+};
+
+pub(crate) const TWITCH_EVENTSUB: Preset = Preset {
+    name: "twitch-eventsub",
+    provider: "Twitch EventSub",
+    recipe: Recipe::Signed(Signed {
+        primitive: SHA256,
+        signature: SignatureAt::Headers {
+            names: &["Twitch-Eventsub-Message-Signature"],
+            prefixes: &["sha256="],
+            separator: None,
+        },
+        encoding: Encoding::Hex,
+        message: &[
+            Part::Header("Twitch-Eventsub-Message-Id"),
+            Part::Timestamp,
+            Part::Body,
+        ],
+        timestamp: in_header("Twitch-Eventsub-Message-Timestamp", TimeFormat::Rfc3339),
+    }),
+    tolerance_secs: Some(600),
+    event_id: Header("Twitch-Eventsub-Message-Id"),
+    event_type: Header("Twitch-Eventsub-Subscription-Type"),
+    handshake: Some(Handshake::TwitchCallbackVerification),
+    secret: "the subscription's secret (10 to 100 ASCII characters)",
+    docs: "https://dev.twitch.tv/docs/eventsub/handling-webhook-events/#verifying-the-event-message",
+    sample: Sample {
+        headers: &[
+            (
+                "Twitch-Eventsub-Message-Id",
+                "e76c6bd4-55c9-4987-8304-da1588d8988b",
+            ),
+            ("Twitch-Eventsub-Subscription-Type", "channel.follow"),
+        ],
+        body: r#"{"subscription":{"type":"channel.follow"},"event":{}}"#,
+    },
+};
+
+pub(crate) const ZOOM: Preset = Preset {
+    name: "zoom",
+    provider: "Zoom",
+    recipe: Recipe::Signed(Signed {
+        primitive: SHA256,
+        signature: SignatureAt::Headers {
+            names: &["x-zm-signature"],
+            prefixes: &["v0="],
+            separator: None,
+        },
+        encoding: Encoding::Hex,
+        message: &[
+            Part::Text("v0:"),
+            Part::Timestamp,
+            Part::Text(":"),
+            Part::Body,
+        ],
+        timestamp: in_header("x-zm-request-timestamp", TimeFormat::Seconds),
+    }),
+    tolerance_secs: Some(300),
+    event_id: Composite(&[Json("/event"), Json("/event_ts")]),
+    event_type: Json("/event"),
+    handshake: Some(Handshake::ZoomUrlValidation),
+    secret: "the app's secret token (text)",
+    docs: "https://developers.zoom.us/docs/api/webhooks/#verify-with-zooms-header",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"event":"meeting.started","event_ts":1626230691572,"payload":{"account_id":"AAAAAABBBB"}}"#,
+    },
+};

@@ -1,0 +1,106 @@
+//! The registry's entries, one per provider, grouped by family (one file
+//! each); [`PRESETS`] lists them in alphabetical order.
+//!
+//! Adding a provider: one entry here, its vector in
+//! `shared/tests/presets/`, and (only for a new kind of recipe) a building
+//! block in `recipe.rs`. Names are lowercase, `-` between words.
+
+mod business;
+mod developer;
+mod messaging;
+mod payments;
+mod standard;
+
+use super::super::config::{Algorithm, Encoding, SchemeKind};
+use super::super::recipe::{
+    KeyFormat, Part, Primitive, Recipe, SignatureAt, Signed, TimeFormat, TimestampAt,
+    TimestampSource,
+};
+pub(crate) use super::{EventField, Handshake, Preset, Sample};
+
+pub(crate) use EventField::{Absent, Composite, Header, Json};
+
+const SHA1: Primitive = Primitive::Hmac(Algorithm::Sha1, KeyFormat::Utf8);
+const SHA256: Primitive = Primitive::Hmac(Algorithm::Sha256, KeyFormat::Utf8);
+const SHA512: Primitive = Primitive::Hmac(Algorithm::Sha512, KeyFormat::Utf8);
+const BODY: &[Part] = &[Part::Body];
+
+/// An HMAC over the raw body in one header, after one of `prefixes`.
+const fn body_hmac(
+    primitive: Primitive,
+    header: &'static [&'static str],
+    prefixes: &'static [&'static str],
+    encoding: Encoding,
+) -> Recipe {
+    Recipe::Signed(Signed {
+        primitive,
+        signature: SignatureAt::Headers {
+            names: header,
+            prefixes,
+            separator: None,
+        },
+        encoding,
+        message: BODY,
+        timestamp: None,
+    })
+}
+
+const fn in_header(name: &'static str, format: TimeFormat) -> Option<TimestampAt> {
+    Some(TimestampAt {
+        source: TimestampSource::Header(name),
+        format,
+    })
+}
+
+const NO_HEADERS: &[(&str, &str)] = &[];
+
+/// Every preset, in alphabetical order.
+pub static PRESETS: &[Preset] = &[
+    payments::ADYEN,
+    business::AIRTABLE,
+    business::ASANA,
+    developer::BITBUCKET,
+    business::BOX,
+    business::CALENDLY,
+    payments::CHARGEBEE,
+    standard::CLERK,
+    payments::COINBASE_COMMERCE,
+    messaging::DISCORD,
+    business::DOCUSIGN,
+    business::DROPBOX,
+    developer::GITHUB,
+    developer::GITLAB,
+    business::HUBSPOT,
+    messaging::INTERCOM,
+    developer::JIRA,
+    payments::LEMON_SQUEEZY,
+    developer::LINEAR,
+    messaging::MAILGUN,
+    messaging::META,
+    payments::MOLLIE,
+    standard::OPENAI,
+    payments::PADDLE,
+    developer::PAGERDUTY,
+    payments::PAYSTACK,
+    messaging::POSTMARK,
+    payments::RAZORPAY,
+    payments::RECURLY,
+    standard::REPLICATE,
+    standard::RESEND,
+    business::SEGMENT,
+    messaging::SENDGRID,
+    developer::SENTRY,
+    business::SHOPIFY,
+    messaging::SLACK,
+    payments::SQUARE,
+    standard::STANDARD_WEBHOOKS,
+    payments::STRIPE,
+    standard::SVIX,
+    messaging::TWILIO,
+    messaging::TWITCH_EVENTSUB,
+    business::TYPEFORM,
+    developer::VERCEL,
+    business::WEBFLOW,
+    business::WOOCOMMERCE,
+    messaging::ZOOM,
+];

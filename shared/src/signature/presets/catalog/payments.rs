@@ -1,0 +1,235 @@
+//! Payments and billing.
+
+use super::*;
+
+pub(crate) const ADYEN: Preset = Preset {
+    name: "adyen",
+    provider: "Adyen (platform and management webhooks)",
+    // The `HmacSignature` header of the Balance Platform and Management
+    // webhooks. Standard payment notifications carry the HMAC inside each
+    // notification item, over selected fields: not this recipe.
+    recipe: Recipe::Signed(Signed {
+        primitive: Primitive::Hmac(Algorithm::Sha256, KeyFormat::Hex),
+        signature: SignatureAt::Headers {
+            names: &["HmacSignature"],
+            prefixes: &[""],
+            separator: None,
+        },
+        encoding: Encoding::Base64,
+        message: BODY,
+        timestamp: None,
+    }),
+    tolerance_secs: None,
+    event_id: Absent,
+    event_type: Json("/type"),
+    handshake: None,
+    secret: "the webhook's HMAC key (hexadecimal; the key is its decoded bytes)",
+    docs: "https://docs.adyen.com/development-resources/webhooks/verify-hmac-signatures/",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"type":"merchant.created","environment":"test","data":{"merchantId":"YOUR_MERCHANT_ACCOUNT"}}"#,
+    },
+};
+
+pub(crate) const CHARGEBEE: Preset = Preset {
+    name: "chargebee",
+    provider: "Chargebee",
+    recipe: Recipe::BasicAuth,
+    tolerance_secs: None,
+    event_id: Json("/id"),
+    event_type: Json("/event_type"),
+    handshake: None,
+    secret: "`user:password` of the webhook's basic authentication",
+    docs: "https://www.chargebee.com/docs/2.0/webhook_settings.html",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"id":"ev_16BPgETyVrQbiGhA","occurred_at":1700000000,"event_type":"subscription_created","content":{}}"#,
+    },
+};
+
+pub(crate) const COINBASE_COMMERCE: Preset = Preset {
+    name: "coinbase-commerce",
+    provider: "Coinbase Commerce",
+    recipe: body_hmac(SHA256, &["X-CC-Webhook-Signature"], &[""], Encoding::Hex),
+    tolerance_secs: None,
+    event_id: Json("/event/id"),
+    event_type: Json("/event/type"),
+    handshake: None,
+    secret: "the shared secret from the webhook settings (text)",
+    docs: "https://docs.cdp.coinbase.com/commerce-onchain/docs/webhooks-security",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"id":1,"event":{"id":"24934862-d980-46cb-9402-43c81b0cdba6","type":"charge:created"}}"#,
+    },
+};
+
+pub(crate) const LEMON_SQUEEZY: Preset = Preset {
+    name: "lemon-squeezy",
+    provider: "Lemon Squeezy",
+    recipe: body_hmac(SHA256, &["X-Signature"], &[""], Encoding::Hex),
+    tolerance_secs: None,
+    event_id: Absent,
+    event_type: Json("/meta/event_name"),
+    handshake: None,
+    secret: "the webhook's signing secret (text)",
+    docs: "https://docs.lemonsqueezy.com/help/webhooks/signing-requests",
+    sample: Sample {
+        headers: &[("X-Event-Name", "order_created")],
+        body: r#"{"meta":{"event_name":"order_created"},"data":{"type":"orders","id":"1"}}"#,
+    },
+};
+
+pub(crate) const MOLLIE: Preset = Preset {
+    name: "mollie",
+    provider: "Mollie (next-gen webhooks)",
+    recipe: body_hmac(
+        SHA256,
+        &["X-Mollie-Signature"],
+        // Mollie's SDK accepts the hex digest with or without `sha256=`.
+        &["sha256=", ""],
+        Encoding::Hex,
+    ),
+    tolerance_secs: None,
+    event_id: Json("/id"),
+    event_type: Json("/type"),
+    handshake: None,
+    secret: "the webhook's signing secret (text)",
+    docs: "https://docs.mollie.com/reference/webhooks-new#signature-verification",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"resource":"event","id":"event_GvJ8WHrp5isUdRub9CJyH","type":"payment-link.paid","entityId":"pl_qng5gbbv8NAZ5gpM5ZYgx"}"#,
+    },
+};
+
+pub(crate) const PADDLE: Preset = Preset {
+    name: "paddle",
+    provider: "Paddle Billing",
+    recipe: Recipe::Signed(Signed {
+        primitive: SHA256,
+        signature: SignatureAt::Headers {
+            names: &["Paddle-Signature"],
+            prefixes: &["h1="],
+            separator: Some(';'),
+        },
+        encoding: Encoding::Hex,
+        message: &[Part::Timestamp, Part::Text(":"), Part::Body],
+        timestamp: Some(TimestampAt {
+            source: TimestampSource::SignatureItem("ts"),
+            format: TimeFormat::Seconds,
+        }),
+    }),
+    // Paddle's SDKs allow 5 s by default.
+    tolerance_secs: Some(5),
+    event_id: Json("/event_id"),
+    event_type: Json("/event_type"),
+    handshake: None,
+    secret: "the notification destination's secret key (`pdl_ntfset_…`, text)",
+    docs: "https://developer.paddle.com/webhooks/signature-verification",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"event_id":"evt_01hv8x2acma2gz4r8h4wxptgr0","event_type":"transaction.completed","data":{}}"#,
+    },
+};
+
+pub(crate) const PAYSTACK: Preset = Preset {
+    name: "paystack",
+    provider: "Paystack",
+    recipe: body_hmac(SHA512, &["x-paystack-signature"], &[""], Encoding::Hex),
+    tolerance_secs: None,
+    event_id: Composite(&[Json("/event"), Json("/data/id")]),
+    event_type: Json("/event"),
+    handshake: None,
+    secret: "the secret API key (`sk_…`)",
+    docs: "https://paystack.com/docs/payments/webhooks/#verify-event-origin",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"event":"charge.success","data":{"id":302961,"reference":"qTPrJoy9Bx"}}"#,
+    },
+};
+
+pub(crate) const RAZORPAY: Preset = Preset {
+    name: "razorpay",
+    provider: "Razorpay",
+    recipe: body_hmac(SHA256, &["X-Razorpay-Signature"], &[""], Encoding::Hex),
+    tolerance_secs: None,
+    event_id: Header("x-razorpay-event-id"),
+    event_type: Json("/event"),
+    handshake: None,
+    secret: "the webhook secret (text)",
+    docs: "https://razorpay.com/docs/webhooks/validate-test/",
+    sample: Sample {
+        headers: &[("x-razorpay-event-id", "HVtj7xW8BrhgB8")],
+        body: r#"{"entity":"event","event":"payment.authorized","payload":{}}"#,
+    },
+};
+
+pub(crate) const RECURLY: Preset = Preset {
+    name: "recurly",
+    provider: "Recurly",
+    recipe: Recipe::Signed(Signed {
+        primitive: SHA256,
+        signature: SignatureAt::Headers {
+            names: &["recurly-signature"],
+            prefixes: &[""],
+            separator: Some(','),
+        },
+        encoding: Encoding::Hex,
+        message: &[Part::Timestamp, Part::Text("."), Part::Body],
+        timestamp: Some(TimestampAt {
+            source: TimestampSource::FirstSignatureItem,
+            format: TimeFormat::Millis,
+        }),
+    }),
+    tolerance_secs: Some(300),
+    event_id: Json("/id"),
+    event_type: Composite(&[Json("/object_type"), Json("/event_type")]),
+    handshake: None,
+    secret: "the endpoint's signature key (text)",
+    docs: "https://recurly.com/developers/guides/signature-verification.html",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"id":"rsqr0fekbwgs","object_type":"account","site_id":"s","event_type":"created","event_time":"2022-01-01T00:00:00Z"}"#,
+    },
+};
+
+pub(crate) const SQUARE: Preset = Preset {
+    name: "square",
+    provider: "Square",
+    recipe: Recipe::Signed(Signed {
+        primitive: SHA256,
+        signature: SignatureAt::Headers {
+            names: &["x-square-hmacsha256-signature"],
+            prefixes: &[""],
+            separator: None,
+        },
+        encoding: Encoding::Base64,
+        message: &[Part::Url, Part::Body],
+        timestamp: None,
+    }),
+    tolerance_secs: None,
+    event_id: Json("/event_id"),
+    event_type: Json("/type"),
+    handshake: None,
+    secret: "the subscription's signature key (text); the notification URL is signed too",
+    docs: "https://developer.squareup.com/docs/webhooks/step3validate",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"merchant_id":"MLEFBHHSJGVHD","type":"webhooks.test_notification","event_id":"ac3ac95b-f97d-458c-a6e6-18981597e05f","data":{}}"#,
+    },
+};
+
+pub(crate) const STRIPE: Preset = Preset {
+    name: "stripe",
+    provider: "Stripe",
+    recipe: Recipe::Scheme(SchemeKind::Stripe),
+    tolerance_secs: Some(300),
+    event_id: Json("/id"),
+    event_type: Json("/type"),
+    handshake: None,
+    secret: "the endpoint's signing secret (`whsec_…`, used as text)",
+    docs: "https://docs.stripe.com/webhooks#verify-manually",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"id":"evt_123","object":"event","type":"customer.created","data":{"object":{}}}"#,
+    },
+};

@@ -1,0 +1,217 @@
+//! Vectors computed here, NOT published by the providers: no published
+//! vector was found for these presets yet. Each value comes from
+//! `tools/presets/compute_vectors.py` (Python's `hmac`, `hashlib`, `base64`
+//! and `cryptography`, an implementation independent of ours) following
+//! the provider's documented recipe (the preset's `docs` link). They test
+//! the recipe as we read it, not that we read it right: they do not count
+//! as official vectors.
+
+use super::{Source, V, Vector};
+
+const HOW: Source = Source::Computed("tools/presets/compute_vectors.py");
+const SECRET: &str = "hookbox-test-secret";
+const BODY: &str = r#"{"id":"evt_1","type":"test.event","data":{"n":42}}"#;
+const HEX: &str = "0eb9a12b79a295c1d785376a8bbef343d79f5b1d300d4b99e1862ab3d60e1f41";
+const PREFIXED_HEX: &str =
+    "sha256=0eb9a12b79a295c1d785376a8bbef343d79f5b1d300d4b99e1862ab3d60e1f41";
+const B64: &str = "DrmhK3milcHXhTdqi77zQ9efWx0wDUuZ4YYqs9YOH0E=";
+const SHA1_HEX: &str = "96e9c867c2c43fa566899e51c8b2c1540925b929";
+
+/// A computed vector of `preset` over [`BODY`] with [`SECRET`]; each entry
+/// adds its headers.
+const fn body(preset: &'static str) -> Vector {
+    Vector {
+        preset,
+        source: HOW,
+        body: BODY,
+        secrets: &[SECRET],
+        ..V
+    }
+}
+
+macro_rules! headers {
+    ($($name:expr => $value:expr),* $(,)?) => {
+        &[$(($name, $value)),*]
+    };
+}
+
+pub(super) const VECTORS: &[Vector] = &[
+    Vector {
+        headers: headers!("X-Hook-Signature" => HEX),
+        ..body("asana")
+    },
+    Vector {
+        headers: headers!("X-Hub-Signature" => PREFIXED_HEX),
+        ..body("bitbucket")
+    },
+    Vector {
+        headers: headers!("X-Dropbox-Signature" => HEX),
+        ..body("dropbox")
+    },
+    Vector {
+        headers: headers!("X-Hub-Signature" => PREFIXED_HEX),
+        ..body("jira")
+    },
+    Vector {
+        headers: headers!("X-Signature" => HEX),
+        ..body("lemon-squeezy")
+    },
+    Vector {
+        headers: headers!("X-Hub-Signature-256" => PREFIXED_HEX),
+        ..body("meta")
+    },
+    Vector {
+        headers: headers!("X-Mollie-Signature" => PREFIXED_HEX),
+        ..body("mollie")
+    },
+    Vector {
+        // Mollie's SDK also accepts the bare hex digest.
+        headers: headers!("X-Mollie-Signature" => HEX),
+        ..body("mollie")
+    },
+    Vector {
+        headers: headers!("Sentry-Hook-Signature" => HEX),
+        ..body("sentry")
+    },
+    Vector {
+        headers: headers!("X-Hub-Signature" => "sha1=96e9c867c2c43fa566899e51c8b2c1540925b929"),
+        ..body("intercom")
+    },
+    Vector {
+        headers: headers!("X-Signature" => SHA1_HEX),
+        ..body("segment")
+    },
+    Vector {
+        headers: headers!("x-vercel-signature" => SHA1_HEX),
+        ..body("vercel")
+    },
+    Vector {
+        headers: headers!("x-paystack-signature" => "49807b48470b1139134169e8a088a19fa4e99be87d56928f05efef5d5e6059e0ef39b1d3178ddb8634c87cd40e13a6df9396dac5a93aa9b070a6fc0e96b059db"),
+        ..body("paystack")
+    },
+    Vector {
+        headers: headers!("Typeform-Signature" => "sha256=DrmhK3milcHXhTdqi77zQ9efWx0wDUuZ4YYqs9YOH0E="),
+        ..body("typeform")
+    },
+    Vector {
+        headers: headers!("X-WC-Webhook-Signature" => B64),
+        ..body("woocommerce")
+    },
+    Vector {
+        headers: headers!("X-Shopify-Hmac-Sha256" => B64),
+        ..body("shopify")
+    },
+    Vector {
+        // The key in slot 2 signed: DocuSign numbers the header by key.
+        headers: headers!("X-DocuSign-Signature-2" => B64),
+        secrets: &["other-connect-key", SECRET],
+        matching: 1,
+        ..body("docusign")
+    },
+    Vector {
+        // Rotation: two v1 signatures, the second is the current secret's.
+        headers: headers!("X-PagerDuty-Signature" => "v1=bbdf058fef1a71228d2a70bbbd9de25ebbd9682e32947573972521338597d585,v1=0eb9a12b79a295c1d785376a8bbef343d79f5b1d300d4b99e1862ab3d60e1f41"),
+        ..body("pagerduty")
+    },
+    Vector {
+        headers: headers!("X-Airtable-Content-MAC" => "hmac-sha256=a8ac4cb885a68638471248181023cae472f2b43214fd17a4fd9e8ee905060266"),
+        secrets: &["YWlydGFibGUtbWFjLXNlY3JldC0zMi1ieXRlcyEhISE="],
+        wrong_secret: "c2VjcmV0",
+        ..body("airtable")
+    },
+    Vector {
+        headers: headers!("Calendly-Webhook-Signature" => "t=1700000000,v1=c67c06f43a7c737b66abd1e0bf1b42717e8669ec70a5ae0a80a817ab6663d049"),
+        now: 1_700_000_000,
+        ..body("calendly")
+    },
+    Vector {
+        headers: headers!(
+            "x-webflow-timestamp" => "1700000000000",
+            "x-webflow-signature" => "1e906ae4b192b21fa1a5c0a47a6ffca659e49e05145bb36d7ff3c05f08f51488",
+        ),
+        now: 1_700_000_000,
+        ..body("webflow")
+    },
+    Vector {
+        headers: headers!(
+            "x-zm-request-timestamp" => "1700000000",
+            "x-zm-signature" => "v0=d020d2aea1d8df033324ec12de12a3821f45653e08a08620b5e7a01e8414e437",
+        ),
+        now: 1_700_000_000,
+        ..body("zoom")
+    },
+    Vector {
+        // Rotation: the first signature is the old secret's.
+        headers: headers!("recurly-signature" => "1700000000000,ca56adb8d863b598c1ee515377898023d51d0c1ba9c1e9481e7de042cabb1756,c64682ebd2c271808adc2080f790d146582799674853b7b8a4287b12cdb113a9"),
+        now: 1_700_000_000,
+        ..body("recurly")
+    },
+    Vector {
+        headers: headers!(
+            "Twitch-Eventsub-Message-Id" => "e76c6bd4-55c9-4987-8304-da1588d8988b",
+            "Twitch-Eventsub-Message-Timestamp" => "2023-11-14T22:13:20.123456789Z",
+            "Twitch-Eventsub-Message-Signature" => "sha256=aa06ac04353632c4de5b8a7347f8cd30023a2efb6dde45edf9f695d207c78dce",
+        ),
+        now: 1_700_000_000,
+        ..body("twitch-eventsub")
+    },
+    Vector {
+        headers: headers!("Linear-Signature" => "8f907dcb89784bd6bc197feb5443fb4f4d49acaf389d1e974ecf358607923a57"),
+        body: r#"{"action":"create","type":"Issue","webhookTimestamp":1700000000000}"#,
+        now: 1_700_000_000,
+        // A value, not a key: the body stays valid JSON with its timestamp.
+        tamper: Some("create"),
+        ..body("linear")
+    },
+    Vector {
+        headers: headers!(
+            "svix-id" => "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W",
+            "svix-timestamp" => "1700000000",
+            "svix-signature" => "v1,11WGT9uIr+ci5rwFj02eBXBBBiKaq/b3CukaMJFwM1c=",
+        ),
+        secrets: &["whsec_c3RhbmRhcmQtd2ViaG9va3Mta2V5LTMyLWJ5dGVzISE="],
+        wrong_secret: "whsec_c2VjcmV0",
+        now: 1_700_000_000,
+        ..body("clerk")
+    },
+    Vector {
+        headers: headers!(
+            "svix-id" => "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W",
+            "svix-timestamp" => "1700000000",
+            "svix-signature" => "v1,11WGT9uIr+ci5rwFj02eBXBBBiKaq/b3CukaMJFwM1c=",
+        ),
+        secrets: &["whsec_c3RhbmRhcmQtd2ViaG9va3Mta2V5LTMyLWJ5dGVzISE="],
+        wrong_secret: "whsec_c2VjcmV0",
+        now: 1_700_000_000,
+        ..body("resend")
+    },
+    Vector {
+        headers: headers!(
+            "X-Signature-Timestamp" => "1700000000",
+            "X-Signature-Ed25519" => "9d8acd4960808ff4b10d12533b226aa92b7021fad3a29d84186b0c1429124ced1cad2dccde7ef41054c4e312bd5978996fd9156279b09c3a34bbb98cf23ab803",
+        ),
+        body: r#"{"id":"1","type":1,"application_id":"2","token":"t","version":1}"#,
+        secrets: &["0d15438587449c35ac9577a4cc5b6687004e1648a87e2b8f2ab993e8b6372fe0"],
+        // RFC 8032 test 1 public key: valid, not the signer's.
+        wrong_secret: "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a",
+        now: 1_700_000_000,
+        ..body("discord")
+    },
+    Vector {
+        // A token is compared as it is: the same text in the header.
+        headers: headers!("X-Gitlab-Token" => SECRET),
+        ..body("gitlab")
+    },
+    Vector {
+        headers: headers!("Authorization" => "Basic aG9va2JveDpzM2NyZXQ="),
+        secrets: &["hookbox:s3cret"],
+        wrong_secret: "hookbox:other",
+        ..body("chargebee")
+    },
+    Vector {
+        headers: headers!("Authorization" => "Basic aG9va2JveDpzM2NyZXQ="),
+        secrets: &["hookbox:s3cret"],
+        wrong_secret: "hookbox:other",
+        ..body("postmark")
+    },
+];

@@ -1,0 +1,366 @@
+//! Vectors published by the providers: in their documentation or in their
+//! official SDKs' tests. Each cites where it comes from; the values are
+//! copied as published (bodies byte for byte).
+
+use super::{Source, V, Vector};
+
+const STRIPE_BODY: &str = r#"{
+  "id": "evt_123",
+  "object": "event",
+  "account": "acct_123",
+  "api_version": "2017-05-25",
+  "created": 1533204620,
+  "data": {
+    "object": {
+      "id": "cus_123",
+      "object": "customer",
+      "created": 123456789,
+      "email": "test@stripe.com",
+      "livemode": false,
+      "metadata": {}
+    }
+  },
+  "livemode": false,
+  "pending_webhooks": 1,
+  "request": {
+    "id": "req_123",
+    "idempotency_key": "idempotency-key-123"
+  },
+  "type": "customer.created"
+}
+"#;
+
+const SLACK_BODY: &str = "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c";
+
+/// The Standard Webhooks / Svix reference vector.
+const SW_BODY: &str = r#"{"test": 2432232314}"#;
+const SW_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+const SW_SIGNATURE: &str = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=";
+const SW_ID: &str = "msg_p5jXN8AQM9LWM0D4loKWxJek";
+
+const COINBASE_BODY: &str = r#"{"id":1,"scheduled_for":"2017-01-31T20:50:02Z","attempt_number":1,"event":{"id":"24934862-d980-46cb-9402-43c81b0cdba6","type":"charge:created","api_version":"2018-03-22","created_at":"2017-01-31T20:49:02Z","data":{"code":"66BEOV2A","name":"The Sovereign Individual","description":"Mastering the Transition to the Information Age","hosted_url":"https://commerce.coinbase.com/charges/66BEOV2A","created_at":"2017-01-31T20:49:02Z","expires_at":"2017-01-31T21:04:02Z","timeline":[{"time":"2017-01-31T20:49:02Z","status":"NEW"}],"metadata":{},"pricing_type":"no_price","payments":[],"addresses":{"bitcoin":"0000000000000000000000000000000000","ethereum":"0x0000000000000000000000000000000000000000","litecoin":"3000000000000000000000000000000000","bitcoincash":"bitcoincash:000000000000000000000000000000000000000000"}}}}"#;
+
+const BOX_BODY: &str = r#"{"type":"webhook_event","webhook":{"id":"1234567890"},"trigger":"FILE.UPLOADED","source":{"id":"1234567890","type":"file","name":"Test.txt"}}"#;
+
+const SENDGRID_BODY: &str = "[{\"email\":\"hello@world.com\",\"event\":\"dropped\",\"reason\":\"Bounced Address\",\"sg_event_id\":\"ZHJvcC0xMDk5NDkxOS1MUnpYbF9OSFN0T0doUTRrb2ZTbV9BLTA\",\"sg_message_id\":\"LRzXl_NHStOGhQ4kofSm_A.filterdrecv-p3mdw1-756b745b58-kmzbl-18-5F5FC76C-9.0\",\"smtp-id\":\"<LRzXl_NHStOGhQ4kofSm_A@ismtpd0039p1iad1.sendgrid.net>\",\"timestamp\":1600112492}]\r\n";
+
+const SQUARE_BODY: &str = r#"{"merchant_id":"MLEFBHHSJGVHD","type":"webhooks.test_notification","event_id":"ac3ac95b-f97d-458c-a6e6-18981597e05f","created_at":"2022-07-13T20:30:59.037339943Z","data":{"type":"webhooks","id":"bc368e64-01aa-407e-b46e-3231809b1129"}}"#;
+
+const OPENAI_BODY: &str = r#"{"id": "evt_685c059ae3a481909bdc86819b066fb6", "object": "event", "created_at": 1750861210, "type": "response.completed", "data": {"id": "resp_123"}}"#;
+
+/// Mailgun's JSON webhook carries the signature in the body; the values
+/// of `signature` are the SDK test's, the rest is the documented shape.
+const MAILGUN_BODY: &str = r#"{"signature":{"timestamp":"1403645220","token":"5egbgr1vjgqxtrnp65xfznchgdccwh5d6i09vijqi3whgowmn6","signature":"9cfc5c41582e51246e73c88d34db3af0a3a2692a76fbab81492842f000256d33"},"event-data":{"id":"CPgfbmQMTCKtHW6uIWtuVe","event":"delivered"}}"#;
+
+pub(super) const VECTORS: &[Vector] = &[
+    Vector {
+        preset: "stripe",
+        source: Source::Official(
+            "stripe/stripe-dotnet src/StripeTests/Services/Events/EventUtilityTest.cs (fixture Resources/event_test_signature.json)",
+        ),
+        headers: &[(
+            "Stripe-Signature",
+            "t=1533204620,v1=2220f87ef101a04665f11cdf770523143f875572008577fa0f20882ddb9cc3c7,v0=63f3a72374a733066c4be69ed7f8e5ac85c22c9f0a6a612ab9a025a9e4ee7eef",
+        )],
+        body: STRIPE_BODY,
+        secrets: &["webhook_secret"],
+        now: 1_533_204_620,
+        ..V
+    },
+    Vector {
+        preset: "github",
+        source: Source::Official(
+            "https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries (test values)",
+        ),
+        headers: &[(
+            "X-Hub-Signature-256",
+            "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17",
+        )],
+        body: "Hello, World!",
+        secrets: &["It's a Secret to Everybody"],
+        ..V
+    },
+    Vector {
+        preset: "github",
+        source: Source::Official("octokit/webhooks-methods.js README.md (sign(\"mysecret\", …))"),
+        headers: &[(
+            "X-Hub-Signature-256",
+            "sha256=4864d2759938a15468b5df9ade20bf161da9b4f737ea61794142f3484236bda3",
+        )],
+        body: r#"{"foo":"bar"}"#,
+        secrets: &["mysecret"],
+        ..V
+    },
+    Vector {
+        preset: "slack",
+        source: Source::Official(
+            "https://api.slack.com/authentication/verifying-requests-from-slack and slackapi/python-slack-sdk tests/slack_sdk/signature/test_signature_verifier.py",
+        ),
+        headers: &[
+            ("X-Slack-Request-Timestamp", "1531420618"),
+            (
+                "X-Slack-Signature",
+                "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503",
+            ),
+        ],
+        body: SLACK_BODY,
+        secrets: &["8f742231b10e8888abcd99yyyzzz85a5"],
+        now: 1_531_420_618,
+        ..V
+    },
+    Vector {
+        preset: "twilio",
+        source: Source::Official("twilio/twilio-python tests/unit/test_request_validator.py"),
+        headers: &[
+            ("X-Twilio-Signature", "RSOYDt4T1cUTdK1PDd93/VVr8B8="),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        body: "CallSid=CA1234567890ABCDE&Digits=1234&From=%2B14158675309&To=%2B18005551212&Caller=%2B14158675309",
+        url: Some("https://mycompany.com/myapp.php?foo=1&bar=2"),
+        secrets: &["12345"],
+        ..V
+    },
+    Vector {
+        preset: "standard-webhooks",
+        source: Source::Official(
+            "standard-webhooks/standard-webhooks libraries/python/tests/test_webhooks.py",
+        ),
+        headers: &[
+            ("webhook-id", SW_ID),
+            ("webhook-timestamp", "1614265330"),
+            ("webhook-signature", SW_SIGNATURE),
+        ],
+        body: SW_BODY,
+        secrets: &[SW_SECRET],
+        now: 1_614_265_330,
+        wrong_secret: "whsec_c2VjcmV0",
+        ..V
+    },
+    Vector {
+        preset: "svix",
+        source: Source::Official(
+            "svix/svix-webhooks javascript/src/webhook.test.ts (the fixed vector, svix-* headers)",
+        ),
+        headers: &[
+            ("svix-id", SW_ID),
+            ("svix-timestamp", "1614265330"),
+            ("svix-signature", SW_SIGNATURE),
+        ],
+        body: SW_BODY,
+        secrets: &[SW_SECRET],
+        now: 1_614_265_330,
+        wrong_secret: "whsec_c2VjcmV0",
+        ..V
+    },
+    Vector {
+        preset: "replicate",
+        source: Source::Official(
+            "replicate/replicate-javascript index.test.ts (validateWebhook: \"Can be used to validate webhook\")",
+        ),
+        headers: &[
+            ("webhook-id", SW_ID),
+            ("webhook-timestamp", "1614265330"),
+            ("webhook-signature", SW_SIGNATURE),
+        ],
+        body: SW_BODY,
+        secrets: &[SW_SECRET],
+        now: 1_614_265_330,
+        wrong_secret: "whsec_c2VjcmV0",
+        ..V
+    },
+    Vector {
+        preset: "openai",
+        source: Source::Official("openai/openai-python tests/lib/test_webhooks.py"),
+        headers: &[
+            ("webhook-id", "wh_685c059ae39c8190af8c71ed1022a24d"),
+            ("webhook-timestamp", "1750861210"),
+            (
+                "webhook-signature",
+                "v1,gUAg4R2hWouRZqRQG4uJypNS8YK885G838+EHb4nKBY=",
+            ),
+        ],
+        body: OPENAI_BODY,
+        secrets: &["whsec_RdvaYFYUXuIFuEbvZHwMfYFhUf7aMYjYcmM24+Aj40c="],
+        now: 1_750_861_210,
+        wrong_secret: "whsec_c2VjcmV0",
+        ..V
+    },
+    Vector {
+        preset: "paddle",
+        source: Source::Official(
+            "PaddleHQ/paddle-python-sdk tests/Unit/Notification/test_Verifier.py (test_validate_paddle_signature_header_integrity: three secrets, the third matches)",
+        ),
+        headers: &[(
+            "Paddle-Signature",
+            "ts=1696195954;h1=dummy;h1=d96299976a6eb066f484d7fde011ac56fc32b38fc9940bc419d6e537fdc6ef02",
+        )],
+        body: "hello-world",
+        secrets: &[
+            "pdl_ntf_01hbpjmytsa32fhr36nqgc3kgb_TjIG2BXbm83HPXqNfziwe506sBEdqL/4",
+            "pdl_ntf_01hbpjmytsa32fhr36nqgc3kgb_vB/yIOnTOCWIvpBadM5jzBZPHc7OmdSo",
+            "pdl_ntf_01hbpjmytsa32fhr36nqgc3kgb_WvRO0eL4Bj9rgYYIBZY6wZhG4EHy9jzh",
+        ],
+        matching: 2,
+        now: 1_696_195_954,
+        ..V
+    },
+    Vector {
+        preset: "razorpay",
+        source: Source::Official(
+            "razorpay/razorpay-python tests/test_client_utility.py (test_verify_webhook_signature, body tests/mocks/fake_payment_authorized_webhook.json, secret from tests/helpers.py)",
+        ),
+        headers: &[(
+            "X-Razorpay-Signature",
+            "d60e67fd884556c045e9be7dad57903e33efc7172c17c6e3ef77db42d2b366e9",
+        )],
+        body: include_str!("razorpay_payment_authorized.json"),
+        secrets: &["key_secret"],
+        ..V
+    },
+    Vector {
+        preset: "square",
+        source: Source::Official(
+            "square/square-python-sdk tests/integration/test_webhooks_helper.py",
+        ),
+        headers: &[(
+            "x-square-hmacsha256-signature",
+            "GF4YkrJgGBDZ9NIYbNXBnMzqb2HoL4RW/S6vkZ9/2N4=",
+        )],
+        body: SQUARE_BODY,
+        url: Some("https://webhook.site/679a4f3a-dcfa-49ee-bac5-9d0edad886b9"),
+        secrets: &["Ibxx_5AKakO-3qeNVR61Dw"],
+        wrong_secret: "MCmhFRxGX82xMwg5FsaoQA",
+        ..V
+    },
+    Vector {
+        preset: "square",
+        source: Source::Official(
+            "square/square-python-sdk tests/integration/test_webhooks_helper.py (escaped body)",
+        ),
+        headers: &[(
+            "x-square-hmacsha256-signature",
+            "Cxt7+aTi4rKgcA0bC4g9EHdVtLSDWdqccmL5MvihU4U=",
+        )],
+        body: r#"{"data":{"type":"webhooks","id":">id<"}}"#,
+        url: Some("https://webhook.site/webhooks"),
+        secrets: &["signature-key"],
+        ..V
+    },
+    Vector {
+        preset: "hubspot",
+        source: Source::Official(
+            "HubSpot/hubspot-api-python tests/spec/utils/test_signature.py (test_get_signature__v3)",
+        ),
+        headers: &[
+            (
+                "X-HubSpot-Signature-v3",
+                "K36dawei4A+QBNolUOqo7s91KQDWQ5MXZ/QufNYuk/Y=",
+            ),
+            ("X-HubSpot-Request-Timestamp", "1693657560000"),
+        ],
+        body: "{'example_field':'example_value'}",
+        url: Some("https://www.example.com/webhook_uri"),
+        method: Some("POST"),
+        secrets: &["yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy"],
+        now: 1_693_657_560,
+        ..V
+    },
+    Vector {
+        preset: "coinbase-commerce",
+        source: Source::Official("coinbase/coinbase-commerce-python tests/test_webhook.py"),
+        headers: &[(
+            "X-CC-Webhook-Signature",
+            "8be7742c7d372f08a6a3224edadf18a22b65fa9e28f3f2de97376cdaa092590d",
+        )],
+        body: COINBASE_BODY,
+        secrets: &["30291a20-0bd1-4267-9b0f-e6e7b123c0bf"],
+        ..V
+    },
+    Vector {
+        preset: "sendgrid",
+        source: Source::Official(
+            "sendgrid/sendgrid-python test/unit/test_eventwebhook.py (payload: json.dumps(sort_keys=True, separators=(',', ':')) + CRLF)",
+        ),
+        headers: &[
+            (
+                "X-Twilio-Email-Event-Webhook-Signature",
+                "MEUCIGHQVtGj+Y3LkG9fLcxf3qfI10QysgDWmMOVmxG0u6ZUAiEAyBiXDWzM+uOe5W0JuG+luQAbPIqHh89M15TluLtEZtM=",
+            ),
+            ("X-Twilio-Email-Event-Webhook-Timestamp", "1600112502"),
+        ],
+        body: SENDGRID_BODY,
+        secrets: &[
+            "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE83T4O/n84iotIvIW4mdBgQ/7dAfSmpqIM8kF9mN1flpVKS3GRqe62gw+2fNNRaINXvVpiglSI8eNEc6wEA3F+g==",
+        ],
+        now: 1_600_112_502,
+        // The SDK test's "bad key".
+        wrong_secret: "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEqTxd43gyp8IOEto2LdIfjRQrIbsd4SXZkLW6jDutdhXSJCWHw8REntlo7aNDthvj+y7GjUuFDb/R1NGe1OPzpA==",
+        ..V
+    },
+    Vector {
+        preset: "box",
+        source: Source::Official(
+            "box/box-python-sdk test/webhooks.py (testWebhookValidation: primary and secondary keys)",
+        ),
+        headers: &[
+            ("box-delivery-id", "f96bb54b-ee16-4fc5-aa65-8c2d9e5b546f"),
+            ("box-delivery-timestamp", "2020-01-01T00:00:00-07:00"),
+            ("box-signature-algorithm", "HmacSHA256"),
+            (
+                "box-signature-primary",
+                "6TfeAW3A1PASkgboxxA5yqHNKOwFyMWuEXny/FPD5hI=",
+            ),
+            (
+                "box-signature-secondary",
+                "v+1CD1Jdo3muIcbpv5lxxgPglOqMfsNHPV899xWYydo=",
+            ),
+            ("box-signature-version", "1"),
+        ],
+        body: BOX_BODY,
+        secrets: &["IncorrectKey", "SampleSecondaryKey"],
+        matching: 1,
+        // 2020-01-01T07:00:00Z
+        now: 1_577_862_000,
+        wrong_secret: "IncorrectKey",
+        ..V
+    },
+    Vector {
+        preset: "mailgun",
+        source: Source::Official(
+            "mailgun/mailgun-php tests/Api/WebhookTest.php (testVerifyWebhookGood: key, timestamp, token, signature)",
+        ),
+        body: MAILGUN_BODY,
+        secrets: &["key-3ax6xnjp29jd6fds4gc373sgvjxteol0"],
+        now: 1_403_645_220,
+        tamper: Some("5egbgr"),
+        ..V
+    },
+    Vector {
+        preset: "pagerduty",
+        source: Source::Official(
+            "PagerDuty/go-pagerduty webhookv3/webhookv3_test.go (TestVerifySignature \"valid\")",
+        ),
+        headers: &[(
+            "X-PagerDuty-Signature",
+            "v1=0c0b9495b893a39e70d1fea2fe11fbe0a825f88b9f67846f6cc07dd2bc5476cd",
+        )],
+        body: include_str!("pagerduty_incident_priority_updated.json"),
+        secrets: &["lDQHScfUeXUKaQRNF+8XIiDKZ7XX3itBAYzwU0TARw8lJqRnkKl2iB1anSb0Z+IK"],
+        ..V
+    },
+    Vector {
+        preset: "adyen",
+        source: Source::Official(
+            "Adyen/adyen-python-api-library test/UtilTest.py (test_is_valid_hmac_payload; the payload keeps the test's newlines and indentation)",
+        ),
+        headers: &[(
+            "HmacSignature",
+            "fX74xUdztFmaXAn3IusMFFUBUSkLmDQUK0tm8xL6ZTU=",
+        )],
+        body: include_str!("adyen_merchant_created.json"),
+        secrets: &["44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"],
+        // Valid hexadecimal, another key.
+        wrong_secret: "74F490DD33F7327BAECC88B2947C011FC02D014A473AAA33A8EC93E4DC069174",
+        ..V
+    },
+];

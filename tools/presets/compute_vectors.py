@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Self-computed vectors for the presets that have no published one.
+
+These are NOT the providers' vectors: each value is computed here, with
+Python's own `hmac`/`hashlib`/`base64` (and `cryptography` for Ed25519),
+from the recipe as the provider documents it. That makes them an
+independent second implementation of each recipe, nothing more; the tests
+in shared/tests/presets/ label them `Source::Computed` and they do not
+count as official vectors.
+
+Run: python3 tools/presets/compute_vectors.py
+It prints one block per preset: the values the tests hold. Nothing here
+touches the network.
+"""
+
+import base64
+import hashlib
+import hmac
+
+
+def mac(key, message, digest=hashlib.sha256):
+    if isinstance(key, str):
+        key = key.encode()
+    if isinstance(message, str):
+        message = message.encode()
+    return hmac.new(key, message, digest).digest()
+
+
+def hexmac(key, message, digest=hashlib.sha256):
+    return mac(key, message, digest).hex()
+
+
+def b64mac(key, message, digest=hashlib.sha256):
+    return base64.b64encode(mac(key, message, digest)).decode()
+
+
+SECRET = "hookbox-test-secret"
+BODY = '{"id":"evt_1","type":"test.event","data":{"n":42}}'
+TS = "1700000000"
+TS_MS = "1700000000000"
+
+
+def show(name, **values):
+    print(f"== {name}")
+    for key, value in values.items():
+        print(f"  {key}: {value}")
+
+
+def main():
+    # Body only, hex HMAC-SHA256 (with and without a prefix).
+    for name, prefix in [
+        ("asana", ""),
+        ("bitbucket", "sha256="),
+        ("dropbox", ""),
+        ("jira", "sha256="),
+        ("lemon-squeezy", ""),
+        ("meta", "sha256="),
+        ("mollie", "sha256="),
+        ("sentry", ""),
+        ("coinbase-commerce", ""),
+    ]:
+        show(name, signature=prefix + hexmac(SECRET, BODY))
+    # Body only, other algorithms and encodings.
+    show("intercom", signature="sha1=" + hexmac(SECRET, BODY, hashlib.sha1))
+    show("segment", signature=hexmac(SECRET, BODY, hashlib.sha1))
+    show("vercel", signature=hexmac(SECRET, BODY, hashlib.sha1))
+    show("paystack", signature=hexmac(SECRET, BODY, hashlib.sha512))
+    show("typeform", signature="sha256=" + b64mac(SECRET, BODY))
+    show("woocommerce", signature=b64mac(SECRET, BODY))
+    show("shopify", signature=b64mac(SECRET, BODY))
+    show("docusign", signature=b64mac(SECRET, BODY))
+    # PagerDuty: two v1 signatures during rotation, the second one matches.
+    show(
+        "pagerduty",
+        signature="v1=" + hexmac("old-secret", BODY) + ",v1=" + hexmac(SECRET, BODY),
+    )
+    # Airtable: the key is the base64-decoded macSecretBase64.
+    airtable_key = base64.b64encode(b"airtable-mac-secret-32-bytes!!!!").decode()
+    show(
+        "airtable",
+        secret=airtable_key,
+        signature="hmac-sha256=" + hexmac(base64.b64decode(airtable_key), BODY),
+    )
+    # Timestamp + separator + body.
+    show(
+        "calendly",
+        signature=f"t={TS},v1=" + hexmac(SECRET, TS + "." + BODY),
+    )
+    show("webflow", timestamp=TS_MS, signature=hexmac(SECRET, TS_MS + ":" + BODY))
+    show("zoom", timestamp=TS, signature="v0=" + hexmac(SECRET, "v0:" + TS + ":" + BODY))
+    show(
+        "recurly",
+        signature=TS_MS + "," + hexmac("old-secret", TS_MS + "." + BODY) + "," + hexmac(SECRET, TS_MS + "." + BODY),
+    )
+    # Twitch: message id + RFC 3339 timestamp + body.
+    twitch_id = "e76c6bd4-55c9-4987-8304-da1588d8988b"
+    twitch_ts = "2023-11-14T22:13:20.123456789Z"
+    show(
+        "twitch-eventsub",
+        id=twitch_id,
+        timestamp=twitch_ts,
+        signature="sha256=" + hexmac(SECRET, twitch_id + twitch_ts + BODY),
+    )
+    # Linear: the body carries webhookTimestamp (ms) and is signed whole.
+    linear_body = '{"action":"create","type":"Issue","webhookTimestamp":1700000000000}'
+    show("linear", body=linear_body, signature=hexmac(SECRET, linear_body))
+    # Standard Webhooks senders (Clerk, Resend): svix headers, whsec_ key.
+    key = base64.b64encode(b"standard-webhooks-key-32-bytes!!").decode()
+    msg_id = "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"
+    show(
+        "clerk/resend",
+        secret="whsec_" + key,
+        id=msg_id,
+        signature="v1," + base64.b64encode(mac(base64.b64decode(key), f"{msg_id}.{TS}.{BODY}")).decode(),
+    )
+    # Basic auth and tokens.
+    show("chargebee/postmark", authorization="Basic " + base64.b64encode(b"hookbox:s3cret").decode())
+    # Discord: Ed25519 over timestamp + body, with a fixed seed.
+    try:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+        from cryptography.hazmat.primitives import serialization
+
+        seed = hashlib.sha256(b"hookbox discord test key").digest()
+        private = Ed25519PrivateKey.from_private_bytes(seed)
+        public = private.public_key().public_bytes(
+            serialization.Encoding.Raw, serialization.PublicFormat.Raw
+        )
+        discord_body = '{"id":"1","type":1,"application_id":"2","token":"t","version":1}'
+        show(
+            "discord",
+            public_key=public.hex(),
+            body=discord_body,
+            signature=private.sign((TS + discord_body).encode()).hex(),
+        )
+    except ImportError:
+        print("== discord: needs the `cryptography` package")
+
+
+if __name__ == "__main__":
+    main()
