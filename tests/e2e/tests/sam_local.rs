@@ -1,12 +1,14 @@
 //! The functions as users test them: `sam local invoke` and `sam local
-//! start-api` over the real template, the real bootstraps (cargo-lambda's
-//! debug builds) in Docker under AWS's Runtime Interface Emulator, pointed
+//! start-api` over the real template, the real bootstraps (the debug
+//! builds of the workspace's test run) in Docker under AWS's Runtime
+//! Interface Emulator, pointed
 //! at a local PostgreSQL, moto and a sink (hookbox_testkit::sam).
 //!
 //! Needs Docker and the builds in `HOOKBOX_SAM_BOOTSTRAP_DIR`: `tools/dev
-//! test` provides both (it installs and starts Docker, then runs `cargo
-//! lambda build --x86-64`). Without them every test here fails, naming what
-//! is missing; none skips.
+//! test` provides both (it installs and starts Docker, builds the
+//! workspace's tests, then lays the functions' binaries out as
+//! `<dir>/<bin>/bootstrap`). Without them every test here fails, naming
+//! what is missing; none skips.
 
 use std::path::PathBuf;
 
@@ -17,8 +19,8 @@ fn bootstrap_dir() -> PathBuf {
     match std::env::var(sam::BOOTSTRAP_DIR_VAR) {
         Ok(dir) if !dir.trim().is_empty() => PathBuf::from(dir),
         _ => panic!(
-            "{} is not set: run these tests with `tools/dev test` (it builds the bootstraps \
-             with `cargo lambda build --x86-64` and sets it to <target>/lambda)",
+            "{} is not set: run these tests with `tools/dev test` (it lays the functions' \
+             debug binaries out as <target>/sam-local/<bin>/bootstrap and sets it there)",
             sam::BOOTSTRAP_DIR_VAR
         ),
     }
