@@ -20,6 +20,7 @@ pub mod python;
 pub mod receivers;
 pub mod runtime_api;
 pub mod s3;
+pub mod sam;
 pub mod smoke;
 
 use std::fmt;
