@@ -8,9 +8,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::Semaphore;
 
-use super::sender::{OutboundRequest, SendOutcome};
 use super::{Relay, backoff, chrono_duration};
 use crate::config::Destination;
+use crate::delivery::http::{self, OutboundRequest, SendOutcome};
 use crate::outbox::payload::{self, PayloadStorage};
 use crate::outbox::{AttemptDetail, DeliveryOutcome, DeliveryResult, OutboxRow};
 use crate::signature::sign_standard_webhooks;
@@ -279,7 +279,7 @@ impl Relay {
                 let mut error = format!("HTTP {status}");
                 if !body_excerpt.is_empty() {
                     error.push_str(": ");
-                    error.push_str(&super::sender::short_excerpt(&body_excerpt));
+                    error.push_str(&http::short_excerpt(&body_excerpt));
                 }
                 let retry_after = match status {
                     429 | 503 => retry_after

@@ -54,10 +54,8 @@ pub mod backoff;
 mod batch;
 mod fairness;
 mod flights;
-pub mod guard;
 mod lanes;
 mod report;
-pub mod sender;
 pub mod settings;
 
 use std::fmt;
@@ -73,11 +71,11 @@ use crate::outbox::ClaimRequest;
 use crate::queue::Queue;
 use crate::store::Database;
 
+pub use crate::delivery::{HttpSender, OutboundRequest, SendOutcome, WebhookSender};
+pub use crate::delivery::{NetworkGuard, Refused, guard, http as sender};
 pub use crate::maintenance::{PurgeReport, SweepReport, retention};
 pub use backoff::{FixedJitter, Jitter, RandomJitter};
-pub use guard::{NetworkGuard, Refused};
 pub use report::{BatchReport, RunReport};
-pub use sender::{HttpSender, OutboundRequest, SendOutcome, WebhookSender};
 pub use settings::{RelaySettings, SettingsError};
 
 /// Waits between polls when nothing is due (tokio's sleep in production; a

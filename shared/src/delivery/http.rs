@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::guard::{GuardedResolver, Lookup, NetworkGuard, Refused, SystemLookup};
 use crate::config::Destination;
+use crate::delivery::guard::{GuardedResolver, Lookup, NetworkGuard, Refused, SystemLookup};
 use crate::signature::StandardWebhookHeaders;
 
 /// The `user-agent` of every delivery.
@@ -160,8 +160,8 @@ fn failure(error: &reqwest::Error, timeout: Duration) -> SendOutcome {
         if let Some(refused) = e.downcast_ref::<Refused>() {
             return SendOutcome::Refused(refused.clone());
         }
-        if let Some(super::guard::ResolveError::Refused(refused)) =
-            e.downcast_ref::<super::guard::ResolveError>()
+        if let Some(crate::delivery::guard::ResolveError::Refused(refused)) =
+            e.downcast_ref::<crate::delivery::guard::ResolveError>()
         {
             return SendOutcome::Refused(refused.clone());
         }
