@@ -1,4 +1,6 @@
-//! The delivery port (one signed POST) and its HTTP adapter.
+//! The HTTP transport: [`HttpTransport`] signs each entry and POSTs it
+//! through the [`WebhookSender`] port (one signed POST), whose adapter is
+//! [`HttpSender`] (reqwest behind the SSRF guard).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -6,10 +8,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::{DeliveryRequest, Entry, EntryOutcome, Transport, Verdict};
+use crate::clock::Clock;
+use crate::outbox::relay::backoff::parse_retry_after;
 
 use crate::config::Destination;
 use crate::delivery::guard::{GuardedResolver, Lookup, NetworkGuard, Refused, SystemLookup};
-use crate::signature::StandardWebhookHeaders;
+use crate::signature::{StandardWebhookHeaders, sign_standard_webhooks};
 
 /// The `user-agent` of every delivery.
 pub const USER_AGENT: &str = concat!("hookbox-relay/", env!("CARGO_PKG_VERSION"));
@@ -238,6 +245,121 @@ pub fn short_excerpt(excerpt: &str) -> String {
     out
 }
 
+/// The HTTP transport: each entry signed (Standard Webhooks, with every
+/// secret of the destination) and POSTed through a [`WebhookSender`], one
+/// request per entry, the answer mapped onto an [`EntryOutcome`]: 2xx
+/// delivered; 410 dead, the destination gone; any other status retried
+/// (with its `Retry-After` on a 429 or 503); no answer retried; an address
+/// the SSRF guard refuses retried and flagged `refused`.
+#[derive(Debug, Clone)]
+pub struct HttpTransport {
+    sender: Arc<dyn WebhookSender>,
+    clock: Arc<dyn Clock>,
+}
+
+impl HttpTransport {
+    /// Over `sender`; `clock` dates a `Retry-After` given as an HTTP date.
+    pub fn new(sender: Arc<dyn WebhookSender>, clock: Arc<dyn Clock>) -> Self {
+        Self { sender, clock }
+    }
+
+    async fn deliver_one(
+        &self,
+        destination: &Destination,
+        entry: &Entry<'_>,
+        started_at: DateTime<Utc>,
+        timeout: Duration,
+    ) -> EntryOutcome {
+        let webhook_id = entry.id.to_string();
+        let headers = match sign_standard_webhooks(
+            &webhook_id,
+            started_at,
+            entry.payload.as_bytes(),
+            &destination.secrets,
+        ) {
+            Ok(headers) => headers,
+            Err(e) => {
+                return EntryOutcome::retry(format!(
+                    "cannot sign for destination {:?}: {e}",
+                    destination.name
+                ));
+            }
+        };
+        let sent = self
+            .sender
+            .send(OutboundRequest {
+                destination,
+                headers,
+                body: entry.payload,
+                timeout,
+            })
+            .await;
+        match sent {
+            SendOutcome::Response {
+                status,
+                retry_after,
+                body_excerpt,
+            } => {
+                let response_excerpt = (!body_excerpt.is_empty()).then(|| body_excerpt.clone());
+                let verdict = match status {
+                    200..=299 => Verdict::Delivered,
+                    410 => Verdict::Dead {
+                        reason: format!(
+                            "410 Gone: destination {:?} says this endpoint no longer exists",
+                            destination.name
+                        ),
+                    },
+                    _ => {
+                        let mut reason = format!("HTTP {status}");
+                        if !body_excerpt.is_empty() {
+                            reason.push_str(": ");
+                            reason.push_str(&short_excerpt(&body_excerpt));
+                        }
+                        let after = match status {
+                            429 | 503 => retry_after
+                                .as_deref()
+                                .and_then(|v| parse_retry_after(v, self.clock.now())),
+                            _ => None,
+                        };
+                        Verdict::Retry { after, reason }
+                    }
+                };
+                EntryOutcome {
+                    verdict,
+                    status_code: Some(status),
+                    response_excerpt,
+                    gone: status == 410,
+                    refused: false,
+                }
+            }
+            SendOutcome::Failed { error } => EntryOutcome::retry(error),
+            SendOutcome::Refused(refused) => EntryOutcome {
+                refused: true,
+                ..EntryOutcome::retry(refused.to_string())
+            },
+        }
+    }
+}
+
+#[async_trait]
+impl Transport for HttpTransport {
+    async fn deliver(&self, request: DeliveryRequest<'_>) -> Vec<EntryOutcome> {
+        let mut outcomes = Vec::with_capacity(request.entries.len());
+        for entry in request.entries {
+            outcomes.push(
+                self.deliver_one(
+                    request.destination,
+                    entry,
+                    request.started_at,
+                    request.timeout,
+                )
+                .await,
+            );
+        }
+        outcomes
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,5 +377,101 @@ mod tests {
         assert_eq!(short.chars().count(), 201);
         assert!(short.ends_with('…'));
         assert_eq!(short_excerpt("fine"), "fine");
+    }
+
+    /// Answers every request with the same outcome.
+    #[derive(Debug)]
+    struct Answer(SendOutcome);
+
+    #[async_trait]
+    impl WebhookSender for Answer {
+        async fn send(&self, _request: OutboundRequest<'_>) -> SendOutcome {
+            self.0.clone()
+        }
+    }
+
+    async fn outcome_of(answer: SendOutcome) -> EntryOutcome {
+        let config = crate::config::HookboxConfig::parse(
+            r#"{"destinations": {"crm": {"url": "https://crm.example.com/in",
+                "secrets": ["whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA=="]}}}"#,
+            "test",
+        )
+        .expect("valid");
+        let start = DateTime::<Utc>::UNIX_EPOCH;
+        let clock = Arc::new(crate::clock::ManualClock::new(start));
+        let transport = HttpTransport::new(Arc::new(Answer(answer)), clock);
+        let entries = [Entry {
+            id: uuid::Uuid::nil(),
+            event_type: "order.paid",
+            aggregate_type: "order",
+            aggregate_id: "o-1",
+            payload: "{}",
+        }];
+        let mut outcomes = transport
+            .deliver(DeliveryRequest {
+                destination: config.destination("crm").expect("crm"),
+                entries: &entries,
+                started_at: start,
+                timeout: Duration::from_secs(1),
+            })
+            .await;
+        assert_eq!(outcomes.len(), 1, "one outcome per entry");
+        outcomes.remove(0)
+    }
+
+    fn response(status: u16, retry_after: Option<&str>, body: &str) -> SendOutcome {
+        SendOutcome::Response {
+            status,
+            retry_after: retry_after.map(str::to_string),
+            body_excerpt: body.to_string(),
+        }
+    }
+
+    #[tokio::test]
+    async fn http_answers_map_onto_delivered_retry_and_dead() {
+        let ok = outcome_of(response(204, None, "")).await;
+        assert_eq!(
+            (ok.verdict, ok.status_code),
+            (Verdict::Delivered, Some(204))
+        );
+        assert_eq!(ok.response_excerpt, None);
+
+        let gone = outcome_of(response(410, None, "bye")).await;
+        assert!(
+            gone.gone && matches!(gone.verdict, Verdict::Dead { .. }),
+            "{gone:?}"
+        );
+        assert_eq!(gone.response_excerpt.as_deref(), Some("bye"));
+
+        let busy = outcome_of(response(503, Some("120"), "later")).await;
+        assert_eq!(
+            busy.verdict,
+            Verdict::Retry {
+                after: Some(Duration::from_secs(120)),
+                reason: "HTTP 503: later".into()
+            }
+        );
+        // Retry-After counts only on 429 and 503
+        let bad = outcome_of(response(500, Some("120"), "")).await;
+        assert_eq!(
+            bad.verdict,
+            Verdict::Retry {
+                after: None,
+                reason: "HTTP 500".into()
+            }
+        );
+
+        let silent = outcome_of(SendOutcome::Failed {
+            error: "cannot connect".into(),
+        })
+        .await;
+        assert_eq!(
+            silent.verdict,
+            Verdict::Retry {
+                after: None,
+                reason: "cannot connect".into()
+            }
+        );
+        assert_eq!(silent.status_code, None);
     }
 }

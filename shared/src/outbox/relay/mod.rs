@@ -71,7 +71,9 @@ use crate::outbox::ClaimRequest;
 use crate::queue::Queue;
 use crate::store::Database;
 
-pub use crate::delivery::{HttpSender, OutboundRequest, SendOutcome, WebhookSender};
+pub use crate::delivery::{
+    HttpSender, HttpTransport, OutboundRequest, SendOutcome, Transport, Transports, WebhookSender,
+};
 pub use crate::delivery::{NetworkGuard, Refused, guard, http as sender};
 pub use crate::maintenance::{PurgeReport, SweepReport, retention};
 pub use backoff::{FixedJitter, Jitter, RandomJitter};
@@ -115,7 +117,7 @@ impl Pause for ManualPause {
 pub struct Relay {
     pub(crate) db: Arc<dyn Database>,
     pub(crate) blobs: Arc<dyn BlobStore>,
-    pub(crate) sender: Arc<dyn WebhookSender>,
+    pub(crate) transports: Transports,
     pub(crate) queue: Option<Arc<dyn Queue>>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) jitter: Arc<dyn Jitter>,
@@ -127,7 +129,8 @@ pub struct Relay {
 impl Relay {
     /// A relay; `blobs` holds the payloads stored by reference (read before
     /// they are POSTed) and the objects retention deletes; `queue` is the
-    /// inbox queue for the sweeper (`None`: no sweeping).
+    /// inbox queue for the sweeper (`None`: no sweeping); HTTP destinations
+    /// are delivered by an [`HttpTransport`] POSTing through `sender`.
     pub fn new(
         db: Arc<dyn Database>,
         blobs: Arc<dyn BlobStore>,
@@ -139,7 +142,7 @@ impl Relay {
         Self {
             db,
             blobs,
-            sender,
+            transports: Transports::http(Arc::new(HttpTransport::new(sender, clock.clone()))),
             queue,
             clock,
             jitter: Arc::new(RandomJitter),
