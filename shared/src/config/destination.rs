@@ -1,17 +1,15 @@
-//! A destination: where the relay delivers outbound webhooks, how it signs
-//! them, and its schedule, caps and breaker.
+//! A destination: where the relay delivers outbound webhooks (its
+//! [`Target`], per transport, in `target`), and its schedule, caps and
+//! breaker.
 
 use std::fmt;
-use std::net::IpAddr;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-use ipnet::IpNet;
 use serde::Deserialize;
 
+use super::target::{HttpTarget, RawTarget, Target, TransportKind};
 use super::{ConfigError, is_name};
 use crate::outbox::subscription::{RawSubscription, Subscription};
-use crate::signature::Secret;
 
 /// Backoff after failed delivery attempts 1, 2, 3, …: 5 s, 5 min, 30 min,
 /// 2 h, 5 h, 10 h, 10 h (the last step repeats if `max_attempts` is larger).
@@ -31,12 +29,8 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 10;
 pub struct Destination {
     /// Name (what `outbox.destination` holds).
     pub name: String,
-    /// Where to POST. Never logged whole (a query may carry a token).
-    pub url: reqwest::Url,
-    /// Standard Webhooks signing secrets (`whsec_…`, or `whsk_…` Ed25519
-    /// keys); several during a rotation: every request carries one
-    /// signature per secret.
-    pub secrets: Vec<Secret>,
+    /// Where its deliveries go, and how (`"type"`: http, eventbridge, sqs).
+    pub target: Target,
     /// Per-request timeout.
     pub timeout: Duration,
     /// Attempts before a row is dead.
@@ -45,8 +39,6 @@ pub struct Destination {
     pub max_in_flight: usize,
     /// Deliver rows of one aggregate one at a time, oldest first.
     pub ordered: bool,
-    /// Networks the SSRF guard lets this destination resolve to.
-    pub allowed_networks: Vec<IpNet>,
     /// Delay after failed attempt n is `backoff[n - 1]` (the last repeats), ±20%.
     pub backoff: Vec<Duration>,
     /// The published events it gets (`None`: only those published to it by
@@ -72,20 +64,30 @@ pub const DEFAULT_COOL_DOWN: Duration = Duration::from_secs(60);
 /// disabled: 5 days.
 pub const DEFAULT_DISABLE_AFTER: Duration = Duration::from_secs(5 * 86_400);
 
+impl Destination {
+    /// Its transport.
+    pub fn kind(&self) -> TransportKind {
+        self.target.kind()
+    }
+
+    /// Its HTTP endpoint, when it is an HTTP destination.
+    pub fn http(&self) -> Option<&HttpTarget> {
+        match &self.target {
+            Target::Http(http) => Some(http),
+            _ => None,
+        }
+    }
+}
+
 impl fmt::Debug for Destination {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Destination")
             .field("name", &self.name)
-            .field("url", &redacted_url(&self.url))
-            .field(
-                "secrets",
-                &format_args!("[{} redacted]", self.secrets.len()),
-            )
+            .field("target", &self.target)
             .field("timeout", &self.timeout)
             .field("max_attempts", &self.max_attempts)
             .field("max_in_flight", &self.max_in_flight)
             .field("ordered", &self.ordered)
-            .field("allowed_networks", &self.allowed_networks)
             .field("subscription", &self.subscription)
             .field("trip_after", &self.trip_after)
             .field("cool_down", &self.cool_down)
@@ -95,20 +97,23 @@ impl fmt::Debug for Destination {
     }
 }
 
-/// `scheme://host:port/path`, without query or fragment (which may carry
-/// tokens): what logs and errors show of a destination URL.
-pub fn redacted_url(url: &reqwest::Url) -> String {
-    let mut shown = url.clone();
-    shown.set_query(None);
-    shown.set_fragment(None);
-    shown.to_string()
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawDestination {
-    url: String,
-    secrets: Vec<String>,
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    secrets: Option<Vec<String>>,
+    #[serde(default)]
+    bus: Option<String>,
+    #[serde(default)]
+    source: Option<String>,
+    #[serde(default)]
+    queue_url: Option<String>,
+    #[serde(default)]
+    max_entry_bytes: Option<usize>,
     #[serde(default)]
     timeout_secs: Option<f64>,
     #[serde(default)]
@@ -118,7 +123,7 @@ pub(super) struct RawDestination {
     #[serde(default)]
     ordered: bool,
     #[serde(default)]
-    allowed_networks: Vec<String>,
+    allowed_networks: Option<Vec<String>>,
     #[serde(default)]
     backoff_secs: Option<Vec<f64>>,
     #[serde(default)]
@@ -161,50 +166,18 @@ impl RawDestination {
                     .into(),
             ));
         }
-        let url =
-            reqwest::Url::parse(&self.url).map_err(|e| err("url", format!("not a URL ({e})")))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(err(
-                "url",
-                format!("scheme {:?} is not http or https", url.scheme()),
-            ));
+        let target = RawTarget {
+            kind: self.kind,
+            url: self.url,
+            secrets: self.secrets,
+            allowed_networks: self.allowed_networks,
+            bus: self.bus,
+            source: self.source,
+            queue_url: self.queue_url,
+            max_entry_bytes: self.max_entry_bytes,
         }
-        if url.host().is_none() {
-            return Err(err("url", "has no host".into()));
-        }
-        if !url.username().is_empty() || url.password().is_some() {
-            return Err(err(
-                "url",
-                "must not carry credentials (user:password@); receivers authenticate by the \
-                 signature"
-                    .into(),
-            ));
-        }
-        if self.secrets.is_empty() {
-            return Err(err(
-                "secrets",
-                "at least one signing secret is required".into(),
-            ));
-        }
-        let secrets: Vec<Secret> = self.secrets.into_iter().map(Secret::new).collect();
-        for (i, secret) in secrets.iter().enumerate() {
-            let text = secret.expose_secret();
-            if !(text.starts_with("whsec_") || text.starts_with("whsk_")) {
-                return Err(err(
-                    &format!("secrets[{i}]"),
-                    "a Standard Webhooks signing secret starts with whsec_ (or whsk_ for an \
-                     Ed25519 signing key)"
-                        .into(),
-                ));
-            }
-            crate::signature::sign_standard_webhooks(
-                "msg_check",
-                DateTime::<Utc>::UNIX_EPOCH,
-                b"",
-                std::slice::from_ref(secret),
-            )
-            .map_err(|e| err(&format!("secrets[{i}]"), format!("cannot sign: {e}")))?;
-        }
+        .validate()
+        .map_err(|(field, reason)| err(&field, reason))?;
         let timeout = match self.timeout_secs {
             None => DEFAULT_DESTINATION_TIMEOUT,
             Some(v) => seconds(v)
@@ -247,21 +220,6 @@ impl RawDestination {
             Some(n) if (1..=1_000).contains(&n) => n,
             Some(n) => return Err(err("max_in_flight", format!("{n} is outside 1..=1000"))),
         };
-        let allowed_networks = self
-            .allowed_networks
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                c.parse::<IpNet>()
-                    .or_else(|_| c.parse::<IpAddr>().map(IpNet::from))
-                    .map_err(|_| {
-                        err(
-                            &format!("allowed_networks[{i}]"),
-                            format!("{c:?} is not an address or CIDR"),
-                        )
-                    })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
         let subscription = self
             .subscribe
             .map(RawSubscription::validate)
@@ -300,13 +258,11 @@ impl RawDestination {
         };
         Ok(Destination {
             name: name.to_string(),
-            url,
-            secrets,
+            target,
             timeout,
             max_attempts,
             max_in_flight,
             ordered: self.ordered,
-            allowed_networks,
             backoff,
             subscription,
             trip_after,

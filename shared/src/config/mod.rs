@@ -42,7 +42,14 @@
 //! published to it by name) is documented in [`crate::outbox::subscription`]
 //! and docs/publishing.md.
 //!
-//! Every destination field but `url` and `secrets` is optional; the values
+//! A destination's `"type"` is its transport: `"http"` (the default, the
+//! shape above), `"eventbridge"` (`"bus"`: a name or ARN; `"source"`,
+//! default `hookbox`; `"max_entry_bytes"`, default 256 KiB, at most 1 MiB)
+//! or `"sqs"` (`"queue_url"`, FIFO when the name ends in `.fifo`;
+//! `"max_entry_bytes"`); a field of another type is refused by name
+//! (`target`).
+//!
+//! Every HTTP destination field but `url` and `secrets` is optional; the values
 //! above are the defaults (`max_attempts` defaults to one more than the
 //! number of backoff steps). `allowed_networks` lists CIDRs the destination
 //! may resolve to even though the relay's SSRF guard refuses them otherwise
@@ -61,6 +68,7 @@ mod partner;
 mod redact;
 mod secrets_manager;
 mod source;
+mod target;
 
 use std::collections::BTreeMap;
 
@@ -69,13 +77,17 @@ use serde::Deserialize;
 pub use cache::ConfigStore;
 pub use destination::{
     DEFAULT_BACKOFF_SECS, DEFAULT_COOL_DOWN, DEFAULT_DESTINATION_TIMEOUT, DEFAULT_DISABLE_AFTER,
-    DEFAULT_MAX_IN_FLIGHT, DEFAULT_TRIP_AFTER, Destination, MAX_DESTINATION_TIMEOUT, redacted_url,
+    DEFAULT_MAX_IN_FLIGHT, DEFAULT_TRIP_AFTER, Destination, MAX_DESTINATION_TIMEOUT,
 };
 pub use partner::{
     DEFAULT_KEEP_HEADERS, DEFAULT_MAX_BODY_BYTES, EventIdSource, MAX_MAX_BODY_BYTES, Partner,
 };
 pub use secrets_manager::{SecretStore, SecretsManager};
 pub use source::ConfigSource;
+pub use target::{
+    DEFAULT_EVENTBRIDGE_SOURCE, DEFAULT_MAX_ENTRY_BYTES, EventBridgeTarget, HttpTarget,
+    MAX_MAX_ENTRY_BYTES, SqsTarget, Target, TransportKind, redacted_url,
+};
 
 use destination::RawDestination;
 use partner::RawPartner;

@@ -117,9 +117,17 @@ impl HttpSender {
 #[async_trait]
 impl WebhookSender for HttpSender {
     async fn send(&self, request: OutboundRequest<'_>) -> SendOutcome {
-        let destination = request.destination;
-        let guard = NetworkGuard::new(destination.allowed_networks.clone());
-        if let Err(refused) = guard.check_url(&destination.url) {
+        let Some(http) = request.destination.http() else {
+            return SendOutcome::Failed {
+                error: format!(
+                    "destination {:?} is a {} destination, not http",
+                    request.destination.name,
+                    request.destination.kind()
+                ),
+            };
+        };
+        let guard = NetworkGuard::new(http.allowed_networks.clone());
+        if let Err(refused) = guard.check_url(&http.url) {
             return SendOutcome::Refused(refused);
         }
         let client = match self.client(&guard) {
@@ -127,7 +135,7 @@ impl WebhookSender for HttpSender {
             Err(error) => return SendOutcome::Failed { error },
         };
         let mut builder = client
-            .post(destination.url.clone())
+            .post(http.url.clone())
             .timeout(request.timeout)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(request.body.to_string());
@@ -270,12 +278,19 @@ impl HttpTransport {
         started_at: DateTime<Utc>,
         timeout: Duration,
     ) -> EntryOutcome {
+        let Some(http) = destination.http() else {
+            return EntryOutcome::retry(format!(
+                "destination {:?} is a {} destination, not http",
+                destination.name,
+                destination.kind()
+            ));
+        };
         let webhook_id = entry.id.to_string();
         let headers = match sign_standard_webhooks(
             &webhook_id,
             started_at,
             entry.payload.as_bytes(),
-            &destination.secrets,
+            &http.secrets,
         ) {
             Ok(headers) => headers,
             Err(e) => {

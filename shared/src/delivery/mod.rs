@@ -15,7 +15,8 @@
 //!   other answer or none retried, a 429/503 `Retry-After` passed on).
 //! - `guard`: the SSRF guard the HTTP adapter resolves names through.
 //!
-//! A new transport is a file here implementing [`Transport`], chosen by
+//! A new transport is a file here implementing [`Transport`], a
+//! [`TransportKind`] with its fields in `config/target.rs`, and a line in
 //! [`Transports::of`] (docs/relay.md, "Transports").
 
 pub mod guard;
@@ -29,7 +30,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::config::Destination;
+use crate::config::{Destination, TransportKind};
 
 pub use guard::{NetworkGuard, Refused};
 pub use http::{HttpSender, HttpTransport, OutboundRequest, SendOutcome, WebhookSender};
@@ -150,16 +151,99 @@ pub trait Transport: Send + Sync + fmt::Debug {
 #[derive(Debug, Clone)]
 pub struct Transports {
     http: Arc<dyn Transport>,
+    eventbridge: Arc<dyn Transport>,
+    sqs: Arc<dyn Transport>,
 }
 
 impl Transports {
-    /// HTTP only.
+    /// HTTP only: destinations of another type get [`Missing`].
     pub fn http(http: Arc<dyn Transport>) -> Self {
-        Self { http }
+        Self {
+            http,
+            eventbridge: Arc::new(Missing(TransportKind::EventBridge)),
+            sqs: Arc::new(Missing(TransportKind::Sqs)),
+        }
+    }
+
+    /// The same, delivering `kind` destinations through `transport`.
+    pub fn with(mut self, kind: TransportKind, transport: Arc<dyn Transport>) -> Self {
+        match kind {
+            TransportKind::Http => self.http = transport,
+            TransportKind::EventBridge => self.eventbridge = transport,
+            TransportKind::Sqs => self.sqs = transport,
+        }
+        self
     }
 
     /// The transport for `destination`.
-    pub fn of(&self, _destination: &Destination) -> &Arc<dyn Transport> {
-        &self.http
+    pub fn of(&self, destination: &Destination) -> &Arc<dyn Transport> {
+        match destination.kind() {
+            TransportKind::Http => &self.http,
+            TransportKind::EventBridge => &self.eventbridge,
+            TransportKind::Sqs => &self.sqs,
+        }
+    }
+}
+
+/// The transport of a type this relay was given none for: every entry is
+/// a failed attempt naming it (retried on the schedule, dead past
+/// `max_attempts`), never delivered.
+#[derive(Debug, Clone, Copy)]
+pub struct Missing(pub TransportKind);
+
+#[async_trait]
+impl Transport for Missing {
+    async fn deliver(&self, request: DeliveryRequest<'_>) -> Vec<EntryOutcome> {
+        let reason = format!(
+            "destination {:?} is of type {}, and this relay has no {} transport",
+            request.destination.name, self.0, self.0
+        );
+        request
+            .entries
+            .iter()
+            .map(|_| EntryOutcome::retry(reason.clone()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_type_without_a_transport_is_retried_naming_it_never_delivered() {
+        let config = crate::config::HookboxConfig::parse(
+            r#"{"destinations": {"bus": {"type": "eventbridge", "bus": "orders"}}}"#,
+            "test",
+        )
+        .expect("valid");
+        let destination = config.destination("bus").expect("bus");
+        let transports = Transports::http(Arc::new(Missing(TransportKind::Http)));
+        let entry = Entry {
+            id: Uuid::nil(),
+            event_type: "order.paid",
+            aggregate_type: "order",
+            aggregate_id: "o-1",
+            payload: "{}",
+        };
+        let outcomes = transports
+            .of(destination)
+            .deliver(DeliveryRequest {
+                destination,
+                entries: &[entry, entry],
+                started_at: DateTime::<Utc>::UNIX_EPOCH,
+                timeout: Duration::from_secs(1),
+            })
+            .await;
+        assert_eq!(outcomes.len(), 2, "one outcome per entry");
+        for outcome in outcomes {
+            assert_eq!(
+                outcome,
+                EntryOutcome::retry(
+                    "destination \"bus\" is of type eventbridge, and this relay has no \
+                     eventbridge transport"
+                )
+            );
+        }
     }
 }

@@ -152,6 +152,16 @@ impl Relay {
         }
     }
 
+    /// The same relay delivering `kind` destinations through `transport`.
+    pub fn with_transport(
+        mut self,
+        kind: crate::config::TransportKind,
+        transport: Arc<dyn Transport>,
+    ) -> Self {
+        self.transports = self.transports.with(kind, transport);
+        self
+    }
+
     /// The same relay with another jitter source (tests).
     pub fn with_jitter(mut self, jitter: Arc<dyn Jitter>) -> Self {
         self.jitter = jitter;
