@@ -9,6 +9,7 @@ pub mod admin;
 pub mod blob;
 pub mod clock;
 pub mod config;
+pub mod delivery;
 pub mod example;
 pub mod failpoint;
 pub mod inbox;

@@ -8,7 +8,8 @@ use std::time::Duration;
 use chrono::TimeZone;
 use hookbox::clock::ManualClock;
 use hookbox::config::{
-    ConfigError, ConfigSource, ConfigStore, EventIdSource, HookboxConfig, SecretsManager,
+    ConfigError, ConfigSource, ConfigStore, EventIdSource, HookboxConfig, SecretsManager, Target,
+    TransportKind,
 };
 use hookbox::signature::SchemeKind;
 
@@ -561,4 +562,133 @@ async fn callers_never_wait_for_another_callers_refresh() {
         2,
         "one refresh"
     );
+}
+
+#[test]
+fn eventbridge_and_sqs_destinations_parse_with_their_defaults() {
+    let config = HookboxConfig::parse(
+        &serde_json::json!({"destinations": {
+            "bus": {"type": "eventbridge", "bus": "orders"},
+            "bus-arn": {"type": "eventbridge",
+                        "bus": "arn:aws:events:eu-west-1:123456789012:event-bus/orders",
+                        "source": "shop.orders", "max_entry_bytes": 1_048_576},
+            "queue": {"type": "sqs",
+                      "queue_url": "https://sqs.eu-west-1.amazonaws.com/123456789012/orders"},
+            "fifo": {"type": "sqs", "ordered": true,
+                     "queue_url": "http://127.0.0.1:5000/123456789012/orders.fifo"},
+            "web": {"type": "http", "url": "https://x.example/", "secrets": [DEMO_SECRET]},
+        }})
+        .to_string(),
+        "test.json",
+    )
+    .expect("valid");
+    let kinds: Vec<(&str, TransportKind)> = config
+        .destinations()
+        .map(|d| (d.name.as_str(), d.kind()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("bus", TransportKind::EventBridge),
+            ("bus-arn", TransportKind::EventBridge),
+            ("fifo", TransportKind::Sqs),
+            ("queue", TransportKind::Sqs),
+            ("web", TransportKind::Http),
+        ]
+    );
+    let Target::EventBridge(bus) = &config.destination("bus").expect("bus").target else {
+        panic!("an eventbridge target");
+    };
+    assert_eq!(
+        (bus.bus.as_str(), bus.source.as_str(), bus.max_entry_bytes),
+        ("orders", "hookbox", 256 * 1024)
+    );
+    let Target::EventBridge(arn) = &config.destination("bus-arn").expect("bus-arn").target else {
+        panic!("an eventbridge target");
+    };
+    assert_eq!(
+        (arn.source.as_str(), arn.max_entry_bytes),
+        ("shop.orders", 1_048_576)
+    );
+    let Target::Sqs(queue) = &config.destination("queue").expect("queue").target else {
+        panic!("an sqs target");
+    };
+    assert!(!queue.fifo);
+    let fifo = config.destination("fifo").expect("fifo");
+    assert!(matches!(&fifo.target, Target::Sqs(q) if q.fifo && q.max_entry_bytes == 256 * 1024));
+    assert!(fifo.ordered && fifo.http().is_none());
+    assert!(config.destination("web").expect("web").http().is_some());
+}
+
+#[test]
+fn invalid_eventbridge_and_sqs_destinations_name_the_destination_and_field() {
+    for (destination, expected) in [
+        (
+            serde_json::json!({ "type": "kinesis", "url": "https://x.example/" }),
+            "destination \"crm\": type: \"kinesis\" is not a destination type (one of http, eventbridge, sqs)",
+        ),
+        (
+            serde_json::json!({ "type": "eventbridge" }),
+            "destination \"crm\": bus: an eventbridge destination needs its bus",
+        ),
+        (
+            serde_json::json!({ "type": "eventbridge", "bus": "orders", "url": "https://x.example/" }),
+            "destination \"crm\": url: is not a field of eventbridge destinations",
+        ),
+        (
+            serde_json::json!({ "type": "eventbridge", "bus": "orders", "secrets": [DEMO_SECRET] }),
+            "destination \"crm\": secrets: is not a field of eventbridge destinations",
+        ),
+        (
+            serde_json::json!({ "type": "eventbridge", "bus": "my bus" }),
+            "destination \"crm\": bus: \"my bus\": a bus name is 1 to 256",
+        ),
+        (
+            serde_json::json!({ "type": "eventbridge", "bus": "arn:aws:sqs:eu-west-1:123456789012:q" }),
+            "destination \"crm\": bus: \"arn:aws:sqs:eu-west-1:123456789012:q\" is not an event bus ARN",
+        ),
+        (
+            serde_json::json!({ "type": "eventbridge", "bus": "orders", "source": "aws.s3" }),
+            "destination \"crm\": source: \"aws.s3\": sources starting with \"aws.\" are reserved",
+        ),
+        (
+            serde_json::json!({ "type": "eventbridge", "bus": "orders", "max_entry_bytes": 2_097_152 }),
+            "destination \"crm\": max_entry_bytes: 2097152 is outside 1024..=1048576",
+        ),
+        (
+            serde_json::json!({ "type": "sqs" }),
+            "destination \"crm\": queue_url: an sqs destination needs its queue URL",
+        ),
+        (
+            serde_json::json!({ "type": "sqs", "queue_url": "orders" }),
+            "destination \"crm\": queue_url: \"orders\" is not a URL",
+        ),
+        (
+            serde_json::json!({ "type": "sqs", "queue_url": "https://sqs.eu-west-1.amazonaws.com/orders" }),
+            "destination \"crm\": queue_url: \"https://sqs.eu-west-1.amazonaws.com/orders\" is not a queue URL",
+        ),
+        (
+            serde_json::json!({ "type": "sqs", "queue_url": "https://sqs.eu-west-1.amazonaws.com/1/or ders" }),
+            "destination \"crm\": queue_url:",
+        ),
+        (
+            serde_json::json!({ "type": "sqs", "queue_url": "https://q.example/1/q", "bus": "b" }),
+            "destination \"crm\": bus: is not a field of sqs destinations",
+        ),
+        (
+            serde_json::json!({ "type": "http", "secrets": [DEMO_SECRET] }),
+            "destination \"crm\": url: an http destination needs its url",
+        ),
+        (
+            serde_json::json!({ "url": "https://x.example/", "secrets": [DEMO_SECRET], "max_entry_bytes": 1024 }),
+            "destination \"crm\": max_entry_bytes: is not a field of http destinations",
+        ),
+    ] {
+        let error = destination_error(destination);
+        assert!(
+            error.starts_with(expected),
+            "{error}\n  expected: {expected}"
+        );
+        assert!(!error.contains("whsec_"), "no secret in errors: {error}");
+    }
 }

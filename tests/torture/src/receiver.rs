@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use hookbox::config::Destination;
+use hookbox::config::{Destination, HttpTarget, Target};
 use hookbox::relay::{HttpSender, OutboundRequest, SendOutcome, WebhookSender};
 
 /// The destination that is gone.
@@ -53,9 +53,17 @@ impl Tarpit {
     /// `request`, sent to the tarpit instead of its destination (the SSRF
     /// guard told that loopback is this destination's network).
     async fn send(&self, request: OutboundRequest<'_>) -> SendOutcome {
+        let secrets = request
+            .destination
+            .http()
+            .map(|http| http.secrets.clone())
+            .unwrap_or_default();
         let destination = Destination {
-            url: self.url.clone(),
-            allowed_networks: vec!["127.0.0.1/32".parse().unwrap_or_else(|e| panic!("{e}"))],
+            target: Target::Http(HttpTarget {
+                url: self.url.clone(),
+                secrets,
+                allowed_networks: vec!["127.0.0.1/32".parse().unwrap_or_else(|e| panic!("{e}"))],
+            }),
             ..request.destination.clone()
         };
         self.http

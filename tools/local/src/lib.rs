@@ -593,7 +593,7 @@ mod tests {
         assert!(config.partner(DEMO_PARTNER).is_some());
         let downstream = config.destination(DOWNSTREAM).expect("destination");
         assert_eq!(
-            downstream.url.as_str(),
+            downstream.http().expect("an http destination").url.as_str(),
             "http://127.0.0.1:3000/webhooks/demo-downstream"
         );
     }

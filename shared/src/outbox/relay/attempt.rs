@@ -1,5 +1,6 @@
 //! One delivery attempt: the payload read (from the row, in pieces, or from
-//! the blob store), signed, POSTed, and what comes of it.
+//! the blob store), handed to the destination's transport, and what comes
+//! of it.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -8,12 +9,11 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::Semaphore;
 
-use super::sender::{OutboundRequest, SendOutcome};
 use super::{Relay, backoff, chrono_duration};
 use crate::config::Destination;
+use crate::delivery::{DeliveryRequest, Entry, EntryOutcome, Verdict};
 use crate::outbox::payload::{self, PayloadStorage};
 use crate::outbox::{AttemptDetail, DeliveryOutcome, DeliveryResult, OutboxRow};
-use crate::signature::sign_standard_webhooks;
 
 /// What an attempt came to, for the batch's report.
 #[derive(Debug, Clone, Copy)]
@@ -195,121 +195,105 @@ impl Relay {
         if left < self.settings.min_request_time {
             return not_attempted(start);
         }
-        let webhook_id = row.id.to_string();
-        let headers = match sign_standard_webhooks(
-            &webhook_id,
-            start,
-            payload.as_bytes(),
-            &destination.secrets,
-        ) {
-            Ok(headers) => headers,
-            Err(e) => {
-                let error = format!("cannot sign for destination {:?}: {e}", destination.name);
-                return self.failure(row, Some(destination), attempt, error, None, None, false);
-            }
-        };
         let timeout = destination.timeout.min(left);
+        let entries = [Entry {
+            id: row.id,
+            event_type: &row.event_type,
+            aggregate_type: &row.aggregate_type,
+            aggregate_id: &row.aggregate_id,
+            payload: &payload,
+        }];
         let started = std::time::Instant::now();
-        let sent = self
-            .sender
-            .send(OutboundRequest {
+        let outcome = self
+            .transports
+            .of(destination)
+            .deliver(DeliveryRequest {
                 destination,
-                headers,
-                body: &payload,
+                entries: &entries,
+                started_at: start,
                 timeout,
             })
-            .await;
+            .await
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| {
+                EntryOutcome::retry(format!(
+                    "the transport of destination {:?} gave no outcome for the entry",
+                    destination.name
+                ))
+            });
         crate::failpoint::hit!(crate::failpoint::RELAY_AFTER_POST);
         let detail = AttemptDetail {
             started_at: start,
             latency: started.elapsed(),
-            response_excerpt: match &sent {
-                SendOutcome::Response { body_excerpt, .. } if !body_excerpt.is_empty() => {
-                    Some(body_excerpt.clone())
-                }
-                _ => None,
-            },
+            response_excerpt: outcome.response_excerpt.clone(),
         };
-        let span_fields = (row.id, destination.name.as_str(), attempt);
-        let (mut result, kind) = match sent {
-            SendOutcome::Response { status, .. } if (200..300).contains(&status) => {
-                tracing::info!(outbox_id = %span_fields.0, destination = span_fields.1, attempt, status, "delivered");
+        let EntryOutcome {
+            verdict,
+            status_code,
+            gone,
+            refused,
+            ..
+        } = outcome;
+        let (mut result, kind) = match verdict {
+            Verdict::Delivered => {
+                tracing::info!(outbox_id = %row.id, destination = %destination.name, attempt, status = status_code, "delivered");
                 (
                     DeliveryResult {
                         id: row.id,
                         outcome: DeliveryOutcome::Delivered,
-                        status_code: Some(status),
+                        status_code,
                         error: None,
                         attempt: None,
                     },
                     Kind::Delivered,
                 )
             }
-            SendOutcome::Response { status: 410, .. } => {
-                tracing::warn!(
-                    outbox_id = %row.id,
-                    destination = %destination.name,
-                    attempt,
-                    "destination is gone (410): the row is dead; later rows will be refused too \
-                     until the destination is reconfigured"
-                );
+            Verdict::Dead { reason } => {
+                if gone {
+                    tracing::warn!(
+                        outbox_id = %row.id,
+                        destination = %destination.name,
+                        attempt,
+                        "destination is gone (410): the row is dead; later rows will be refused \
+                         too until the destination is reconfigured"
+                    );
+                } else {
+                    tracing::warn!(
+                        outbox_id = %row.id,
+                        destination = %destination.name,
+                        attempt,
+                        error = %reason,
+                        "the destination refused the entry for good: the row is dead"
+                    );
+                }
                 (
                     DeliveryResult {
                         id: row.id,
                         outcome: DeliveryOutcome::Dead,
-                        status_code: Some(410),
-                        error: Some(format!(
-                            "410 Gone: destination {:?} says this endpoint no longer exists",
-                            destination.name
-                        )),
+                        status_code,
+                        error: Some(reason),
                         attempt: None,
                     },
                     Kind::Dead {
-                        gone: true,
-                        refused: false,
+                        gone,
+                        refused,
                         unreadable: false,
                     },
                 )
             }
-            SendOutcome::Response {
-                status,
-                retry_after,
-                body_excerpt,
-            } => {
-                let mut error = format!("HTTP {status}");
-                if !body_excerpt.is_empty() {
-                    error.push_str(": ");
-                    error.push_str(&super::sender::short_excerpt(&body_excerpt));
+            Verdict::Retry { after, reason } => {
+                if refused {
+                    tracing::error!(outbox_id = %row.id, destination = %destination.name, "{reason}");
                 }
-                let retry_after = match status {
-                    429 | 503 => retry_after
-                        .as_deref()
-                        .and_then(|v| backoff::parse_retry_after(v, self.clock.now())),
-                    _ => None,
-                };
                 self.failure(
                     row,
                     Some(destination),
                     attempt,
-                    error,
-                    Some(status),
-                    retry_after,
-                    false,
-                )
-            }
-            SendOutcome::Failed { error } => {
-                self.failure(row, Some(destination), attempt, error, None, None, false)
-            }
-            SendOutcome::Refused(refused) => {
-                tracing::error!(outbox_id = %row.id, destination = %destination.name, "{refused}");
-                self.failure(
-                    row,
-                    Some(destination),
-                    attempt,
-                    refused.to_string(),
-                    None,
-                    None,
-                    true,
+                    reason,
+                    status_code,
+                    after,
+                    refused,
                 )
             }
         };

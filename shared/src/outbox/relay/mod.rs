@@ -54,10 +54,8 @@ pub mod backoff;
 mod batch;
 mod fairness;
 mod flights;
-pub mod guard;
 mod lanes;
 mod report;
-pub mod sender;
 pub mod settings;
 
 use std::fmt;
@@ -73,11 +71,13 @@ use crate::outbox::ClaimRequest;
 use crate::queue::Queue;
 use crate::store::Database;
 
+pub use crate::delivery::{
+    HttpSender, HttpTransport, OutboundRequest, SendOutcome, Transport, Transports, WebhookSender,
+};
+pub use crate::delivery::{NetworkGuard, Refused, guard, http as sender};
 pub use crate::maintenance::{PurgeReport, SweepReport, retention};
 pub use backoff::{FixedJitter, Jitter, RandomJitter};
-pub use guard::{NetworkGuard, Refused};
 pub use report::{BatchReport, RunReport};
-pub use sender::{HttpSender, OutboundRequest, SendOutcome, WebhookSender};
 pub use settings::{RelaySettings, SettingsError};
 
 /// Waits between polls when nothing is due (tokio's sleep in production; a
@@ -117,7 +117,7 @@ impl Pause for ManualPause {
 pub struct Relay {
     pub(crate) db: Arc<dyn Database>,
     pub(crate) blobs: Arc<dyn BlobStore>,
-    pub(crate) sender: Arc<dyn WebhookSender>,
+    pub(crate) transports: Transports,
     pub(crate) queue: Option<Arc<dyn Queue>>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) jitter: Arc<dyn Jitter>,
@@ -129,7 +129,8 @@ pub struct Relay {
 impl Relay {
     /// A relay; `blobs` holds the payloads stored by reference (read before
     /// they are POSTed) and the objects retention deletes; `queue` is the
-    /// inbox queue for the sweeper (`None`: no sweeping).
+    /// inbox queue for the sweeper (`None`: no sweeping); HTTP destinations
+    /// are delivered by an [`HttpTransport`] POSTing through `sender`.
     pub fn new(
         db: Arc<dyn Database>,
         blobs: Arc<dyn BlobStore>,
@@ -141,7 +142,7 @@ impl Relay {
         Self {
             db,
             blobs,
-            sender,
+            transports: Transports::http(Arc::new(HttpTransport::new(sender, clock.clone()))),
             queue,
             clock,
             jitter: Arc::new(RandomJitter),
@@ -149,6 +150,16 @@ impl Relay {
             slots: Arc::default(),
             fairness: Arc::default(),
         }
+    }
+
+    /// The same relay delivering `kind` destinations through `transport`.
+    pub fn with_transport(
+        mut self,
+        kind: crate::config::TransportKind,
+        transport: Arc<dyn Transport>,
+    ) -> Self {
+        self.transports = self.transports.with(kind, transport);
+        self
     }
 
     /// The same relay with another jitter source (tests).
