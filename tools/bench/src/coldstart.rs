@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use hookbox_testkit::coldstart::{self, FUNCTIONS, MIN_RUNS};
+use hookbox_testkit::coldstart::{self, MIN_RUNS};
 
 use crate::report::{Figure, Goal};
 
