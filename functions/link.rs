@@ -15,11 +15,17 @@
 //! position-independent (`-C relocation-model=static` cannot build this
 //! workspace: a dependency links a cdylib); the linker resolves their GOT
 //! entries at link time instead of leaving them to the loader.
+//!
+//! `HOOKBOX_LINK_PIE=1` at build time keeps rustc's default (PIE) for the
+//! bootstraps too: the "before" of the cold-start comparison in
+//! BENCHMARKS.md, built from the same source.
 
 fn main() {
     println!("cargo::rerun-if-changed=../link.rs");
+    println!("cargo::rerun-if-env-changed=HOOKBOX_LINK_PIE");
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
-    if os == "linux" {
+    let keep_pie = std::env::var("HOOKBOX_LINK_PIE").is_ok_and(|v| v == "1");
+    if os == "linux" && !keep_pie {
         println!("cargo::rustc-link-arg-bins=-no-pie");
     }
 }
