@@ -42,6 +42,11 @@
    calls (DATA_API_ACTIONS); no action anywhere is a wildcard.
 8. Every schedule expression is well formed: rate(1 minute), rate(N
    minutes|hours|days) with N > 1, or cron(...) with six fields.
+9. The relay's destinations (on the translated template): events:PutEvents
+   is granted to the relay alone, on exactly the buses of the
+   RelayEventBusArns parameter; sqs:SendMessage, besides the inbox queue
+   (the sweeper), on exactly the queues of RelaySqsQueueArns; each
+   parameter's AllowedPattern takes one ARN per item and never a wildcard.
 
 Usage: python3 infra/check.py [TEMPLATE] (default infra/template.yaml).
 Prints OK and exits 0, or prints every problem and exits 1 (2 when
@@ -478,6 +483,53 @@ def check_schedules(template: dict) -> None:
                 problem(f"{name}.{ev_name}: schedule expression {expr!r} is not rate(1 minute), rate(N minutes) or cron(6 fields)")
 
 
+# The relay's destination permissions: action -> the parameter listing the
+# resources it may be granted on (besides the inbox queue for SendMessage).
+DESTINATION_GRANTS = {
+    "events:PutEvents": "RelayEventBusArns",
+    "sqs:SendMessage": "RelaySqsQueueArns",
+}
+ARN_SAMPLES = {
+    "RelayEventBusArns": "arn:aws:events:eu-west-1:123456789012:event-bus/orders",
+    "RelaySqsQueueArns": "arn:aws:sqs:eu-west-1:123456789012:orders.fifo",
+}
+
+
+def check_relay_destinations(template: dict, cfn: dict) -> None:
+    params = template.get("Parameters") or {}
+    for name, sample in ARN_SAMPLES.items():
+        pattern = (params.get(name) or {}).get("AllowedPattern")
+        if not pattern:
+            problem(f"parameter {name} is missing or has no AllowedPattern")
+            continue
+        if not re.fullmatch(pattern, sample) or not re.fullmatch(pattern, ""):
+            problem(f"parameter {name}: AllowedPattern refuses an ARN ({sample}) or the empty default")
+        for wild in ("*", sample.rsplit(":", 1)[0] + ":*", sample[:-1] + "*", "arn:aws:sqs:*:123456789012:q"):
+            if re.fullmatch(pattern, wild):
+                problem(f"parameter {name}: AllowedPattern accepts the wildcard {wild!r}")
+    resources = cfn.get("Resources") or {}
+    for role, res in resources.items():
+        if res.get("Type") != "AWS::IAM::Role":
+            continue
+        for st in role_statements(resources, role):
+            actions = as_list(st.get("Action", []))
+            for action, param in DESTINATION_GRANTS.items():
+                if action not in actions:
+                    continue
+                allowed = [{"Ref": param}]
+                if action == "sqs:SendMessage":
+                    allowed.append({"Fn::GetAtt": ["InboxQueue", "Arn"]})
+                if role != "RelayFunctionRole" and action == "events:PutEvents":
+                    problem(f"{role}: {action} is the relay's alone")
+                if st.get("Resource") not in allowed:
+                    problem(f"{role}: {action} on {st.get('Resource')!r}, not exactly the {param} parameter")
+    relay = role_statements(resources, "RelayFunctionRole")
+    for action, param in DESTINATION_GRANTS.items():
+        if not any(action in as_list(st.get("Action", [])) and st.get("Resource") == {"Ref": param} for st in relay):
+            problem(f"RelayFunctionRole: no {action} on the {param} parameter (destinations of that type could never be reached)")
+    notes.append("relay destinations: events:PutEvents and sqs:SendMessage on exactly the parameters' ARNs")
+
+
 def lint_translated(cfn: dict) -> None:
     """cfn-lint on the translated (plain CloudFormation) template: newer
     cfn-lint releases no longer run the SAM transform themselves."""
@@ -505,6 +557,7 @@ def main() -> int:
     if cfn is not None:
         check_translated(cfn)
         check_secrets_and_data_api(template, cfn)
+        check_relay_destinations(template, cfn)
         lint_translated(cfn)
     check_schedules(template)
     check_functions(template)

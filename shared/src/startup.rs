@@ -21,7 +21,7 @@
 //! pay instead of every cold start. Credentials are resolved by the SDK on
 //! the first call in any case.
 
-mod lazy;
+pub(crate) mod lazy;
 mod runtime_api;
 
 use std::fmt;
@@ -35,7 +35,10 @@ use crate::blob::fs::FsBlobStore;
 use crate::blob::s3::S3BlobStore;
 use crate::blob::{self, BlobConfigError, BlobStore};
 use crate::clock::{Clock, SystemClock};
-use crate::config::{ConfigError, ConfigSource, ConfigStore, SecretStore, SecretsManager};
+use crate::config::{
+    ConfigError, ConfigSource, ConfigStore, SecretStore, SecretsManager, TransportKind,
+};
+use crate::delivery::{self, Coalescing, EventBridgeTransport, SqsTransport, Transport};
 use crate::inbox::body;
 use crate::inbox::ingest::{self, Ingest};
 use crate::queue::Queue;
@@ -241,6 +244,45 @@ impl Startup {
                     as Arc<dyn BlobStore>
             }
         })))
+    }
+
+    /// The relay's AWS transports, coalescing a claim's entries ten to a
+    /// call: SQS and EventBridge, each client built on first use (a relay
+    /// with only HTTP destinations never builds one; cold start does not
+    /// grow). An over-large envelope refers to its payload's object in the
+    /// blob store's bucket (or directory).
+    pub fn aws_transports(&self) -> [(TransportKind, Arc<dyn Transport>); 2] {
+        let bucket = match blob::location_from_env(self.env()) {
+            Ok(blob::Location::Bucket(bucket)) => Some(bucket),
+            Ok(blob::Location::Dir(dir)) => Some(dir.display().to_string()),
+            Err(_) => None,
+        };
+        let aws = self.aws.clone();
+        let sqs = SqsTransport::lazy(
+            move || {
+                let aws = aws.clone();
+                async move { Arc::new(SqsTransport::client(&aws.get().await)) }
+            },
+            bucket.clone(),
+        );
+        let aws = self.aws.clone();
+        let eventbridge = EventBridgeTransport::lazy(
+            move || {
+                let aws = aws.clone();
+                async move { Arc::new(EventBridgeTransport::client(&aws.get().await)) }
+            },
+            bucket,
+        );
+        [
+            (
+                TransportKind::Sqs,
+                Arc::new(Coalescing::new(sqs, delivery::MAX_BATCH)),
+            ),
+            (
+                TransportKind::EventBridge,
+                Arc::new(Coalescing::new(eventbridge, delivery::MAX_BATCH)),
+            ),
+        ]
     }
 
     /// The ingest use case: partners, database, queue, blob store, the

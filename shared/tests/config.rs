@@ -653,7 +653,11 @@ fn invalid_eventbridge_and_sqs_destinations_name_the_destination_and_field() {
         ),
         (
             serde_json::json!({ "type": "eventbridge", "bus": "orders", "max_entry_bytes": 2_097_152 }),
-            "destination \"crm\": max_entry_bytes: 2097152 is outside 1024..=1048576",
+            "destination \"crm\": max_entry_bytes: 2097152 is outside 65536..=1048576",
+        ),
+        (
+            serde_json::json!({ "type": "sqs", "queue_url": "https://sqs.eu-west-1.amazonaws.com/123456789012/q", "max_entry_bytes": 1024 }),
+            "destination \"crm\": max_entry_bytes: 1024 is outside 65536..=1048576",
         ),
         (
             serde_json::json!({ "type": "sqs" }),

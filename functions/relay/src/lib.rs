@@ -40,14 +40,14 @@ impl RelayFunction {
     /// The relay of a Lambda sandbox (see `hookbox::startup`): its settings
     /// (leases name the sandbox that holds them), the destinations, the
     /// database, the blob store, the inbox queue (the sweeper sends stranded
-    /// rows there) and the HTTP sender.
+    /// rows there), the HTTP sender and the SQS and EventBridge transports.
     pub async fn from_startup(start: &Startup) -> Result<Self, StartupError> {
         let worker = format!("relay-{}", uuid::Uuid::new_v4().simple());
         let settings = RelaySettings::from_env(worker, start.env())
             .map_err(|e| StartupError::settings("relay settings", e))?;
         let config = start.partners().await?;
         let queue: Arc<dyn Queue> = start.queue().await?;
-        let relay = Relay::new(
+        let mut relay = Relay::new(
             start.database().await?,
             start.blobs().await?,
             Arc::new(HttpSender::default()),
@@ -55,6 +55,10 @@ impl RelayFunction {
             start.clock(),
             settings,
         );
+        // SQS and EventBridge destinations: clients built on first use
+        for (kind, transport) in start.aws_transports() {
+            relay = relay.with_transport(kind, transport);
+        }
         Ok(Self::new(
             relay,
             config,

@@ -86,7 +86,7 @@ pub use secrets_manager::{SecretStore, SecretsManager};
 pub use source::ConfigSource;
 pub use target::{
     DEFAULT_EVENTBRIDGE_SOURCE, DEFAULT_MAX_ENTRY_BYTES, EventBridgeTarget, HttpTarget,
-    MAX_MAX_ENTRY_BYTES, SqsTarget, Target, TransportKind, redacted_url,
+    MAX_MAX_ENTRY_BYTES, MIN_MAX_ENTRY_BYTES, SqsTarget, Target, TransportKind, redacted_url,
 };
 
 use destination::RawDestination;

@@ -19,6 +19,11 @@ pub const DEFAULT_MAX_ENTRY_BYTES: usize = 256 * 1024;
 /// Largest `max_entry_bytes` accepted: 1 MiB, the services' limit.
 pub const MAX_MAX_ENTRY_BYTES: usize = 1024 * 1024;
 
+/// Smallest `max_entry_bytes` accepted: 64 KiB, so an envelope whose payload
+/// is in the row (at most 40 KiB of JSON) always fits, and only a payload
+/// already in the blob store is ever sent by reference.
+pub const MIN_MAX_ENTRY_BYTES: usize = 64 * 1024;
+
 /// Default EventBridge `Source` of the events hookbox puts on a bus.
 pub const DEFAULT_EVENTBRIDGE_SOURCE: &str = "hookbox";
 
@@ -319,12 +324,12 @@ impl RawTarget {
 fn max_entry_bytes(value: Option<usize>) -> Result<usize, FieldError> {
     match value {
         None => Ok(DEFAULT_MAX_ENTRY_BYTES),
-        Some(n) if (1_024..=MAX_MAX_ENTRY_BYTES).contains(&n) => Ok(n),
+        Some(n) if (MIN_MAX_ENTRY_BYTES..=MAX_MAX_ENTRY_BYTES).contains(&n) => Ok(n),
         Some(n) => Err(field(
             "max_entry_bytes",
             format!(
-                "{n} is outside 1024..={MAX_MAX_ENTRY_BYTES} (1 MiB, the services' limit; \
-                 256 KiB where older SDKs or regions are in play)"
+                "{n} is outside {MIN_MAX_ENTRY_BYTES}..={MAX_MAX_ENTRY_BYTES} (1 MiB, the \
+                 services' limit; 256 KiB where older SDKs or regions are in play)"
             ),
         )),
     }

@@ -421,6 +421,7 @@ mod tests {
             aggregate_type: "order",
             aggregate_id: "o-1",
             payload: "{}",
+            blob: None,
         }];
         let mut outcomes = transport
             .deliver(DeliveryRequest {

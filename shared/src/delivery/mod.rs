@@ -14,13 +14,26 @@
 //!   statuses map onto outcomes (2xx delivered, 410 dead and gone, any
 //!   other answer or none retried, a 429/503 `Retry-After` passed on).
 //! - `guard`: the SSRF guard the HTTP adapter resolves names through.
+//! - `sqs` and `eventbridge`: [`SqsTransport`] (SendMessageBatch) and
+//!   [`EventBridgeTransport`] (PutEvents) send each entry as an
+//!   [`envelope`], ten to a call; an entry the service refuses for good is
+//!   dead with its error code and message, a throttled or failed one
+//!   retried (`aws` holds what the two share).
+//! - `coalesce`: [`Coalescing`] gathers the single-entry deliveries the
+//!   relay starts together into batches for a transport that takes them.
 //!
 //! A new transport is a file here implementing [`Transport`], a
 //! [`TransportKind`] with its fields in `config/target.rs`, and a line in
-//! [`Transports::of`] (docs/relay.md, "Transports").
+//! [`Transports::of`] and in `Startup::aws_transports` (docs/relay.md,
+//! "Transports").
 
+pub(crate) mod aws;
+pub mod coalesce;
+pub mod envelope;
+pub mod eventbridge;
 pub mod guard;
 pub mod http;
+pub mod sqs;
 
 use std::fmt;
 use std::sync::Arc;
@@ -30,10 +43,15 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use crate::blob::BlobRef;
 use crate::config::{Destination, TransportKind};
 
+pub use aws::MAX_BATCH;
+pub use coalesce::Coalescing;
+pub use eventbridge::EventBridgeTransport;
 pub use guard::{NetworkGuard, Refused};
 pub use http::{HttpSender, HttpTransport, OutboundRequest, SendOutcome, WebhookSender};
+pub use sqs::SqsTransport;
 
 /// One outbox row to deliver.
 #[derive(Debug, Clone, Copy)]
@@ -49,6 +67,9 @@ pub struct Entry<'a> {
     pub aggregate_id: &'a str,
     /// The JSON payload, exactly the bytes to send (and sign).
     pub payload: &'a str,
+    /// The payload's object, when it is in the blob store: an envelope too
+    /// large for its destination refers to it instead of carrying it.
+    pub blob: Option<&'a BlobRef>,
 }
 
 /// A batch of entries for one destination.
@@ -225,6 +246,7 @@ mod tests {
             aggregate_type: "order",
             aggregate_id: "o-1",
             payload: "{}",
+            blob: None,
         };
         let outcomes = transports
             .of(destination)

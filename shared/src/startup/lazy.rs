@@ -42,7 +42,7 @@ impl<T: ?Sized> Lazy<T> {
         }
     }
 
-    async fn get(&self) -> &Arc<T> {
+    pub(crate) async fn get(&self) -> &Arc<T> {
         self.cell.get_or_init(|| (self.make)()).await
     }
 }

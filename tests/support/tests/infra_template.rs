@@ -217,3 +217,32 @@ fn the_check_refuses_a_function_on_the_master_secret_or_with_extra_data_api_acti
         assert!(stderr.contains(expected), "{expected}\n{stderr}");
     }
 }
+
+#[test]
+fn the_check_refuses_a_relay_destination_grant_beyond_the_parameters() {
+    // PutEvents on every bus of the account instead of the listed ones
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "                Resource: !Ref RelayEventBusArns\n",
+            "                Resource: !Sub \"arn:aws:events:${AWS::Region}:${AWS::AccountId}:event-bus/*\"\n",
+            1,
+        )
+    });
+    assert!(
+        stderr.contains("RelayFunctionRole: events:PutEvents on")
+            && stderr.contains("not exactly the RelayEventBusArns parameter"),
+        "{stderr}"
+    );
+    // a parameter whose pattern lets a wildcard through
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            r#"[0-9]{12}:[A-Za-z0-9_-]+(\\.fifo)?)?$""#,
+            r#"[0-9]{12}:[A-Za-z0-9_*-]+(\\.fifo)?)?$""#,
+            1,
+        )
+    });
+    assert!(
+        stderr.contains("parameter RelaySqsQueueArns: AllowedPattern accepts the wildcard"),
+        "{stderr}"
+    );
+}

@@ -202,6 +202,10 @@ impl Relay {
             aggregate_type: &row.aggregate_type,
             aggregate_id: &row.aggregate_id,
             payload: &payload,
+            blob: match &row.payload_storage {
+                PayloadStorage::Blob(blob) => Some(blob),
+                _ => None,
+            },
         }];
         let started = std::time::Instant::now();
         let outcome = self

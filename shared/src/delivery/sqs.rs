@@ -1,0 +1,286 @@
+//! The SQS transport: each entry is an [`envelope`](super::envelope) in one
+//! message, up to ten per SendMessageBatch (and no more bytes per call than
+//! the destination's `max_entry_bytes`, which SQS counts for the batch as
+//! for one message).
+//!
+//! A FIFO queue gets `MessageGroupId` = the aggregate (so one aggregate's
+//! messages are read in order; an aggregate id SQS would refuse as a group
+//! id, with characters other than printable ASCII or over 128 of them, is
+//! replaced by `sha256:` and its hash, the same for every message of that
+//! aggregate) and `MessageDeduplicationId` = the delivery id, so a retry
+//! inside SQS's 5-minute deduplication window is not a second message.
+//!
+//! Outcomes: an entry in `Successful` is delivered; one in `Failed` is
+//! retried when SQS says the fault is its own or the code is a throttle,
+//! else dead with SQS's code and message; a call that fails as a whole
+//! (timeout, network, 5xx, access denied) is a retry of each entry.
+//! moto accepts what SQS refuses (over-large bodies, any group id), so the
+//! limits are enforced here, before the call.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_sqs::Client;
+use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
+use sha2::{Digest, Sha256};
+
+use super::aws::{self, MAX_BATCH};
+use super::{DeliveryRequest, Entry, EntryOutcome, Transport, envelope};
+use crate::config::{SqsTarget, Target};
+use crate::startup::lazy::Lazy;
+
+/// Longest FIFO `MessageGroupId` SQS takes.
+const MAX_GROUP_ID_CHARS: usize = 128;
+
+/// The SQS transport (behind [`super::Coalescing`] in a relay, so a claim's
+/// entries go ten to a call).
+pub struct SqsTransport {
+    client: Lazy<Client>,
+    bucket: Option<String>,
+}
+
+impl fmt::Debug for SqsTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqsTransport")
+            .field("client", &self.client)
+            .field("bucket", &self.bucket)
+            .finish()
+    }
+}
+
+impl SqsTransport {
+    /// Through `client`; an envelope too large for its destination refers
+    /// to its payload's object in `bucket` (the blob store's).
+    pub fn new(client: Client, bucket: Option<String>) -> Self {
+        Self::lazy(
+            move || {
+                let client = client.clone();
+                async move { Arc::new(client) }
+            },
+            bucket,
+        )
+    }
+
+    /// Through the client `make` builds on first use (not at init: cold
+    /// start does not pay for it).
+    pub fn lazy<F, Fut>(make: F, bucket: Option<String>) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Arc<Client>> + Send + 'static,
+    {
+        Self {
+            client: Lazy::new("SQS client", make),
+            bucket,
+        }
+    }
+
+    /// A client from an AWS configuration (`AWS_ENDPOINT_URL_SQS` honoured),
+    /// two attempts per call at most: the relay's schedule does the rest.
+    pub fn client(shared: &aws_config::SdkConfig) -> Client {
+        let config = aws_sdk_sqs::config::Builder::from(shared)
+            .retry_config(aws_sdk_sqs::config::retry::RetryConfig::standard().with_max_attempts(2))
+            .build();
+        Client::from_conf(config)
+    }
+}
+
+/// The FIFO group of an aggregate: its id when SQS takes it as one (1 to
+/// 128 printable ASCII characters), else `sha256:` and the id's hash.
+pub fn group_id(aggregate_id: &str) -> String {
+    let fits = (1..=MAX_GROUP_ID_CHARS).contains(&aggregate_id.len())
+        && aggregate_id.bytes().all(|b| b.is_ascii_graphic());
+    if fits {
+        aggregate_id.to_string()
+    } else {
+        format!("sha256:{}", hex::encode(Sha256::digest(aggregate_id)))
+    }
+}
+
+/// The queue's ARN, for an error naming the permission to grant
+/// (`https://sqs.{region}.amazonaws.com/{account}/{name}`), or its URL.
+fn queue_arn(queue_url: &str) -> String {
+    let parsed = reqwest::Url::parse(queue_url).ok();
+    let parts = parsed.as_ref().and_then(|url| {
+        let region = url.host_str()?.strip_prefix("sqs.")?.split('.').next()?;
+        let mut path = url.path_segments()?;
+        let account = path.next()?;
+        let name = path.next()?;
+        Some(format!("arn:aws:sqs:{region}:{account}:{name}"))
+    });
+    parts.unwrap_or_else(|| queue_url.to_string())
+}
+
+impl SqsTransport {
+    /// One SendMessageBatch of `bodies` (`(entry index, body)`), its
+    /// outcomes by entry index.
+    async fn call(
+        &self,
+        target: &SqsTarget,
+        entries: &[Entry<'_>],
+        bodies: &[(usize, String)],
+        timeout: Duration,
+    ) -> Vec<(usize, EntryOutcome)> {
+        let mut batch = Vec::with_capacity(bodies.len());
+        for (n, (i, body)) in bodies.iter().enumerate() {
+            let entry = &entries[*i];
+            let mut message = SendMessageBatchRequestEntry::builder()
+                .id(n.to_string())
+                .message_body(body);
+            if target.fifo {
+                message = message
+                    .message_group_id(group_id(entry.aggregate_id))
+                    .message_deduplication_id(entry.id.to_string());
+            }
+            match message.build() {
+                Ok(message) => batch.push(message),
+                // (only a missing id or body, which are always set)
+                Err(e) => {
+                    return bodies
+                        .iter()
+                        .map(|(i, _)| (*i, EntryOutcome::retry(format!("SQS request: {e}"))))
+                        .collect();
+                }
+            }
+        }
+        let client = self.client.get().await;
+        let send = client
+            .send_message_batch()
+            .queue_url(&target.queue_url)
+            .set_entries(Some(batch))
+            .send();
+        let arn = queue_arn(&target.queue_url);
+        let failed = |outcome: EntryOutcome| {
+            bodies
+                .iter()
+                .map(|(i, _)| (*i, outcome.clone()))
+                .collect::<Vec<_>>()
+        };
+        let output = match tokio::time::timeout(timeout, send).await {
+            Err(_) => {
+                return failed(aws::failed_call(
+                    "SQS",
+                    "SendMessageBatch",
+                    None,
+                    &format!("no answer within {timeout:?}"),
+                    "sqs:SendMessage",
+                    &arn,
+                ));
+            }
+            Ok(Err(e)) => {
+                let (code, message) = match &e {
+                    SdkError::ServiceError(ctx) => (
+                        ctx.err().code().map(str::to_string),
+                        ctx.err().message().unwrap_or_default().to_string(),
+                    ),
+                    _ => (None, aws::chain(&e)),
+                };
+                return failed(aws::failed_call(
+                    "SQS",
+                    "SendMessageBatch",
+                    code.as_deref(),
+                    &message,
+                    "sqs:SendMessage",
+                    &arn,
+                ));
+            }
+            Ok(Ok(output)) => output,
+        };
+        let index = |id: &str| id.parse::<usize>().ok().and_then(|n| bodies.get(n));
+        let mut outcomes = Vec::with_capacity(bodies.len());
+        for ok in output.successful() {
+            if let Some((i, _)) = index(ok.id()) {
+                outcomes.push((*i, EntryOutcome::delivered()));
+            }
+        }
+        for refused in output.failed() {
+            if let Some((i, _)) = index(refused.id()) {
+                outcomes.push((
+                    *i,
+                    aws::refused_entry(
+                        "SQS",
+                        refused.code(),
+                        refused.message().unwrap_or_default(),
+                        refused.sender_fault(),
+                    ),
+                ));
+            }
+        }
+        outcomes
+    }
+}
+
+#[async_trait]
+impl Transport for SqsTransport {
+    async fn deliver(&self, request: DeliveryRequest<'_>) -> Vec<EntryOutcome> {
+        let entries = request.entries;
+        let Target::Sqs(target) = &request.destination.target else {
+            let reason = format!(
+                "destination {:?} is not an sqs destination",
+                request.destination.name
+            );
+            return entries
+                .iter()
+                .map(|_| EntryOutcome::retry(&reason))
+                .collect();
+        };
+        let mut outcomes: Vec<Option<EntryOutcome>> = vec![None; entries.len()];
+        let mut bodies = Vec::with_capacity(entries.len());
+        for (i, entry) in entries.iter().enumerate() {
+            match envelope::build(entry, self.bucket.as_deref(), target.max_entry_bytes) {
+                Ok(body) => bodies.push((i, body)),
+                Err(e) => outcomes[i] = Some(EntryOutcome::dead(format!("{e}"))),
+            }
+        }
+        let sizes: Vec<usize> = bodies.iter().map(|(_, b)| b.len()).collect();
+        let calls = aws::calls(&sizes, target.max_entry_bytes);
+        debug_assert!(calls.iter().all(|c| c.len() <= MAX_BATCH));
+        let answers = futures::future::join_all(
+            calls
+                .into_iter()
+                .map(|call| self.call(target, entries, &bodies[call], request.timeout)),
+        )
+        .await;
+        for (i, outcome) in answers.into_iter().flatten() {
+            outcomes[i] = Some(outcome);
+        }
+        outcomes
+            .into_iter()
+            .map(|o| o.unwrap_or_else(|| EntryOutcome::retry("SQS gave no result for the entry")))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_aggregate_sqs_would_refuse_as_a_group_gets_a_stable_hash() {
+        assert_eq!(group_id("order-17/b:x"), "order-17/b:x");
+        let spaced = group_id("a b");
+        assert!(
+            spaced.starts_with("sha256:") && spaced.len() == 71,
+            "{spaced}"
+        );
+        assert_eq!(spaced, group_id("a b"), "the same for every message");
+        assert_ne!(group_id("é"), group_id("e"));
+        assert!(group_id("").starts_with("sha256:"));
+        assert!(group_id(&"x".repeat(129)).starts_with("sha256:"));
+        assert_eq!(group_id(&"x".repeat(128)), "x".repeat(128));
+    }
+
+    #[test]
+    fn a_queue_url_names_its_arn_in_a_permission_error() {
+        assert_eq!(
+            queue_arn("https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo"),
+            "arn:aws:sqs:eu-west-1:123456789012:orders.fifo"
+        );
+        assert_eq!(
+            queue_arn("http://127.0.0.1:5000/123456789012/q"),
+            "http://127.0.0.1:5000/123456789012/q"
+        );
+    }
+}

@@ -1,0 +1,712 @@
+//! The relay's AWS transports against moto: SQS (standard and FIFO) and
+//! EventBridge (observed through a rule whose target is an SQS queue).
+//! Entries go ten to a call; each message is the envelope with the
+//! delivery id; FIFO keeps one aggregate's order and drops a resend of the
+//! same delivery; the limits moto does not enforce are enforced by the
+//! adapters before any call; a service that is down retries every entry.
+//! Through both database adapters, a relay delivers 1,002 outbox rows (334
+//! events fanned out) to an HTTP sink, a bus and a FIFO queue: each row
+//! once, under its id, each FIFO group in order, one statement per batch.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_sdk_sqs::config::Credentials;
+use aws_sdk_sqs::config::SharedCredentialsProvider;
+use aws_sdk_sqs::types::QueueAttributeName;
+use chrono::{DateTime, Utc};
+use common::{Adapter, at, migrated_db};
+use hookbox::blob::{BlobKey, BlobRef};
+use hookbox::clock::ManualClock;
+use hookbox::config::HookboxConfig;
+use hookbox::config::{ConfigStore, TransportKind};
+use hookbox::delivery::{
+    Coalescing, DeliveryRequest, Entry, EntryOutcome, EventBridgeTransport, MAX_BATCH,
+    SqsTransport, Transport, Verdict,
+};
+use hookbox::outbox::{self, NewOutboxEvent};
+use hookbox::relay::RelaySettings;
+use hookbox::store::{Database, DbError, Executor, Params, Rows, Statement, Transaction};
+use hookbox_testkit::http_sink::HttpSink;
+use hookbox_testkit::moto;
+use uuid::Uuid;
+
+fn aws(endpoint: &str) -> SdkConfig {
+    SdkConfig::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+            "local", "local", None, None, "local",
+        )))
+        .build()
+}
+
+/// An owned entry, `Entry` borrows from it.
+struct Row {
+    id: Uuid,
+    event_type: String,
+    aggregate_id: String,
+    payload: String,
+    blob: Option<BlobRef>,
+}
+
+impl Row {
+    fn new(n: u128, aggregate: &str, payload: String) -> Self {
+        Self {
+            id: Uuid::from_u128(n),
+            event_type: "order.paid".into(),
+            aggregate_id: aggregate.into(),
+            payload,
+            blob: None,
+        }
+    }
+
+    fn entry(&self) -> Entry<'_> {
+        Entry {
+            id: self.id,
+            event_type: &self.event_type,
+            aggregate_type: "order",
+            aggregate_id: &self.aggregate_id,
+            payload: &self.payload,
+            blob: self.blob.as_ref(),
+        }
+    }
+}
+
+/// Delivers each row on its own, all at once (as the relay starts a claim's
+/// attempts), through `transport` to `destination` of `config`.
+async fn deliver_each(
+    transport: &dyn Transport,
+    config: &HookboxConfig,
+    destination: &str,
+    rows: &[Row],
+) -> Vec<EntryOutcome> {
+    let destination = config.destination(destination).expect("configured");
+    let deliveries = rows.iter().map(|row| async move {
+        let entries = [row.entry()];
+        let mut outcomes = transport
+            .deliver(DeliveryRequest {
+                destination,
+                entries: &entries,
+                started_at: DateTime::<Utc>::UNIX_EPOCH,
+                timeout: Duration::from_secs(10),
+            })
+            .await;
+        assert_eq!(outcomes.len(), 1, "one outcome per entry");
+        outcomes.remove(0)
+    });
+    futures::future::join_all(deliveries).await
+}
+
+async fn create_queue(sqs: &aws_sdk_sqs::Client, name: &str) -> (String, String) {
+    let mut create = sqs.create_queue().queue_name(name);
+    if name.ends_with(".fifo") {
+        create = create.attributes(QueueAttributeName::FifoQueue, "true");
+    }
+    let url = create
+        .send()
+        .await
+        .expect("create queue")
+        .queue_url()
+        .expect("url")
+        .to_string();
+    let arn = sqs
+        .get_queue_attributes()
+        .queue_url(&url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .expect("attributes")
+        .attributes()
+        .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
+        .expect("arn");
+    (url, arn)
+}
+
+/// Every message on the queue (received and deleted), bodies in order,
+/// with their FIFO group.
+async fn drain(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<(String, Option<String>)> {
+    let mut got = Vec::new();
+    while receive(sqs, url, &mut got, 0).await > 0 {}
+    got
+}
+
+/// `n` messages from the queue, read (and deleted) as they arrive, as a
+/// consumer does (moto's queues slow down as they fill: a FIFO send checks
+/// every message still queued).
+async fn consume(sqs: aws_sdk_sqs::Client, url: String, n: usize) -> Vec<(String, Option<String>)> {
+    let mut got = Vec::new();
+    let read = async {
+        while got.len() < n {
+            receive(&sqs, &url, &mut got, 1).await;
+        }
+    };
+    if tokio::time::timeout(Duration::from_secs(300), read)
+        .await
+        .is_err()
+    {
+        panic!("{url}: {} of {n} messages after 300 s", got.len());
+    }
+    got
+}
+
+/// One receive of up to ten messages (waiting up to `wait_s` for one),
+/// deleted once read: how many.
+async fn receive(
+    sqs: &aws_sdk_sqs::Client,
+    url: &str,
+    got: &mut Vec<(String, Option<String>)>,
+    wait_s: i32,
+) -> usize {
+    let group = aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId;
+    let out = sqs
+        .receive_message()
+        .queue_url(url)
+        .max_number_of_messages(10)
+        .wait_time_seconds(wait_s)
+        .message_system_attribute_names(group.clone())
+        .send()
+        .await
+        .expect("receive");
+    let messages = out.messages();
+    if messages.is_empty() {
+        return 0;
+    }
+    let mut delete = sqs.delete_message_batch().queue_url(url);
+    for (n, m) in messages.iter().enumerate() {
+        let group = m.attributes().and_then(|a| a.get(&group)).cloned();
+        got.push((m.body().unwrap_or_default().to_string(), group));
+        delete = delete.entries(
+            aws_sdk_sqs::types::DeleteMessageBatchRequestEntry::builder()
+                .id(n.to_string())
+                .receipt_handle(m.receipt_handle().unwrap_or_default())
+                .build()
+                .expect("entry"),
+        );
+    }
+    let deleted = delete.send().await.expect("delete");
+    assert!(deleted.failed().is_empty(), "{:?}", deleted.failed());
+    messages.len()
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).expect("JSON")
+}
+
+fn config(destinations: serde_json::Value) -> HookboxConfig {
+    HookboxConfig::parse(
+        &serde_json::json!({ "destinations": destinations }).to_string(),
+        "test",
+    )
+    .expect("valid")
+}
+
+/// Counts the calls made through it.
+#[derive(Debug)]
+struct Counted<T>(T, std::sync::atomic::AtomicUsize);
+
+#[async_trait::async_trait]
+impl<T: Transport> Transport for Counted<T> {
+    async fn deliver(&self, request: DeliveryRequest<'_>) -> Vec<EntryOutcome> {
+        self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.0.deliver(request).await
+    }
+}
+
+#[tokio::test]
+async fn sqs_gets_one_envelope_per_delivery_ten_to_a_call() {
+    let endpoint = moto::endpoint();
+    let sqs = moto::client(&endpoint);
+    let (url, _) = create_queue(&sqs, &moto::unique_name("relay-sqs")).await;
+    let config = config(serde_json::json!({ "q": { "type": "sqs", "queue_url": url } }));
+    let transport = Coalescing::new(
+        Counted(
+            SqsTransport::new(SqsTransport::client(&aws(&endpoint)), None),
+            Default::default(),
+        ),
+        MAX_BATCH,
+    );
+    let rows: Vec<Row> = (0..25u128)
+        .map(|n| Row::new(n, &format!("o-{}", n % 3), format!(r#"{{"n": {n}}}"#)))
+        .collect();
+    let outcomes = deliver_each(&transport, &config, "q", &rows).await;
+    assert!(
+        outcomes.iter().all(|o| *o == EntryOutcome::delivered()),
+        "{outcomes:?}"
+    );
+    assert_eq!(
+        transport
+            .inner()
+            .1
+            .load(std::sync::atomic::Ordering::Relaxed),
+        3,
+        "25 entries in 3 calls"
+    );
+    let got = drain(&sqs, &url).await;
+    let mut ids: Vec<String> = got
+        .iter()
+        .map(|(body, _)| {
+            let envelope = json(body);
+            assert_eq!(envelope["version"], 1);
+            assert_eq!(envelope["type"], "order.paid");
+            let id: Uuid = envelope["id"].as_str().expect("id").parse().expect("uuid");
+            assert_eq!(envelope["payload"]["n"], id.as_u128() as u64, "{body}");
+            id.to_string()
+        })
+        .collect();
+    ids.sort();
+    let mut sent: Vec<String> = rows.iter().map(|r| r.id.to_string()).collect();
+    sent.sort();
+    assert_eq!(ids, sent, "every delivery once");
+}
+
+#[tokio::test]
+async fn a_fifo_queue_keeps_each_aggregates_order_and_drops_a_resent_delivery() {
+    let endpoint = moto::endpoint();
+    let sqs = moto::client(&endpoint);
+    let (url, _) = create_queue(&sqs, &format!("{}.fifo", moto::unique_name("relay"))).await;
+    let config = config(serde_json::json!({ "f": { "type": "sqs", "queue_url": url } }));
+    let transport = SqsTransport::new(SqsTransport::client(&aws(&endpoint)), None);
+    let destination = config.destination("f").expect("f");
+    // one aggregate's rows in order (as an ordered destination sends them),
+    // one aggregate id SQS would refuse as a group id
+    let rows: Vec<Row> = (0..6u128)
+        .map(|n| {
+            let aggregate = if n % 2 == 0 { "o-1" } else { "kunde ü 2" };
+            Row::new(n, aggregate, format!(r#"{{"n": {n}}}"#))
+        })
+        .collect();
+    for chunk in rows.chunks(3) {
+        let entries: Vec<Entry<'_>> = chunk.iter().map(Row::entry).collect();
+        let outcomes = transport
+            .deliver(DeliveryRequest {
+                destination,
+                entries: &entries,
+                started_at: DateTime::<Utc>::UNIX_EPOCH,
+                timeout: Duration::from_secs(10),
+            })
+            .await;
+        assert!(
+            outcomes.iter().all(|o| *o == EntryOutcome::delivered()),
+            "{outcomes:?}"
+        );
+    }
+    // a retry of delivery 2 (its answer was lost): the same deduplication id
+    let again = [rows[2].entry()];
+    let outcomes = transport
+        .deliver(DeliveryRequest {
+            destination,
+            entries: &again,
+            started_at: DateTime::<Utc>::UNIX_EPOCH,
+            timeout: Duration::from_secs(10),
+        })
+        .await;
+    assert_eq!(outcomes, vec![EntryOutcome::delivered()]);
+    let got = drain(&sqs, &url).await;
+    let mut by_group: HashMap<String, Vec<u64>> = HashMap::new();
+    for (body, group) in &got {
+        let n = json(body)["payload"]["n"].as_u64().expect("n");
+        by_group
+            .entry(group.clone().expect("a group"))
+            .or_default()
+            .push(n);
+    }
+    assert_eq!(by_group.get("o-1"), Some(&vec![0, 2, 4]), "{got:?}");
+    let hashed = hookbox::delivery::sqs::group_id("kunde ü 2");
+    assert!(hashed.starts_with("sha256:"));
+    assert_eq!(by_group.get(&hashed), Some(&vec![1, 3, 5]), "{got:?}");
+    assert_eq!(got.len(), 6, "the resent delivery is not a second message");
+}
+
+#[tokio::test]
+async fn eventbridge_puts_the_envelope_as_detail_and_a_rule_delivers_it() {
+    let endpoint = moto::endpoint();
+    let sqs = moto::client(&endpoint);
+    let (url, arn) = create_queue(&sqs, &moto::unique_name("relay-bus-target")).await;
+    let events = aws_sdk_eventbridge::Client::new(&aws(&endpoint));
+    let bus = moto::unique_name("relay-bus");
+    events
+        .create_event_bus()
+        .name(&bus)
+        .send()
+        .await
+        .expect("create bus");
+    events
+        .put_rule()
+        .name("all-hookbox")
+        .event_bus_name(&bus)
+        .event_pattern(r#"{"source": ["shop.orders"]}"#)
+        .send()
+        .await
+        .expect("rule");
+    events
+        .put_targets()
+        .rule("all-hookbox")
+        .event_bus_name(&bus)
+        .targets(
+            aws_sdk_eventbridge::types::Target::builder()
+                .id("queue")
+                .arn(&arn)
+                .build()
+                .expect("target"),
+        )
+        .send()
+        .await
+        .expect("targets");
+    let config = config(serde_json::json!({
+        "bus": { "type": "eventbridge", "bus": bus, "source": "shop.orders" }
+    }));
+    let transport = Coalescing::new(
+        Counted(
+            EventBridgeTransport::new(EventBridgeTransport::client(&aws(&endpoint)), None),
+            Default::default(),
+        ),
+        MAX_BATCH,
+    );
+    let rows: Vec<Row> = (0..12u128)
+        .map(|n| Row::new(n, "o-1", format!(r#"{{"n": {n}}}"#)))
+        .collect();
+    let outcomes = deliver_each(&transport, &config, "bus", &rows).await;
+    assert!(
+        outcomes.iter().all(|o| *o == EntryOutcome::delivered()),
+        "{outcomes:?}"
+    );
+    assert_eq!(
+        transport
+            .inner()
+            .1
+            .load(std::sync::atomic::Ordering::Relaxed),
+        2,
+        "12 entries in 2 calls"
+    );
+    let got = drain(&sqs, &url).await;
+    assert_eq!(got.len(), 12, "{got:?}");
+    let mut ns = Vec::new();
+    for (body, _) in &got {
+        let event = json(body);
+        assert_eq!(event["source"], "shop.orders");
+        assert_eq!(event["detail-type"], "order.paid");
+        let detail = &event["detail"];
+        assert_eq!(detail["version"], 1);
+        let id: Uuid = detail["id"].as_str().expect("id").parse().expect("uuid");
+        assert_eq!(detail["payload"]["n"], id.as_u128() as u64);
+        ns.push(id.as_u128());
+    }
+    ns.sort_unstable();
+    assert_eq!(ns, (0..12).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn limits_moto_would_let_through_are_enforced_before_any_call() {
+    let endpoint = moto::endpoint();
+    let sqs = moto::client(&endpoint);
+    let (url, _) = create_queue(&sqs, &moto::unique_name("relay-limits")).await;
+    let config = config(serde_json::json!({
+        "q": { "type": "sqs", "queue_url": url, "max_entry_bytes": 65536 },
+        "bus": { "type": "eventbridge", "bus": "default", "max_entry_bytes": 65536 },
+    }));
+    let big = format!(r#"{{"s": "{}"}}"#, "x".repeat(70_000));
+    // in the blob store: sent by reference
+    let mut by_ref = Row::new(2, "o-1", big.clone());
+    by_ref.blob = Some(BlobRef {
+        key: BlobKey::content("outbox", "q", &hookbox::blob::sha256(big.as_bytes())).expect("key"),
+        size: big.len() as u64,
+        sha256: hookbox::blob::sha256(big.as_bytes()),
+    });
+    let rows = vec![
+        Row::new(1, "o-1", big.clone()),
+        by_ref,
+        Row::new(3, "o-1", "{}".into()),
+    ];
+    let sqs_transport =
+        SqsTransport::new(SqsTransport::client(&aws(&endpoint)), Some("blobs".into()));
+    let outcomes = deliver_each(&sqs_transport, &config, "q", &rows).await;
+    let Verdict::Dead { reason } = &outcomes[0].verdict else {
+        panic!(
+            "over the limit, not in the blob store: dead, {:?}",
+            outcomes[0]
+        );
+    };
+    assert!(
+        reason.contains("over the destination's max_entry_bytes of 65536"),
+        "{reason}"
+    );
+    assert_eq!(outcomes[1], EntryOutcome::delivered());
+    assert_eq!(outcomes[2], EntryOutcome::delivered());
+    let got = drain(&sqs, &url).await;
+    assert_eq!(got.len(), 2, "the refused entry was never sent");
+    let referred = got
+        .iter()
+        .map(|(body, _)| json(body))
+        .find(|e| e["id"] == Uuid::from_u128(2).to_string())
+        .expect("the large one");
+    assert_eq!(referred["payload_ref"]["bucket"], "blobs");
+    assert_eq!(referred["payload_ref"]["size"], big.len());
+    assert_eq!(
+        referred["payload_ref"]["sha256"],
+        hex::encode(hookbox::blob::sha256(big.as_bytes()))
+    );
+    // an event type EventBridge refuses as a DetailType
+    let events = EventBridgeTransport::new(EventBridgeTransport::client(&aws(&endpoint)), None);
+    let mut long = Row::new(4, "o-1", "{}".into());
+    long.event_type = "t".repeat(129);
+    let outcomes = deliver_each(&events, &config, "bus", &[long]).await;
+    assert!(
+        matches!(&outcomes[0].verdict, Verdict::Dead { reason } if reason.contains("DetailType")),
+        "{outcomes:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_service_that_is_down_retries_every_entry_naming_the_failure() {
+    let private = moto::Moto::start();
+    let endpoint = private.endpoint().to_string();
+    let sqs = moto::client(&endpoint);
+    let (url, _) = create_queue(&sqs, "down").await;
+    let config = config(serde_json::json!({
+        "q": { "type": "sqs", "queue_url": url },
+        "bus": { "type": "eventbridge", "bus": "default" },
+    }));
+    private.kill();
+    let rows: Vec<Row> = (0..3u128)
+        .map(|n| Row::new(n, "o-1", "{}".into()))
+        .collect();
+    let transports: [(&str, Arc<dyn Transport>); 2] = [
+        (
+            "q",
+            Arc::new(SqsTransport::new(
+                SqsTransport::client(&aws(&endpoint)),
+                None,
+            )),
+        ),
+        (
+            "bus",
+            Arc::new(EventBridgeTransport::new(
+                EventBridgeTransport::client(&aws(&endpoint)),
+                None,
+            )),
+        ),
+    ];
+    for (destination, transport) in transports {
+        let outcomes = deliver_each(transport.as_ref(), &config, destination, &rows).await;
+        for outcome in outcomes {
+            let Verdict::Retry { reason, .. } = &outcome.verdict else {
+                panic!("{destination}: a failed call is retried: {outcome:?}");
+            };
+            assert!(
+                reason.contains("SendMessageBatch failed") || reason.contains("PutEvents failed"),
+                "{destination}: {reason}"
+            );
+        }
+    }
+}
+
+/// A database that counts the statements and transaction calls reaching
+/// it (each one a call on the Data API).
+#[derive(Debug)]
+struct Counting {
+    db: Arc<dyn Database>,
+    calls: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Counting {
+    fn count(&self) {
+        self.calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+#[async_trait::async_trait]
+impl Executor for Counting {
+    async fn execute(&self, statement: &Statement, params: &Params) -> Result<Rows, DbError> {
+        self.count();
+        self.db.execute(statement, params).await
+    }
+}
+
+#[async_trait::async_trait]
+impl Database for Counting {
+    async fn begin(&self) -> Result<Box<dyn Transaction>, DbError> {
+        self.count();
+        self.db.begin().await
+    }
+}
+
+/// A bus whose rule sends every event of source `shop.orders` to a new
+/// queue: (bus name, the queue's URL).
+async fn observed_bus(endpoint: &str) -> (String, String) {
+    let sqs = moto::client(endpoint);
+    let (url, arn) = create_queue(&sqs, &moto::unique_name("bus-target")).await;
+    let events = aws_sdk_eventbridge::Client::new(&aws(endpoint));
+    let bus = moto::unique_name("bus");
+    events
+        .create_event_bus()
+        .name(&bus)
+        .send()
+        .await
+        .expect("create bus");
+    events
+        .put_rule()
+        .name("shop-orders")
+        .event_bus_name(&bus)
+        .event_pattern(r#"{"source": ["shop.orders"]}"#)
+        .send()
+        .await
+        .expect("rule");
+    events
+        .put_targets()
+        .rule("shop-orders")
+        .event_bus_name(&bus)
+        .targets(
+            aws_sdk_eventbridge::types::Target::builder()
+                .id("queue")
+                .arn(&arn)
+                .build()
+                .expect("target"),
+        )
+        .send()
+        .await
+        .expect("targets");
+    (bus, url)
+}
+
+const SECRET: &str = "whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA==";
+
+/// Events, each fanned out to the three destinations: 1,002 outbox rows.
+const EVENTS: u64 = 334;
+
+/// Aggregates (FIFO groups) the events belong to.
+const AGGREGATES: u64 = 20;
+
+async fn a_thousand_rows_reach_an_http_sink_a_bus_and_a_fifo_queue_each_once(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let endpoint = moto::endpoint();
+    let sqs = moto::client(&endpoint);
+    let (bus, bus_queue) = observed_bus(&endpoint).await;
+    let (fifo, _) = create_queue(&sqs, &format!("{}.fifo", moto::unique_name("fan"))).await;
+    let sink = HttpSink::start().await;
+    let cfg = config(serde_json::json!({
+        "crm": {
+            "url": sink.url("/in"),
+            "secrets": [SECRET],
+            "allowed_networks": ["127.0.0.0/8", "::1/128"],
+        },
+        "bus": { "type": "eventbridge", "bus": bus, "source": "shop.orders", "max_in_flight": 50 },
+        "fifo": { "type": "sqs", "queue_url": fifo, "ordered": true, "max_in_flight": 50 },
+    }));
+    // each event to the three destinations: one row each
+    let mut rows: HashMap<&str, Vec<Uuid>> = HashMap::new();
+    for first in (0..EVENTS).step_by(100) {
+        let tx = db.begin().await.expect("begin");
+        for n in first..(first + 100).min(EVENTS) {
+            for destination in ["crm", "bus", "fifo"] {
+                let event = NewOutboxEvent {
+                    aggregate_type: "order".into(),
+                    aggregate_id: format!("o-{}", n % AGGREGATES),
+                    event_type: "order.status_changed".into(),
+                    destination: destination.into(),
+                    payload: serde_json::json!({ "order_id": format!("o-{}", n % AGGREGATES), "n": n }),
+                };
+                let id = outbox::enqueue(tx.as_ref(), &event, at(0))
+                    .await
+                    .expect("enqueue");
+                rows.entry(destination).or_default().push(id);
+            }
+        }
+        tx.commit().await.expect("commit");
+    }
+    let clock = Arc::new(ManualClock::new(at(1)));
+    let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counting: Arc<dyn Database> = Arc::new(Counting {
+        db: db.clone(),
+        calls: calls.clone(),
+    });
+    let mut settings = RelaySettings::new("relay-aws");
+    settings.batch_size = 100;
+    let lanes = settings.lanes.max(1) as u64;
+    let shared = aws(&endpoint);
+    let relay = common::http_relay(counting, clock.clone(), settings)
+        .with_transport(
+            TransportKind::Sqs,
+            Arc::new(Coalescing::new(
+                SqsTransport::new(SqsTransport::client(&shared), None),
+                MAX_BATCH,
+            )),
+        )
+        .with_transport(
+            TransportKind::EventBridge,
+            Arc::new(Coalescing::new(
+                EventBridgeTransport::new(EventBridgeTransport::client(&shared), None),
+                MAX_BATCH,
+            )),
+        );
+    let on_bus = tokio::spawn(consume(sqs.clone(), bus_queue, EVENTS as usize));
+    let on_fifo = tokio::spawn(consume(sqs.clone(), fifo, EVENTS as usize));
+    let run = relay.drain(&ConfigStore::fixed(cfg, clock.clone())).await;
+    assert!(run.errors.is_empty(), "{:?}", run.errors);
+    let d = &run.deliveries;
+    // (rows that waited too long for a slot were released and claimed again)
+    assert_eq!(
+        (d.delivered, d.retried, d.dead),
+        (3 * EVENTS, 0, 0),
+        "{d:?}"
+    );
+    // one statement per batch (each lane ends with one empty claim)
+    let statements = calls.load(std::sync::atomic::Ordering::Relaxed) - lanes;
+    assert!(
+        statements <= run.batches,
+        "{statements} statements, {} batches",
+        run.batches
+    );
+    let pending = common::count(
+        db.as_ref(),
+        "SELECT count(*) AS n FROM outbox WHERE status <> 'delivered'",
+    )
+    .await;
+    assert_eq!(pending, 0);
+
+    let sorted = |mut ids: Vec<String>| {
+        ids.sort();
+        ids
+    };
+    let expected =
+        |destination: &str| sorted(rows[destination].iter().map(Uuid::to_string).collect());
+    // the HTTP sink: each row once, its id the webhook-id
+    let posted: Vec<String> = sink
+        .requests()
+        .iter()
+        .map(|r| r.header("webhook-id").expect("webhook-id").to_string())
+        .collect();
+    assert_eq!(sorted(posted), expected("crm"));
+    // the bus, seen through its rule's queue: each row once, its id in the detail
+    let events = on_bus.await.expect("bus consumer");
+    let on_bus: Vec<String> = events
+        .iter()
+        .map(|(body, _)| json(body)["detail"]["id"].as_str().expect("id").to_string())
+        .collect();
+    assert_eq!(sorted(on_bus), expected("bus"));
+    // the FIFO queue: each row once, each aggregate's events in order
+    let messages = on_fifo.await.expect("FIFO consumer");
+    let mut by_group: HashMap<String, Vec<u64>> = HashMap::new();
+    let mut fifo_ids = Vec::new();
+    for (body, group) in &messages {
+        let envelope = json(body);
+        fifo_ids.push(envelope["id"].as_str().expect("id").to_string());
+        by_group
+            .entry(group.clone().expect("group"))
+            .or_default()
+            .push(envelope["payload"]["n"].as_u64().expect("n"));
+    }
+    assert_eq!(sorted(fifo_ids), expected("fifo"));
+    assert_eq!(by_group.len() as u64, AGGREGATES);
+    for (group, ns) in &by_group {
+        assert!(ns.is_sorted(), "{group}: {ns:?}");
+    }
+}
+
+for_each_adapter!(a_thousand_rows_reach_an_http_sink_a_bus_and_a_fifo_queue_each_once);
