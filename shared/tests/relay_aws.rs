@@ -28,7 +28,7 @@ use hookbox::delivery::{
     Coalescing, DeliveryRequest, Entry, EntryOutcome, EventBridgeTransport, MAX_BATCH,
     SqsTransport, Transport, Verdict,
 };
-use hookbox::outbox::{self, NewOutboxEvent};
+use hookbox::outbox::{self, NewOutboxEvent, OutboxStatus};
 use hookbox::relay::RelaySettings;
 use hookbox::store::{Database, DbError, Executor, Params, Rows, Statement, Transaction};
 use hookbox_testkit::http_sink::HttpSink;
@@ -709,4 +709,164 @@ async fn a_thousand_rows_reach_an_http_sink_a_bus_and_a_fifo_queue_each_once(ada
     }
 }
 
-for_each_adapter!(a_thousand_rows_reach_an_http_sink_a_bus_and_a_fifo_queue_each_once);
+/// A relay over `db` delivering sqs and eventbridge destinations through
+/// the services at `endpoint`.
+fn aws_relay(
+    db: Arc<dyn Database>,
+    clock: Arc<ManualClock>,
+    endpoint: &str,
+) -> hookbox::relay::Relay {
+    let shared = aws(endpoint);
+    common::http_relay(db, clock, RelaySettings::new("relay-aws"))
+        .with_transport(
+            TransportKind::Sqs,
+            Arc::new(Coalescing::new(
+                SqsTransport::new(SqsTransport::client(&shared), None),
+                MAX_BATCH,
+            )),
+        )
+        .with_transport(
+            TransportKind::EventBridge,
+            Arc::new(Coalescing::new(
+                EventBridgeTransport::new(EventBridgeTransport::client(&shared), None),
+                MAX_BATCH,
+            )),
+        )
+}
+
+async fn refused_entries_are_retried_or_dead_with_the_services_code(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let endpoint = moto::endpoint();
+    let proxy = hookbox_testkit::fault_proxy::FaultProxy::start(&endpoint).await;
+    let sqs = moto::client(&endpoint);
+    let (queue, _) = create_queue(&sqs, &moto::unique_name("faults")).await;
+    let (bus, bus_queue) = observed_bus(&endpoint).await;
+    let cfg = config(serde_json::json!({
+        "q": { "type": "sqs", "queue_url": queue },
+        "bus": { "type": "eventbridge", "bus": bus, "source": "shop.orders" },
+    }));
+    let mut ids: HashMap<&str, Vec<Uuid>> = HashMap::new();
+    let tx = db.begin().await.expect("begin");
+    for n in 0..10 {
+        for destination in ["q", "bus"] {
+            let event = NewOutboxEvent {
+                aggregate_type: "order".into(),
+                aggregate_id: format!("o-{n}"),
+                event_type: "order.paid".into(),
+                destination: destination.into(),
+                payload: serde_json::json!({ "n": n }),
+            };
+            let id = outbox::enqueue(tx.as_ref(), &event, at(0))
+                .await
+                .expect("enqueue");
+            ids.entry(destination).or_default().push(id);
+        }
+    }
+    tx.commit().await.expect("commit");
+    // per destination: the first row throttled-or-internal once, the second
+    // throttled once, the third refused for good
+    let permanent = [("q", "InvalidParameterValue"), ("bus", "MalformedDetail")];
+    for (destination, code) in permanent {
+        let rows = &ids[destination];
+        proxy.fail(&rows[0].to_string(), "InternalFailure", false, 1);
+        proxy.fail(&rows[1].to_string(), "ThrottlingException", true, 1);
+        proxy.fail(&rows[2].to_string(), code, true, usize::MAX);
+    }
+    let clock = Arc::new(ManualClock::new(at(1)));
+    let relay = aws_relay(db.clone(), clock.clone(), proxy.endpoint());
+    let store = ConfigStore::fixed(cfg, clock.clone());
+    let first = relay.drain(&store).await;
+    assert!(first.errors.is_empty(), "{:?}", first.errors);
+    let d = &first.deliveries;
+    assert_eq!((d.delivered, d.retried, d.dead), (14, 4, 2), "{d:?}");
+    // the retries, once due
+    clock.advance(chrono::Duration::hours(1));
+    let second = relay.drain(&store).await;
+    let d = &second.deliveries;
+    assert_eq!((d.delivered, d.retried, d.dead), (4, 0, 0), "{d:?}");
+
+    for (destination, code) in permanent {
+        let rows = &ids[destination];
+        for (n, id) in rows.iter().enumerate() {
+            let row = outbox::get(db.as_ref(), *id)
+                .await
+                .expect("get")
+                .expect("row");
+            let expected = match n {
+                0 | 1 => (OutboxStatus::Delivered, 2),
+                2 => (OutboxStatus::Dead, 1),
+                _ => (OutboxStatus::Delivered, 1),
+            };
+            assert_eq!(
+                (row.status, row.attempts),
+                expected,
+                "{destination} row {n}"
+            );
+        }
+        // the dead one: the service's code in the row and in its attempt log
+        // (what `hookbox outbox attempts` and the admin page show)
+        let dead = outbox::get(db.as_ref(), rows[2])
+            .await
+            .expect("get")
+            .expect("row");
+        let error = dead.last_error.expect("an error");
+        assert!(error.contains(code), "{destination}: {error}");
+        let log = outbox::attempts::of(db.as_ref(), rows[2])
+            .await
+            .expect("attempts");
+        assert_eq!(log.len(), 1, "{log:?}");
+        assert!(
+            log[0].error.as_deref().is_some_and(|e| e.contains(code)),
+            "{log:?}"
+        );
+        assert!(
+            log[0]
+                .response_excerpt
+                .as_deref()
+                .is_some_and(|e| e.starts_with(code)),
+            "{log:?}"
+        );
+        let retried = outbox::attempts::of(db.as_ref(), rows[1])
+            .await
+            .expect("attempts");
+        assert!(
+            retried[0]
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("ThrottlingException")),
+            "{retried:?}"
+        );
+    }
+    // each delivered row reached its service once; the dead one never
+    let envelope_ids = |messages: Vec<(String, Option<String>)>, detail: bool| {
+        let mut got: Vec<String> = messages
+            .iter()
+            .map(|(body, _)| {
+                let value = json(body);
+                let envelope = if detail { &value["detail"] } else { &value };
+                envelope["id"].as_str().expect("id").to_string()
+            })
+            .collect();
+        got.sort();
+        got
+    };
+    for (destination, url, detail) in [("q", &queue, false), ("bus", &bus_queue, true)] {
+        let mut expected: Vec<String> = ids[destination]
+            .iter()
+            .enumerate()
+            .filter(|(n, _)| *n != 2)
+            .map(|(_, id)| id.to_string())
+            .collect();
+        expected.sort();
+        assert_eq!(
+            envelope_ids(drain(&sqs, url).await, detail),
+            expected,
+            "{destination}"
+        );
+    }
+}
+
+for_each_adapter!(
+    a_thousand_rows_reach_an_http_sink_a_bus_and_a_fifo_queue_each_once,
+    refused_entries_are_retried_or_dead_with_the_services_code,
+);

@@ -14,6 +14,7 @@
 //!   install it. Tests never skip.
 
 pub mod coldstart;
+pub mod fault_proxy;
 pub mod http_sink;
 pub mod moto;
 pub mod python;
