@@ -866,7 +866,121 @@ async fn refused_entries_are_retried_or_dead_with_the_services_code(adapter: Ada
     }
 }
 
+/// A payload of about `bytes` bytes of JSON text.
+fn payload_of(bytes: usize) -> serde_json::Value {
+    serde_json::json!({ "filler": "x".repeat(bytes), "n": bytes })
+}
+
+async fn large_payloads_go_whole_or_by_reference_to_their_blob(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let endpoint = moto::endpoint();
+    let sqs = moto::client(&endpoint);
+    let (queue, _) = create_queue(&sqs, &moto::unique_name("payloads")).await;
+    let (bus, bus_queue) = observed_bus(&endpoint).await;
+    let cfg = config(serde_json::json!({
+        "q": { "type": "sqs", "queue_url": queue },
+        "bus": { "type": "eventbridge", "bus": bus, "source": "shop.orders" },
+    }));
+    let blobs = Arc::new(hookbox::blob::memory::MemoryBlobStore::new());
+    // 200 KiB fits the default 256 KiB entry; 2 MiB goes by reference
+    let sizes = [200 * 1024, 2 * 1024 * 1024];
+    let tx = db.begin().await.expect("begin");
+    let mut written = Vec::new();
+    for destination in ["q", "bus"] {
+        for size in sizes {
+            let event = NewOutboxEvent {
+                aggregate_type: "report".into(),
+                aggregate_id: format!("r-{size}"),
+                event_type: "report.ready".into(),
+                destination: destination.into(),
+                payload: payload_of(size),
+            };
+            let id = outbox::enqueue_with_blobs(tx.as_ref(), blobs.as_ref(), &event, at(0))
+                .await
+                .expect("enqueue");
+            written.push((destination, size, id));
+        }
+    }
+    tx.commit().await.expect("commit");
+    let clock = Arc::new(ManualClock::new(at(1)));
+    let shared = aws(&endpoint);
+    let bucket = Some("hookbox-blobs".to_string());
+    let relay = hookbox::relay::Relay::new(
+        db.clone(),
+        blobs.clone(),
+        Arc::new(hookbox::relay::HttpSender::default()),
+        None,
+        clock.clone(),
+        RelaySettings::new("relay-payloads"),
+    )
+    .with_transport(
+        TransportKind::Sqs,
+        Arc::new(SqsTransport::new(
+            SqsTransport::client(&shared),
+            bucket.clone(),
+        )),
+    )
+    .with_transport(
+        TransportKind::EventBridge,
+        Arc::new(EventBridgeTransport::new(
+            EventBridgeTransport::client(&shared),
+            bucket,
+        )),
+    );
+    let run = relay.drain(&ConfigStore::fixed(cfg, clock.clone())).await;
+    assert!(run.errors.is_empty(), "{:?}", run.errors);
+    assert_eq!(run.deliveries.delivered, 4, "{:?}", run.deliveries);
+
+    let mut envelopes: HashMap<String, serde_json::Value> = HashMap::new();
+    for (body, _) in drain(&sqs, &queue).await {
+        let envelope = json(&body);
+        envelopes.insert(envelope["id"].as_str().expect("id").into(), envelope);
+    }
+    for (body, _) in drain(&sqs, &bus_queue).await {
+        let envelope = json(&body)["detail"].clone();
+        envelopes.insert(envelope["id"].as_str().expect("id").into(), envelope);
+    }
+    for (destination, size, id) in written {
+        let envelope = &envelopes[&id.to_string()];
+        assert!(
+            envelope.to_string().len() <= 256 * 1024,
+            "{destination}: within the entry limit"
+        );
+        assert_eq!(envelope["content_type"], "application/json");
+        if size < 256 * 1024 {
+            assert_eq!(
+                envelope["payload"],
+                payload_of(size),
+                "{destination}: whole"
+            );
+            continue;
+        }
+        // by reference: the object reads back, and its sha256 checks
+        assert!(envelope.get("payload").is_none(), "{destination}");
+        let reference = &envelope["payload_ref"];
+        assert_eq!(reference["bucket"], "hookbox-blobs");
+        let blob = hookbox::blob::BlobRef {
+            key: reference["key"]
+                .as_str()
+                .expect("key")
+                .parse()
+                .expect("a key"),
+            size: reference["size"].as_u64().expect("size"),
+            sha256: hex::decode(reference["sha256"].as_str().expect("sha256"))
+                .expect("hex")
+                .try_into()
+                .expect("32 bytes"),
+        };
+        let bytes = hookbox::blob::get_verified(blobs.as_ref(), &blob)
+            .await
+            .expect("the object is there and checks");
+        let read: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON");
+        assert_eq!(read, payload_of(size), "{destination}: the payload itself");
+    }
+}
+
 for_each_adapter!(
     a_thousand_rows_reach_an_http_sink_a_bus_and_a_fifo_queue_each_once,
     refused_entries_are_retried_or_dead_with_the_services_code,
+    large_payloads_go_whole_or_by_reference_to_their_blob,
 );
