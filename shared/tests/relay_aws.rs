@@ -21,7 +21,7 @@ use aws_sdk_sqs::types::QueueAttributeName;
 use chrono::{DateTime, Utc};
 use common::{Adapter, at, migrated_db};
 use hookbox::blob::{BlobKey, BlobRef};
-use hookbox::clock::ManualClock;
+use hookbox::clock::{Clock, ManualClock};
 use hookbox::config::HookboxConfig;
 use hookbox::config::{ConfigStore, TransportKind};
 use hookbox::delivery::{
@@ -979,8 +979,132 @@ async fn large_payloads_go_whole_or_by_reference_to_their_blob(adapter: Adapter)
     }
 }
 
+async fn a_service_that_is_down_trips_its_breaker_and_never_delays_an_http_destination(
+    adapter: Adapter,
+) {
+    let (_t, db) = migrated_db(adapter).await;
+    let endpoint = moto::endpoint();
+    let proxy = hookbox_testkit::fault_proxy::FaultProxy::start(&endpoint).await;
+    let sqs = moto::client(&endpoint);
+    let (queue, _) = create_queue(&sqs, &moto::unique_name("breaker")).await;
+    let sink = HttpSink::start().await;
+    let cfg = config(serde_json::json!({
+        "q": { "type": "sqs", "queue_url": queue, "trip_after": 3, "cool_down_secs": 60 },
+        "crm": {
+            "url": sink.url("/in"),
+            "secrets": [SECRET],
+            "allowed_networks": ["127.0.0.0/8", "::1/128"],
+        },
+    }));
+    outbox::destinations::sync(db.as_ref(), &cfg, at(0))
+        .await
+        .expect("sync");
+    let enqueue = |destination: &'static str, first: u32| {
+        let db = db.clone();
+        async move {
+            let tx = db.begin().await.expect("begin");
+            let mut ids = Vec::new();
+            for n in first..first + 5 {
+                let event = NewOutboxEvent {
+                    aggregate_type: "order".into(),
+                    aggregate_id: format!("o-{n}"),
+                    event_type: "order.paid".into(),
+                    destination: destination.into(),
+                    payload: serde_json::json!({ "n": n }),
+                };
+                ids.push(
+                    outbox::enqueue(tx.as_ref(), &event, at(0))
+                        .await
+                        .expect("enqueue"),
+                );
+            }
+            tx.commit().await.expect("commit");
+            ids
+        }
+    };
+    let queued = enqueue("q", 0).await;
+    enqueue("crm", 0).await;
+    let clock = Arc::new(ManualClock::new(at(1)));
+    let store = ConfigStore::fixed(cfg, clock.clone());
+    let relay = aws_relay(db.clone(), clock.clone(), proxy.endpoint());
+    let state = |db: Arc<dyn Database>, clock: Arc<ManualClock>| async move {
+        let all = outbox::destinations::health(db.as_ref())
+            .await
+            .expect("health");
+        all.iter()
+            .find(|h| h.name == "q")
+            .map(|h| h.state(clock.now()).to_string())
+            .expect("q is synced")
+    };
+
+    // SQS is down: the queue's rows fail, the HTTP rows are delivered
+    proxy.set_down(true);
+    let run = relay.drain(&store).await;
+    assert_eq!(
+        (run.deliveries.delivered, run.deliveries.retried),
+        (5, 5),
+        "{:?}",
+        run.deliveries
+    );
+    assert_eq!(
+        state(db.clone(), clock.clone()).await,
+        "open",
+        "5 failures ≥ trip_after 3"
+    );
+    assert_eq!(sink.requests().len(), 5);
+
+    // during the cool-down nothing is sent to SQS; HTTP rows keep flowing
+    let calls = proxy.calls();
+    for round in 1..=5u32 {
+        enqueue("crm", 10 * round).await;
+        clock.advance(chrono::Duration::seconds(10));
+        let run = relay.drain(&store).await;
+        assert_eq!(
+            run.deliveries.delivered, 5,
+            "round {round}: {:?}",
+            run.deliveries
+        );
+    }
+    assert_eq!(proxy.calls(), calls, "no call to SQS during the cool-down");
+    assert_eq!(
+        sink.requests().len(),
+        30,
+        "the HTTP destination was never held up"
+    );
+    for id in &queued {
+        let row = outbox::get(db.as_ref(), *id)
+            .await
+            .expect("get")
+            .expect("row");
+        assert_eq!((row.status, row.attempts), (OutboxStatus::Pending, 1));
+        assert!(
+            row.last_error
+                .as_deref()
+                .is_some_and(|e| e.contains("ServiceUnavailable")),
+            "{:?}",
+            row.last_error
+        );
+    }
+
+    // back up: the probe succeeds and the backlog follows, each row once
+    proxy.set_down(false);
+    clock.advance(chrono::Duration::seconds(61));
+    relay.drain(&store).await;
+    assert_eq!(state(db.clone(), clock.clone()).await, "healthy");
+    let mut got: Vec<String> = drain(&sqs, &queue)
+        .await
+        .iter()
+        .map(|(body, _)| json(body)["id"].as_str().expect("id").to_string())
+        .collect();
+    got.sort();
+    let mut expected: Vec<String> = queued.iter().map(Uuid::to_string).collect();
+    expected.sort();
+    assert_eq!(got, expected);
+}
+
 for_each_adapter!(
     a_thousand_rows_reach_an_http_sink_a_bus_and_a_fifo_queue_each_once,
     refused_entries_are_retried_or_dead_with_the_services_code,
     large_payloads_go_whole_or_by_reference_to_their_blob,
+    a_service_that_is_down_trips_its_breaker_and_never_delays_an_http_destination,
 );

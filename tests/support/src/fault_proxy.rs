@@ -28,6 +28,10 @@ struct Fault {
 #[derive(Debug, Default)]
 struct Shared {
     upstream: String,
+    /// Down: every SendMessageBatch and PutEvents is answered 503.
+    down: std::sync::atomic::AtomicBool,
+    /// SendMessageBatch and PutEvents calls seen (each SDK attempt).
+    calls: std::sync::atomic::AtomicUsize,
     faults: Mutex<VecDeque<Fault>>,
     /// Entries failed so far, by code.
     failed: Mutex<Vec<String>>,
@@ -90,6 +94,20 @@ impl FaultProxy {
             });
     }
 
+    /// Down (`true`): every SendMessageBatch and PutEvents call is answered
+    /// 503 ServiceUnavailable, as a whole, until set up again.
+    pub fn set_down(&self, down: bool) {
+        self.shared
+            .down
+            .store(down, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// SendMessageBatch and PutEvents calls that reached the proxy (each of
+    /// an SDK's attempts counts).
+    pub fn calls(&self) -> usize {
+        self.shared.calls.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// The codes of the entries failed so far, in order.
     pub fn failed(&self) -> Vec<String> {
         self.shared
@@ -135,6 +153,26 @@ async fn proxy(
         "AWSEvents.PutEvents" => ("Detail", false),
         _ => return forward(shared, method, &uri, &headers, body).await,
     };
+    shared
+        .calls
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    if shared.down.load(std::sync::atomic::Ordering::SeqCst) {
+        let content_type = if sqs {
+            "application/x-amz-json-1.0"
+        } else {
+            "application/x-amz-json-1.1"
+        };
+        let error = json!({
+            "__type": "ServiceUnavailable",
+            "message": "the service is down (the test's proxy)",
+        });
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [("content-type", content_type)],
+            error.to_string(),
+        )
+            .into_response();
+    }
     let Ok(mut request) = serde_json::from_slice::<Value>(&body) else {
         return forward(shared, method, &uri, &headers, body).await;
     };
