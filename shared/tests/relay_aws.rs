@@ -14,9 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_config::{BehaviorVersion, Region, SdkConfig};
-use aws_sdk_sqs::config::Credentials;
-use aws_sdk_sqs::config::SharedCredentialsProvider;
+use aws_config::SdkConfig;
 use aws_sdk_sqs::types::QueueAttributeName;
 use chrono::{DateTime, Utc};
 use common::{Adapter, at, migrated_db};
@@ -36,14 +34,7 @@ use hookbox_testkit::moto;
 use uuid::Uuid;
 
 fn aws(endpoint: &str) -> SdkConfig {
-    SdkConfig::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .endpoint_url(endpoint)
-        .region(Region::new("us-east-1"))
-        .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
-            "local", "local", None, None, "local",
-        )))
-        .build()
+    hookbox::delivery::local_aws_config(endpoint)
 }
 
 /// An owned entry, `Entry` borrows from it.

@@ -6,6 +6,22 @@ use std::ops::Range;
 
 use super::EntryOutcome;
 
+/// An AWS configuration for a local emulator (moto) at `endpoint`:
+/// region `us-east-1`, dummy credentials. The SQS and EventBridge clients
+/// made from it ([`super::SqsTransport::client`],
+/// [`super::EventBridgeTransport::client`]) send everything there.
+pub fn local_config(endpoint: &str) -> aws_config::SdkConfig {
+    use aws_sdk_sqs::config::{Credentials, SharedCredentialsProvider};
+    aws_config::SdkConfig::builder()
+        .behavior_version(aws_config::BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+            "local", "local", None, None, "local",
+        )))
+        .build()
+}
+
 /// Entries per call: SendMessageBatch and PutEvents take ten.
 pub const MAX_BATCH: usize = 10;
 

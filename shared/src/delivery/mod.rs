@@ -46,7 +46,7 @@ use uuid::Uuid;
 use crate::blob::BlobRef;
 use crate::config::{Destination, TransportKind};
 
-pub use aws::MAX_BATCH;
+pub use aws::{MAX_BATCH, local_config as local_aws_config};
 pub use coalesce::Coalescing;
 pub use eventbridge::EventBridgeTransport;
 pub use guard::{NetworkGuard, Refused};

@@ -179,3 +179,43 @@ async fn the_admin_api_answers_only_this_machines_own_pages() {
     assert_eq!(stats.status(), 200);
     stack.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_aws_endpoint_an_sqs_destination_receives_the_envelope_on_moto() {
+    let test_db = TestDb::create().await;
+    let endpoint = moto::endpoint();
+    // the demo's outbound destination as an SQS queue of moto
+    let queue = moto::create_queue(&endpoint, &moto::unique_name("downstream"), 30, 4).await;
+    let mut config: serde_json::Value =
+        serde_json::from_str(&hookbox_local::demo_config(0)).expect("demo config");
+    config["destinations"][hookbox_local::DOWNSTREAM] =
+        json!({ "type": "sqs", "queue_url": queue.url });
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("hookbox.json");
+    std::fs::write(&path, config.to_string()).expect("write config");
+    let stack = stack(&test_db, |o| {
+        o.config = Some(path.clone());
+        o.aws_endpoint = Some(endpoint.clone());
+    })
+    .await;
+    paid(&stack, "o-aws").await;
+    let sqs = moto::client(&endpoint);
+    let envelope = eventually("the envelope on the queue", || async {
+        let got = sqs
+            .receive_message()
+            .queue_url(&queue.url)
+            .send()
+            .await
+            .expect("receive");
+        got.messages()
+            .first()
+            .and_then(|m| m.body())
+            .map(|b| serde_json::from_str::<serde_json::Value>(b).expect("JSON"))
+    })
+    .await;
+    assert_eq!(envelope["version"], 1);
+    assert_eq!(envelope["type"], "order.status_changed");
+    assert_eq!(envelope["aggregate"]["id"], "o-aws");
+    assert_eq!(envelope["payload"]["to"], "paid");
+    stack.stop().await;
+}

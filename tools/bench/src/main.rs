@@ -26,6 +26,7 @@ mod machine;
 mod pg;
 mod processor;
 mod relay;
+mod relay_aws;
 mod report;
 mod scale;
 mod signatures;
@@ -70,8 +71,8 @@ struct Args {
     /// databases (every prepared statement planned for its parameters).
     #[arg(long)]
     custom_plans: bool,
-    /// Only these sections (ingest, processor, relay, signatures, calls,
-    /// e2e, coldstart), comma-separated; for working on one.
+    /// Only these sections (ingest, processor, relay, relay-aws, signatures,
+    /// calls, e2e, coldstart), comma-separated; for working on one.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
 }
@@ -86,6 +87,7 @@ struct Plan {
     processor_slices: u64,
     relay_rows: usize,
     relay_rounds: usize,
+    relay_aws_rows: usize,
     signature_rounds: usize,
     e2e_seconds: f64,
     e2e_drain: Duration,
@@ -98,6 +100,7 @@ const QUICK: Plan = Plan {
     processor_slices: 1,
     relay_rows: 600,
     relay_rounds: 1,
+    relay_aws_rows: 200,
     signature_rounds: 11,
     e2e_seconds: 1.5,
     e2e_drain: Duration::from_secs(20),
@@ -110,6 +113,7 @@ const FULL: Plan = Plan {
     processor_slices: 4,
     relay_rows: 5_000,
     relay_rounds: 3,
+    relay_aws_rows: 2_000,
     signature_rounds: 101,
     e2e_seconds: 10.0,
     e2e_drain: Duration::from_secs(60),
@@ -256,6 +260,14 @@ async fn main() -> anyhow::Result<()> {
         cost.db_cpu_us[2] = c.pg_cpu_us;
         cost.own_cpu_us[2] = c.own_cpu_us;
         have[2] = true;
+    }
+    if let Some((figures, note)) = section!(
+        "relay-aws",
+        relay_aws::SECTION,
+        relay_aws::run(&bench, plan.relay_aws_rows, plan.relay_rounds)
+    ) {
+        report.figures.extend(figures);
+        report.notes.push((relay_aws::SECTION, note));
     }
     if let Some(figures) = section!("signatures", signatures::SECTION, async {
         signatures::run(plan.signature_rounds)

@@ -33,7 +33,8 @@ use anyhow::{Context as _, bail};
 use hookbox::blob::BlobStore;
 use hookbox::blob::fs::FsBlobStore;
 use hookbox::clock::{Clock, SystemClock};
-use hookbox::config::{ConfigStore, HookboxConfig};
+use hookbox::config::{ConfigStore, HookboxConfig, TransportKind};
+use hookbox::delivery::{Coalescing, EventBridgeTransport, MAX_BATCH, SqsTransport};
 use hookbox::processing::ProcessorConfig;
 use hookbox::queue::memory::{MemoryQueue, MemoryQueueConfig};
 use hookbox::queue::sqs::SqsQueue;
@@ -93,6 +94,10 @@ pub struct Options {
     /// deployed). `None`: a temporary directory removed with a throwaway
     /// database, or `<tmp>/hookbox-local-blobs` (kept) with an existing one.
     pub blob_dir: Option<PathBuf>,
+    /// Where the relay delivers `eventbridge` and `sqs` destinations (an
+    /// emulator such as moto, dummy credentials); `None`: such rows are
+    /// failed attempts naming the missing transport.
+    pub aws_endpoint: Option<String>,
 }
 
 impl Default for Options {
@@ -110,6 +115,7 @@ impl Default for Options {
             retry_schedule: ProcessorConfig::default().retry_schedule,
             processor_concurrency: event_source::DEFAULT_CONCURRENCY,
             blob_dir: None,
+            aws_endpoint: None,
         }
     }
 }
@@ -387,19 +393,36 @@ impl LocalStack {
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "startup sweep failed"),
         }
-        let relay = RelayFunction::new(
-            Relay::new(
-                db.clone(),
-                blobs.clone(),
-                Arc::new(HttpSender::default()),
-                Some(queue.clone()),
-                clock.clone(),
-                settings,
-            ),
-            config.clone(),
+        let mut relay = Relay::new(
+            db.clone(),
+            blobs.clone(),
+            Arc::new(HttpSender::default()),
+            Some(queue.clone()),
             clock.clone(),
-            Arc::new(TokioPause),
+            settings,
         );
+        if let Some(endpoint) = &options.aws_endpoint {
+            // eventbridge and sqs destinations to the emulator; an envelope
+            // too large refers to its payload in the blob directory
+            let aws = hookbox::delivery::local_aws_config(endpoint);
+            let bucket = Some(blob_dir.display().to_string());
+            relay = relay
+                .with_transport(
+                    TransportKind::Sqs,
+                    Arc::new(Coalescing::new(
+                        SqsTransport::new(SqsTransport::client(&aws), bucket.clone()),
+                        MAX_BATCH,
+                    )),
+                )
+                .with_transport(
+                    TransportKind::EventBridge,
+                    Arc::new(Coalescing::new(
+                        EventBridgeTransport::new(EventBridgeTransport::client(&aws), bucket),
+                        MAX_BATCH,
+                    )),
+                );
+        }
+        let relay = RelayFunction::new(relay, config.clone(), clock.clone(), Arc::new(TokioPause));
         tasks.push(tokio::spawn(relay_loop(
             relay,
             clock.clone(),

@@ -59,6 +59,10 @@ struct Args {
     /// throwaway database, or <tmp>/hookbox-local-blobs with --database-url.
     #[arg(long)]
     blob_dir: Option<PathBuf>,
+    /// Deliver `eventbridge` and `sqs` destinations to this endpoint (e.g.
+    /// moto: `http://127.0.0.1:5000`), with dummy credentials.
+    #[arg(long)]
+    aws_endpoint: Option<String>,
 }
 
 #[tokio::main]
@@ -96,6 +100,7 @@ async fn main() -> anyhow::Result<()> {
             .collect(),
         processor_concurrency: args.processor_concurrency,
         blob_dir: args.blob_dir,
+        aws_endpoint: args.aws_endpoint,
     };
     hookbox_local::check(&options)?;
     if let Some(url) = &options.database_url {
