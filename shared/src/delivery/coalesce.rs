@@ -5,8 +5,9 @@
 //!
 //! Each single-entry delivery queues its entry under its destination and
 //! lets the others started with it join (it yields to the scheduler until
-//! no new entry arrives, a few times at most: the relay starts a claim's
-//! attempts in one pass, so they arrive together). Then, if its entry is
+//! no new entry arrived in two passes, a few times at most: the relay
+//! starts a claim's attempts in one pass, so they arrive together, and
+//! attempts whose slots free up one by one arrive over a few passes). Then, if its entry is
 //! still queued, it takes it with up to `max_batch − 1` others and delivers
 //! them in one request, handing each its outcome; if another delivery took
 //! it, it waits for that one's outcome. Every entry is sent by its own call
@@ -180,14 +181,22 @@ impl<T: Transport> Transport for Coalescing<T> {
             destination,
             ticket,
         };
-        // let the deliveries started with this one join it
-        let mut seen = 0;
+        // let the deliveries started with this one join it: until the batch
+        // is full, or no entry joined in two passes in a row
+        let (mut seen, mut still) = (0, 0);
         for _ in 0..MAX_YIELDS {
             let queued = self.queued(destination);
-            if queued >= self.max_batch || queued == seen {
+            if queued >= self.max_batch {
                 break;
             }
-            seen = queued;
+            if queued == seen {
+                still += 1;
+                if still == 2 {
+                    break;
+                }
+            } else {
+                (seen, still) = (queued, 0);
+            }
             yield_once().await;
         }
         let batch = self.take(destination, ticket);

@@ -64,8 +64,9 @@ struct Args {
     /// directory); skipped when absent.
     #[arg(long)]
     coldstart: Option<PathBuf>,
-    /// Starts per binary for --coldstart (at least 21).
-    #[arg(long, default_value_t = 21)]
+    /// Starts per binary for --coldstart (at least 21; the median of 101
+    /// barely moves with the machine's other work).
+    #[arg(long, default_value_t = 101)]
     coldstart_runs: usize,
     /// Diagnostic: `plan_cache_mode = force_custom_plan` on the benchmark
     /// databases (every prepared statement planned for its parameters).
