@@ -23,6 +23,20 @@ pub mod signature;
 pub mod startup;
 pub mod store;
 
+/// An error and its sources, `: `-separated: an AWS SDK error's own text
+/// is often only "dispatch failure" or "service error". (The SDKs' errors
+/// name no credentials.)
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
 /// The relay use case lives with the outbox (`outbox::relay`); this is its
 /// short path.
 pub use outbox::relay;

@@ -318,37 +318,7 @@ async fn a_fifo_queue_keeps_each_aggregates_order_and_drops_a_resent_delivery() 
 async fn eventbridge_puts_the_envelope_as_detail_and_a_rule_delivers_it() {
     let endpoint = moto::endpoint();
     let sqs = moto::client(&endpoint);
-    let (url, arn) = create_queue(&sqs, &moto::unique_name("relay-bus-target")).await;
-    let events = aws_sdk_eventbridge::Client::new(&aws(&endpoint));
-    let bus = moto::unique_name("relay-bus");
-    events
-        .create_event_bus()
-        .name(&bus)
-        .send()
-        .await
-        .expect("create bus");
-    events
-        .put_rule()
-        .name("all-hookbox")
-        .event_bus_name(&bus)
-        .event_pattern(r#"{"source": ["shop.orders"]}"#)
-        .send()
-        .await
-        .expect("rule");
-    events
-        .put_targets()
-        .rule("all-hookbox")
-        .event_bus_name(&bus)
-        .targets(
-            aws_sdk_eventbridge::types::Target::builder()
-                .id("queue")
-                .arn(&arn)
-                .build()
-                .expect("target"),
-        )
-        .send()
-        .await
-        .expect("targets");
+    let (bus, url) = observed_bus(&endpoint).await;
     let config = config(serde_json::json!({
         "bus": { "type": "eventbridge", "bus": bus, "source": "shop.orders" }
     }));

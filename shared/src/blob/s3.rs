@@ -160,29 +160,16 @@ where
         SdkError::ConstructionFailure(_) => BlobError::Refused {
             operation,
             key,
-            reason: chain(&e),
+            reason: crate::error_chain(&e),
         },
         // TimeoutError, DispatchFailure (connect, DNS, TLS, reset),
         // ResponseError (a reply we could not read).
         _ => BlobError::Unavailable {
             operation,
             key,
-            reason: chain(&e),
+            reason: crate::error_chain(&e),
         },
     }
-}
-
-/// The error and its sources, joined: the SDK's Display of a dispatch
-/// failure alone says only "dispatch failure". Neither names credentials.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }
 
 #[async_trait]
@@ -221,7 +208,7 @@ impl BlobStore for S3BlobStore {
             .map_err(|e| BlobError::Unavailable {
                 operation: "get",
                 key: key.to_string(),
-                reason: format!("reading the body: {}", chain(&e)),
+                reason: format!("reading the body: {}", crate::error_chain(&e)),
             })?;
         Ok(body.into_bytes())
     }

@@ -2,9 +2,59 @@
 //! into calls the service accepts, and what a refused entry or a failed
 //! call comes to.
 
+use std::fmt;
+use std::future::Future;
 use std::ops::Range;
+use std::sync::Arc;
 
 use super::EntryOutcome;
+use crate::startup::lazy::Lazy;
+
+/// What an AWS transport works with: its SDK client, built on first use
+/// (not at init: cold start does not pay for it), and the blob bucket an
+/// over-large envelope refers to.
+pub(crate) struct Service<C> {
+    pub(crate) client: Lazy<C>,
+    pub(crate) bucket: Option<String>,
+}
+
+impl<C: Send + Sync + 'static> Service<C> {
+    /// Through the client `make` builds on first use.
+    pub(crate) fn lazy<F, Fut>(what: &'static str, make: F, bucket: Option<String>) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Arc<C>> + Send + 'static,
+    {
+        Self {
+            client: Lazy::new(what, make),
+            bucket,
+        }
+    }
+
+    /// Through `client`, built already.
+    pub(crate) fn ready(what: &'static str, client: C, bucket: Option<String>) -> Self
+    where
+        C: Clone,
+    {
+        Self::lazy(
+            what,
+            move || {
+                let client = client.clone();
+                async move { Arc::new(client) }
+            },
+            bucket,
+        )
+    }
+}
+
+impl<C> fmt::Debug for Service<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Service")
+            .field("client", &self.client)
+            .field("bucket", &self.bucket)
+            .finish()
+    }
+}
 
 /// An AWS configuration for a local emulator (moto) at `endpoint`:
 /// region `us-east-1`, dummy credentials. The SQS and EventBridge clients
@@ -125,19 +175,6 @@ fn is_access_denied(code: &str) -> bool {
         code,
         "AccessDenied" | "AccessDeniedException" | "AuthorizationError" | "NotAuthorized"
     ) || code.ends_with(".AccessDenied")
-}
-
-/// The error and its sources, `: `-separated (an SDK error's own text is
-/// often only "dispatch failure").
-pub(crate) fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }
 
 #[cfg(test)]

@@ -13,7 +13,6 @@
 //! before the call. moto accepts what EventBridge refuses (over-large
 //! entries, any `Source`), so the limits are enforced here and at start.
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,49 +24,35 @@ use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 use super::aws;
 use super::{DeliveryRequest, Entry, EntryOutcome, Transport, envelope};
 use crate::config::{EventBridgeTarget, Target};
-use crate::startup::lazy::Lazy;
 
 /// Longest `DetailType` EventBridge takes, in characters.
 pub const MAX_DETAIL_TYPE_CHARS: usize = 128;
 
 /// The EventBridge transport (behind [`super::Coalescing`] in a relay, so
 /// a claim's entries go ten to a call).
+#[derive(Debug)]
 pub struct EventBridgeTransport {
-    client: Lazy<Client>,
-    bucket: Option<String>,
-}
-
-impl fmt::Debug for EventBridgeTransport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EventBridgeTransport")
-            .field("client", &self.client)
-            .field("bucket", &self.bucket)
-            .finish()
-    }
+    service: aws::Service<Client>,
 }
 
 impl EventBridgeTransport {
     /// Through `client`; an envelope too large for its destination refers
     /// to its payload's object in `bucket` (the blob store's).
     pub fn new(client: Client, bucket: Option<String>) -> Self {
-        Self::lazy(
-            move || {
-                let client = client.clone();
-                async move { Arc::new(client) }
-            },
-            bucket,
-        )
+        Self {
+            service: aws::Service::ready("EventBridge client", client, bucket),
+        }
     }
 
-    /// Through the client `make` builds on first use (not at init).
+    /// Through the client `make` builds on first use (not at init: cold
+    /// start does not pay for it).
     pub fn lazy<F, Fut>(make: F, bucket: Option<String>) -> Self
     where
         F: Fn() -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = Arc<Client>> + Send + 'static,
     {
         Self {
-            client: Lazy::new("EventBridge client", make),
-            bucket,
+            service: aws::Service::lazy("EventBridge client", make, bucket),
         }
     }
 
@@ -102,7 +87,7 @@ impl EventBridgeTransport {
                     .build()
             })
             .collect();
-        let client = self.client.get().await;
+        let client = self.service.client.get().await;
         let send = client.put_events().set_entries(Some(events)).send();
         let failed = |outcome: EntryOutcome| {
             details
@@ -139,7 +124,7 @@ impl EventBridgeTransport {
                     ctx.err().code().map(str::to_string),
                     ctx.err().message().unwrap_or_default().to_string(),
                 ),
-                _ => (None, aws::chain(&e)),
+                _ => (None, crate::error_chain(&e)),
             },
         };
         failed(aws::failed_call(
@@ -194,7 +179,7 @@ impl Transport for EventBridgeTransport {
             // what the entry costs besides its Detail
             let fixed = target.source.len() + entry.event_type.len();
             let limit = target.max_entry_bytes.saturating_sub(fixed);
-            match envelope::build(entry, self.bucket.as_deref(), limit) {
+            match envelope::build(entry, self.service.bucket.as_deref(), limit) {
                 Ok(detail) => {
                     sizes.push(fixed + detail.len());
                     details.push((i, detail));

@@ -17,7 +17,6 @@
 //! moto accepts what SQS refuses (over-large bodies, any group id), so the
 //! limits are enforced here, before the call.
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,38 +29,24 @@ use sha2::{Digest, Sha256};
 use super::aws::{self, MAX_BATCH};
 use super::{DeliveryRequest, Entry, EntryOutcome, Transport, envelope};
 use crate::config::{SqsTarget, Target};
-use crate::startup::lazy::Lazy;
 
 /// Longest FIFO `MessageGroupId` SQS takes.
 const MAX_GROUP_ID_CHARS: usize = 128;
 
 /// The SQS transport (behind [`super::Coalescing`] in a relay, so a claim's
 /// entries go ten to a call).
+#[derive(Debug)]
 pub struct SqsTransport {
-    client: Lazy<Client>,
-    bucket: Option<String>,
-}
-
-impl fmt::Debug for SqsTransport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SqsTransport")
-            .field("client", &self.client)
-            .field("bucket", &self.bucket)
-            .finish()
-    }
+    service: aws::Service<Client>,
 }
 
 impl SqsTransport {
     /// Through `client`; an envelope too large for its destination refers
     /// to its payload's object in `bucket` (the blob store's).
     pub fn new(client: Client, bucket: Option<String>) -> Self {
-        Self::lazy(
-            move || {
-                let client = client.clone();
-                async move { Arc::new(client) }
-            },
-            bucket,
-        )
+        Self {
+            service: aws::Service::ready("SQS client", client, bucket),
+        }
     }
 
     /// Through the client `make` builds on first use (not at init: cold
@@ -72,8 +57,7 @@ impl SqsTransport {
         Fut: std::future::Future<Output = Arc<Client>> + Send + 'static,
     {
         Self {
-            client: Lazy::new("SQS client", make),
-            bucket,
+            service: aws::Service::lazy("SQS client", make, bucket),
         }
     }
 
@@ -145,7 +129,7 @@ impl SqsTransport {
                 }
             }
         }
-        let client = self.client.get().await;
+        let client = self.service.client.get().await;
         let send = client
             .send_message_batch()
             .queue_url(&target.queue_url)
@@ -175,7 +159,7 @@ impl SqsTransport {
                         ctx.err().code().map(str::to_string),
                         ctx.err().message().unwrap_or_default().to_string(),
                     ),
-                    _ => (None, aws::chain(&e)),
+                    _ => (None, crate::error_chain(&e)),
                 };
                 return failed(aws::failed_call(
                     "SQS",
@@ -229,7 +213,11 @@ impl Transport for SqsTransport {
         let mut outcomes: Vec<Option<EntryOutcome>> = vec![None; entries.len()];
         let mut bodies = Vec::with_capacity(entries.len());
         for (i, entry) in entries.iter().enumerate() {
-            match envelope::build(entry, self.bucket.as_deref(), target.max_entry_bytes) {
+            match envelope::build(
+                entry,
+                self.service.bucket.as_deref(),
+                target.max_entry_bytes,
+            ) {
                 Ok(body) => bodies.push((i, body)),
                 Err(e) => outcomes[i] = Some(EntryOutcome::dead(format!("{e}"))),
             }

@@ -111,24 +111,13 @@ where
         }
         SdkError::ConstructionFailure(_) => QueueError::Rejected {
             operation,
-            reason: chain(&e),
+            reason: crate::error_chain(&e),
         },
         _ => QueueError::Unavailable {
             operation,
-            reason: chain(&e),
+            reason: crate::error_chain(&e),
         },
     }
-}
-
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }
 
 #[async_trait]

@@ -317,23 +317,15 @@ where
         }
         SdkError::ConstructionFailure(_) => DbError::Statement {
             statement,
-            message: format!("cannot build the Data API request: {}", error_chain(&e)),
+            message: format!(
+                "cannot build the Data API request: {}",
+                crate::error_chain(&e)
+            ),
         },
         // timeouts, connection failures, unparseable responses: the outcome
         // of the call is unknown and the service may be fine a moment later
-        _ => unavailable(format!("Data API call failed: {}", error_chain(&e))),
+        _ => unavailable(format!("Data API call failed: {}", crate::error_chain(&e))),
     }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }
 
 impl Inner {

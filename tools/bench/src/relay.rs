@@ -65,6 +65,11 @@ pub fn payload(i: usize) -> serde_json::Value {
 
 /// Writes `rows` due outbox rows for destination `sink`, 500 per transaction.
 pub async fn fill(db: &dyn Database, rows: usize) -> anyhow::Result<()> {
+    fill_for(db, rows, "sink").await
+}
+
+/// Writes `rows` due outbox rows for `destination`, 500 per transaction.
+pub async fn fill_for(db: &dyn Database, rows: usize, destination: &str) -> anyhow::Result<()> {
     let now = SystemClock.now();
     for chunk in (0..rows).collect::<Vec<_>>().chunks(500) {
         let tx = db.begin().await?;
@@ -73,7 +78,7 @@ pub async fn fill(db: &dyn Database, rows: usize) -> anyhow::Result<()> {
                 aggregate_type: "order".into(),
                 aggregate_id: format!("o-{i}"),
                 event_type: "order.status_changed".into(),
-                destination: "sink".into(),
+                destination: destination.into(),
                 payload: payload(*i),
             };
             outbox::enqueue(tx.as_ref(), &event, now).await?;

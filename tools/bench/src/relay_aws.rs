@@ -11,13 +11,12 @@ use std::time::Instant;
 
 use aws_config::SdkConfig;
 use futures::StreamExt as _;
-use hookbox::clock::{Clock, SystemClock};
+use hookbox::clock::SystemClock;
 use hookbox::config::{ConfigStore, HookboxConfig, TransportKind};
 use hookbox::delivery::{
     Coalescing, DeliveryRequest, Entry, EntryOutcome, EventBridgeTransport, MAX_BATCH,
     SqsTransport, Transport, envelope,
 };
-use hookbox::outbox::{self, NewOutboxEvent};
 use hookbox::relay::HttpSender;
 use hookbox::store::Database;
 use uuid::Uuid;
@@ -52,26 +51,6 @@ impl<T: Transport> Transport for Counted<T> {
         self.1.fetch_add(1, Ordering::Relaxed);
         self.0.deliver(request).await
     }
-}
-
-/// `rows` due outbox rows for destination `aws`, 500 per transaction.
-async fn fill(db: &dyn Database, rows: usize) -> anyhow::Result<()> {
-    let now = SystemClock.now();
-    for chunk in (0..rows).collect::<Vec<_>>().chunks(500) {
-        let tx = db.begin().await?;
-        for i in chunk {
-            let event = NewOutboxEvent {
-                aggregate_type: "order".into(),
-                aggregate_id: format!("o-{i}"),
-                event_type: "order.status_changed".into(),
-                destination: "aws".into(),
-                payload: payload(*i),
-            };
-            outbox::enqueue(tx.as_ref(), &event, now).await?;
-        }
-        tx.commit().await?;
-    }
-    Ok(())
 }
 
 /// The envelopes the relay sends for `rows` rows (fresh delivery ids).
@@ -228,7 +207,7 @@ pub async fn run(
                 sqs.purge_queue().queue_url(&queue).send().await?;
             }
 
-            fill(db.as_ref(), rows).await?;
+            crate::relay::fill_for(db.as_ref(), rows, "aws").await?;
             worker += 1;
             let calls = Arc::new(AtomicU64::new(0));
             let transport: Arc<dyn Transport> = match kind {
