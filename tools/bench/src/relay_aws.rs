@@ -18,7 +18,6 @@ use hookbox::delivery::{
     SqsTransport, Transport, envelope,
 };
 use hookbox::relay::HttpSender;
-use hookbox::store::Database;
 use uuid::Uuid;
 
 use crate::pg::Bench;
