@@ -153,6 +153,69 @@ pub(super) const VECTORS: &[Vector] = &[
         ..V
     },
     Vector {
+        // Clerk delivers its webhooks through Svix (svix-* headers), so
+        // Svix's reference vector is the signature Clerk sends.
+        preset: "clerk",
+        source: Source::Official(
+            "svix/svix-webhooks python/tests/test_webhooks.py test_sign_function (Clerk signs with Svix)",
+        ),
+        headers: &[
+            ("svix-id", SW_ID),
+            ("svix-timestamp", "1614265330"),
+            ("svix-signature", SW_SIGNATURE),
+        ],
+        body: SW_BODY,
+        secrets: &[SW_SECRET],
+        now: 1_614_265_330,
+        wrong_secret: "whsec_c2VjcmV0",
+        ..V
+    },
+    Vector {
+        // Resend delivers its webhooks through Svix, as Clerk does.
+        preset: "resend",
+        source: Source::Official(
+            "svix/svix-webhooks python/tests/test_webhooks.py test_sign_function (Resend signs with Svix)",
+        ),
+        headers: &[
+            ("svix-id", SW_ID),
+            ("svix-timestamp", "1614265330"),
+            ("svix-signature", SW_SIGNATURE),
+        ],
+        body: SW_BODY,
+        secrets: &[SW_SECRET],
+        now: 1_614_265_330,
+        wrong_secret: "whsec_c2VjcmV0",
+        ..V
+    },
+    Vector {
+        preset: "shopify",
+        source: Source::Official(
+            "Shopify/shopify-api-php tests/Webhooks/RegistryTest.php ($processHeaders, $processBody; the secret 'steffi' of tests/BaseTestCase.php)",
+        ),
+        headers: &[(
+            "X-Shopify-Hmac-Sha256",
+            "/Redz4YXHLnSmmSN8grr5/Jl/Ua3d7yX3iWbjb8R8wo=",
+        )],
+        body: r#"{"foo":"bar"}"#,
+        secrets: &["steffi"],
+        ..V
+    },
+    Vector {
+        // The timestamp is in milliseconds; checked at its own second.
+        preset: "recurly",
+        source: Source::Official(
+            "recurly/recurly-client-ruby spec/recurly/webhooks_spec.rb (\"raises no error when tolerance is large enough\")",
+        ),
+        headers: &[(
+            "recurly-signature",
+            "1663103925004,ad24699f3beaa24c9af2cc7ada3ce4c835da0090194241b9d3add83d27f14bc3",
+        )],
+        body: r#"{"id":"rjxwmwedwqug","object_type":"account","site_id":"qc326l1hl8k9","event_type":"created","event_time":"2022-09-13T21:18:40Z","account_code":"adfas23zzz14123"}"#,
+        secrets: &["354fab5bd35f5a0d50845ee7e30165244468b13c2c343f104e4e730a59326d9d"],
+        now: 1_663_103_925,
+        ..V
+    },
+    Vector {
         preset: "replicate",
         source: Source::Official(
             "replicate/replicate-javascript index.test.ts (validateWebhook: \"Can be used to validate webhook\")",
