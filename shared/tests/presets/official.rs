@@ -52,6 +52,25 @@ const OPENAI_BODY: &str = r#"{"id": "evt_685c059ae3a481909bdc86819b066fb6", "obj
 /// of `signature` are the SDK test's, the rest is the documented shape.
 const MAILGUN_BODY: &str = r#"{"signature":{"timestamp":"1403645220","token":"5egbgr1vjgqxtrnp65xfznchgdccwh5d6i09vijqi3whgowmn6","signature":"9cfc5c41582e51246e73c88d34db3af0a3a2692a76fbab81492842f000256d33"},"event-data":{"id":"CPgfbmQMTCKtHW6uIWtuVe","event":"delivered"}}"#;
 
+/// Svix's reference vector (svix-* headers) for `preset`: Svix itself and
+/// the providers that deliver through it.
+const fn svix_vector(preset: &'static str, source: &'static str) -> Vector {
+    Vector {
+        preset,
+        source: Source::Official(source),
+        headers: &[
+            ("svix-id", SW_ID),
+            ("svix-timestamp", "1614265330"),
+            ("svix-signature", SW_SIGNATURE),
+        ],
+        body: SW_BODY,
+        secrets: &[SW_SECRET],
+        now: 1_614_265_330,
+        wrong_secret: "whsec_c2VjcmV0",
+        ..V
+    }
+}
+
 pub(super) const VECTORS: &[Vector] = &[
     Vector {
         preset: "stripe",
@@ -136,57 +155,20 @@ pub(super) const VECTORS: &[Vector] = &[
         wrong_secret: "whsec_c2VjcmV0",
         ..V
     },
-    Vector {
-        preset: "svix",
-        source: Source::Official(
-            "svix/svix-webhooks javascript/src/webhook.test.ts (the fixed vector, svix-* headers)",
-        ),
-        headers: &[
-            ("svix-id", SW_ID),
-            ("svix-timestamp", "1614265330"),
-            ("svix-signature", SW_SIGNATURE),
-        ],
-        body: SW_BODY,
-        secrets: &[SW_SECRET],
-        now: 1_614_265_330,
-        wrong_secret: "whsec_c2VjcmV0",
-        ..V
-    },
-    Vector {
-        // Clerk delivers its webhooks through Svix (svix-* headers), so
-        // Svix's reference vector is the signature Clerk sends.
-        preset: "clerk",
-        source: Source::Official(
-            "svix/svix-webhooks python/tests/test_webhooks.py test_sign_function (Clerk signs with Svix)",
-        ),
-        headers: &[
-            ("svix-id", SW_ID),
-            ("svix-timestamp", "1614265330"),
-            ("svix-signature", SW_SIGNATURE),
-        ],
-        body: SW_BODY,
-        secrets: &[SW_SECRET],
-        now: 1_614_265_330,
-        wrong_secret: "whsec_c2VjcmV0",
-        ..V
-    },
-    Vector {
-        // Resend delivers its webhooks through Svix, as Clerk does.
-        preset: "resend",
-        source: Source::Official(
-            "svix/svix-webhooks python/tests/test_webhooks.py test_sign_function (Resend signs with Svix)",
-        ),
-        headers: &[
-            ("svix-id", SW_ID),
-            ("svix-timestamp", "1614265330"),
-            ("svix-signature", SW_SIGNATURE),
-        ],
-        body: SW_BODY,
-        secrets: &[SW_SECRET],
-        now: 1_614_265_330,
-        wrong_secret: "whsec_c2VjcmV0",
-        ..V
-    },
+    svix_vector(
+        "svix",
+        "svix/svix-webhooks javascript/src/webhook.test.ts (the fixed vector, svix-* headers)",
+    ),
+    // Clerk and Resend deliver their webhooks through Svix (svix-* headers),
+    // so Svix's reference vector is the signature they send.
+    svix_vector(
+        "clerk",
+        "svix/svix-webhooks python/tests/test_webhooks.py test_sign_function (Clerk signs with Svix)",
+    ),
+    svix_vector(
+        "resend",
+        "svix/svix-webhooks python/tests/test_webhooks.py test_sign_function (Resend signs with Svix)",
+    ),
     Vector {
         preset: "shopify",
         source: Source::Official(
