@@ -6,6 +6,7 @@ use hookbox::queue::memory::MemoryQueue;
 use hookbox::store::{Executor, Statement};
 
 use crate::Figures;
+use crate::aws::{Aws, BUS, FIFO};
 use crate::receiver::{GONE, Receivers};
 use crate::scenario::Webhook;
 
@@ -32,19 +33,26 @@ pub(crate) async fn quiet(db: &dyn Executor, memory: &MemoryQueue) -> bool {
             == 0
 }
 
+/// What the destinations saw: the HTTP receivers and the AWS services.
+pub(crate) struct Downstream<'a> {
+    pub(crate) receivers: &'a Receivers,
+    pub(crate) aws: &'a Aws,
+}
+
 pub(crate) async fn check_ledger(
     db: &dyn Executor,
     memory: &MemoryQueue,
     hooks: &[Webhook],
     answered: &HashMap<String, Vec<u16>>,
-    receivers: &Receivers,
+    downstream: Downstream<'_>,
     figures: &mut Figures,
     violations: &mut Vec<String>,
 ) {
+    let Downstream { receivers, aws } = downstream;
     let rows = match db
         .execute(
             &statement(
-                "SELECT i.partner, i.event_id, i.status,
+                "SELECT i.partner, i.event_id, i.status, i.last_error,
                         (SELECT count(*) FROM torture_effects e WHERE e.inbox_id = i.id) AS effects
                    FROM inbox AS i",
             ),
@@ -59,8 +67,12 @@ pub(crate) async fn check_ledger(
         }
     };
     let mut by_event: HashMap<String, Vec<(String, i64)>> = HashMap::new();
+    let mut errors: HashMap<String, String> = HashMap::new();
     for r in &rows {
         let event = r.text("event_id").unwrap_or_default();
+        if let Ok(Some(error)) = r.opt_text("last_error") {
+            errors.insert(event.clone(), error);
+        }
         by_event.entry(event).or_default().push((
             r.text("status").unwrap_or_default(),
             r.i64("effects").unwrap_or(-1),
@@ -80,7 +92,11 @@ pub(crate) async fn check_ledger(
             (true, [(status, effects)]) => {
                 if status != "processed" {
                     figures.lost += 1;
-                    violations.push(format!("{}: accepted, ended {status}", hook.event_id));
+                    violations.push(format!(
+                        "{}: accepted, ended {status} ({})",
+                        hook.event_id,
+                        errors.get(stored_id.as_ref()).map_or("", String::as_str)
+                    ));
                 }
                 if *effects != 1 {
                     if *effects > 1 {
@@ -150,7 +166,10 @@ pub(crate) async fn check_ledger(
     // every row for the gone destination dead with 410
     let outbox = match db
         .execute(
-            &statement("SELECT id, destination, status, attempts, last_error FROM outbox"),
+            &statement(
+                "SELECT id, destination, status, attempts, last_error, aggregate_id
+                   FROM outbox ORDER BY seq",
+            ),
             &hookbox::params! {},
         )
         .await
@@ -163,12 +182,21 @@ pub(crate) async fn check_ledger(
     };
     let delivered = receivers.delivered();
     let tried = receivers.tried();
+    let mut aws_rows: Vec<AwsRow> = Vec::new();
     for r in &outbox {
         let id = r.uuid("id").map(|u| u.to_string()).unwrap_or_default();
         let destination = r.text("destination").unwrap_or_default();
         let status = r.text("status").unwrap_or_default();
         let error = r.opt_text("last_error").ok().flatten().unwrap_or_default();
-        if destination == GONE {
+        if destination == BUS || destination == FIFO {
+            aws_rows.push(AwsRow {
+                id,
+                destination,
+                status,
+                error,
+                aggregate: r.text("aggregate_id").unwrap_or_default(),
+            });
+        } else if destination == GONE {
             if status != "dead" || !error.contains("410") {
                 violations.push(format!("outbox {id} for {GONE}: {status} ({error})"));
             }
@@ -182,10 +210,137 @@ pub(crate) async fn check_ledger(
         }
     }
     let transitions = count(db, "SELECT count(*) AS n FROM example_order_transitions").await;
-    if transitions != outbox.len() as i64 {
+    let http_rows = outbox.len() - aws_rows.len();
+    if transitions != http_rows as i64 {
         violations.push(format!(
-            "{transitions} business transitions but {} outbox rows",
-            outbox.len()
+            "{transitions} business transitions but {http_rows} outbox rows to HTTP destinations"
         ));
     }
+    check_aws(db, aws, &aws_rows, figures, violations).await;
+}
+
+/// An outbox row for an AWS destination.
+struct AwsRow {
+    id: String,
+    destination: String,
+    status: String,
+    error: String,
+    aggregate: String,
+}
+
+/// The AWS destinations: one row per processed `sw` event that fans out
+/// ([`crate::aws::fans_out`]) for each; every
+/// row delivered and read from its queue (at least once: the relay may
+/// crash after the service accepted an entry), except those failed for
+/// good, which are dead with the service's code and never reached it;
+/// nothing read that is not a row; each FIFO group read in the order of
+/// its aggregate's rows.
+async fn check_aws(
+    db: &dyn Executor,
+    aws: &Aws,
+    rows: &[AwsRow],
+    figures: &mut Figures,
+    violations: &mut Vec<String>,
+) {
+    let sw_events = match db
+        .execute(
+            &statement(
+                "SELECT ordering_key FROM inbox WHERE partner = 'sw' AND status = 'processed'",
+            ),
+            &hookbox::params! {},
+        )
+        .await
+    {
+        Ok(rows) => rows
+            .rows
+            .iter()
+            .filter(|r| crate::aws::fans_out(r.opt_text("ordering_key").ok().flatten().as_deref()))
+            .count() as i64,
+        Err(e) => {
+            violations.push(format!("cannot read the inbox: {e}"));
+            return;
+        }
+    };
+    for destination in [BUS, FIFO] {
+        let mine: Vec<&AwsRow> = rows
+            .iter()
+            .filter(|r| r.destination == destination)
+            .collect();
+        if mine.len() as i64 != sw_events {
+            violations.push(format!(
+                "{destination}: {} outbox rows for {sw_events} processed sw events that fan out",
+                mine.len()
+            ));
+        }
+        let seen = aws.seen(destination);
+        let mut copies: HashMap<&str, u64> = HashMap::new();
+        for message in seen {
+            *copies.entry(message.id.as_str()).or_default() += 1;
+        }
+        for row in &mine {
+            let read = copies.get(row.id.as_str()).copied().unwrap_or(0);
+            match aws.permanent.get(&row.id) {
+                Some(code) if row.status != "dead" || !row.error.contains(code) || read > 0 => {
+                    violations.push(format!(
+                        "{destination} {}: refused for good ({code}), yet {} ({}), read {read} times",
+                        row.id, row.status, row.error
+                    ));
+                }
+                Some(_) => {}
+                None if row.status != "delivered" || read == 0 => violations.push(format!(
+                    "{destination} {}: {} ({}), read {read} times",
+                    row.id, row.status, row.error
+                )),
+                None => {}
+            }
+        }
+        let ids: std::collections::HashSet<&str> = mine.iter().map(|r| r.id.as_str()).collect();
+        let strays = copies.keys().filter(|id| !ids.contains(*id)).count();
+        if strays > 0 {
+            violations.push(format!(
+                "{destination}: {strays} messages whose delivery id is no row of it"
+            ));
+        }
+        let duplicates: u64 = copies.values().map(|n| n - 1).sum();
+        figures
+            .deliveries
+            .insert(format!("{destination} read"), seen.len() as u64);
+        figures
+            .deliveries
+            .insert(format!("{destination} duplicates"), duplicates);
+    }
+
+    // each FIFO group read in its aggregate's order (first copies)
+    let mut expected: HashMap<String, Vec<&str>> = HashMap::new();
+    for row in rows.iter().filter(|r| r.destination == FIFO) {
+        if !aws.permanent.contains_key(&row.id) {
+            expected
+                .entry(hookbox::delivery::sqs::group_id(&row.aggregate))
+                .or_default()
+                .push(&row.id);
+        }
+    }
+    let mut read: HashMap<String, Vec<&str>> = HashMap::new();
+    let mut first = std::collections::HashSet::new();
+    for message in aws.seen(FIFO) {
+        if first.insert(message.id.as_str()) {
+            read.entry(message.group.clone().unwrap_or_default())
+                .or_default()
+                .push(&message.id);
+        }
+    }
+    for (group, ids) in &expected {
+        let got = read.get(group).map(Vec::as_slice).unwrap_or(&[]);
+        if got != ids.as_slice() {
+            violations.push(format!(
+                "fifo group {group}: read {got:?}, its rows in order are {ids:?}"
+            ));
+        }
+    }
+    figures
+        .deliveries
+        .insert("aws entries failed".into(), aws.failed_entries() as u64);
+    figures
+        .deliveries
+        .insert("aws refused for good".into(), aws.permanent.len() as u64);
 }

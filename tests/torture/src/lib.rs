@@ -11,12 +11,16 @@
 //! 2. two processor invocations receive and process a batch each at once
 //!    (a crash leaves its messages to the queue's visibility timeout);
 //! 3. every minute the relay sweeps and runs retention, and two relay
-//!    instances deliver at once;
-//! 4. outages start and end at random.
+//!    instances deliver at once, to the HTTP receivers, an EventBridge bus
+//!    and a FIFO SQS queue (moto behind a fault proxy, [`aws`]), whose
+//!    queues are then read;
+//! 4. outages (the database, the queue, PostgreSQL itself, the AWS
+//!    services) start and end at random.
 //!
 //! Then, with the faults off, it runs to quiescence and checks the ledger
 //! ([`Ledger`]). A failing run returns its seed and the command to replay.
 
+pub mod aws;
 pub mod faults;
 mod ledger;
 mod outages;
@@ -39,6 +43,7 @@ use hookbox::config::ConfigStore;
 use hookbox::example::OrdersHandler;
 use hookbox::inbox::ingest::{Ingest, IngestRequest};
 use hookbox::metrics::Metrics;
+use hookbox::outbox::NewOutboxEvent;
 use hookbox::processing::{
     BusinessHandler, HandlerError, InboxEvent, Outcome, Processor, ProcessorConfig,
 };
@@ -87,8 +92,13 @@ pub struct Figures {
     pub postgres_stops: u64,
     /// Requests that had to be refused, by kind and answer.
     pub refused: BTreeMap<String, u64>,
-    /// Delivery attempts by answer.
+    /// Delivery attempts by answer (HTTP), and what reached the AWS
+    /// destinations (`bus read`, `fifo duplicates`, `aws entries failed`,
+    /// …).
     pub deliveries: BTreeMap<String, u64>,
+    /// Outages of the AWS services (every PutEvents and SendMessageBatch
+    /// answered 503).
+    pub aws_outages: u64,
     /// Messages in the DLQ at the end (each with its row: checked).
     pub dead_lettered: u64,
     /// Webhooks accepted but not processed exactly once (must be 0).
@@ -140,7 +150,10 @@ impl std::fmt::Display for Failure {
 }
 
 /// The business handler: the example orders domain, whose outbox rows go
-/// to `erp` for partner `sw` and to the gone destination for `gh`. Each
+/// to `erp` for partner `sw` and to the gone destination for `gh`; the
+/// processed `sw` events of one order in five ([`aws::fans_out`]) also go
+/// to the EventBridge bus and the FIFO queue (aggregate: the order, so the
+/// queue's group). Each
 /// processed event also writes one `torture_effects` row in the same
 /// transaction: an effect that is NOT idempotent (as crediting an account
 /// would be), so applying an event twice shows in the ledger even where the
@@ -167,6 +180,24 @@ impl BusinessHandler for Router {
             tx.execute(&EFFECT, &hookbox::params! { "id" => event.row.id })
                 .await
                 .map_err(HandlerError::from)?;
+            let order = event.row.ordering_key.as_deref();
+            if event.row.partner == "sw" && aws::fans_out(order) {
+                for destination in [aws::BUS, aws::FIFO] {
+                    let out = NewOutboxEvent {
+                        aggregate_type: "order".into(),
+                        aggregate_id: order.unwrap_or_default().into(),
+                        event_type: event.event_type().unwrap_or("unknown").into(),
+                        destination: destination.into(),
+                        payload: serde_json::json!({
+                            "event_id": event.row.event_id,
+                            "order": order,
+                        }),
+                    };
+                    hookbox::outbox::enqueue(tx, &out, event.now)
+                        .await
+                        .map_err(HandlerError::from)?;
+                }
+            }
         }
         Ok(outcome)
     }
@@ -270,7 +301,12 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
     );
     let queue = Arc::new(FlakyQueue::new(memory.clone()));
     let blobs = Arc::new(MemoryBlobStore::new());
-    let store = Arc::new(ConfigStore::fixed(config(), clock.clone()));
+    let mut aws = aws::Aws::start().await;
+    let mut aws_rng = fastrand::Rng::with_seed(scenario.seed ^ 0xa3_5eed);
+    let store = Arc::new(ConfigStore::fixed(
+        config(aws.destinations()),
+        clock.clone(),
+    ));
     let ingest = Ingest::new(
         store.clone(),
         db.clone(),
@@ -290,14 +326,14 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
     let relays: Vec<Relay> = ["torture-relay-a", "torture-relay-b"]
         .into_iter()
         .map(|worker| {
-            Relay::new(
+            aws.wire(Relay::new(
                 db.clone(),
                 blobs.clone(),
                 receivers.clone(),
                 Some(queue.clone() as Arc<dyn hookbox::queue::Queue>),
                 clock.clone(),
                 RelaySettings::new(worker),
-            )
+            ))
         })
         .collect();
     let relay = &relays[0];
@@ -328,6 +364,7 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
         refusals.entry(rng.i64(0..send_steps)).or_default().push(n);
     }
     let outages = outages::plan(scenario.outages, send_steps, &mut rng);
+    let aws_outages = outages::plan_aws(send_steps, &mut aws_rng);
 
     let mut figures = Figures::default();
     let mut violations: Vec<String> = Vec::new();
@@ -338,6 +375,7 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
     let mut step: i64 = 0;
     let mut stopped = false;
     let mut db_paused = false;
+    let mut aws_was_down = false;
     let last_step = send_steps + 60 * 30; // resends may go on for a while
     while step <= last_step {
         // outages
@@ -374,6 +412,12 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
             figures.queue_outages += 1;
         }
         queue.outage.set_down(queue_down);
+        let aws_down = outages::aws_down_at(&aws_outages, step);
+        if aws_down && !aws_was_down {
+            figures.aws_outages += 1;
+        }
+        aws.set_down(aws_down);
+        aws_was_down = aws_down;
 
         // 1. partners send
         let due = plan.remove(&step).unwrap_or_default();
@@ -478,16 +522,23 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
         // 3. the relay, every minute
         if step % 6 == 0 {
             let _ = AssertUnwindSafe(relay.sweep()).catch_unwind().await;
+            aws.arm(db.as_ref(), &mut aws_rng).await;
             let drains = relays
                 .iter()
                 .map(|r| AssertUnwindSafe(r.drain(&store)).catch_unwind());
             let _ = futures::future::join_all(drains).await;
             let _ = AssertUnwindSafe(relay.purge()).catch_unwind().await;
+            aws.observe().await;
         }
 
         clock.advance(TimeDelta::seconds(STEP_S));
         step += 1;
-        if plan.is_empty() && step > send_steps && step > outages::last_end(&outages) && !stopped {
+        if plan.is_empty()
+            && step > send_steps
+            && step > outages::last_end(&outages)
+            && step > outages::last_end(&aws_outages)
+            && !stopped
+        {
             break;
         }
     }
@@ -497,6 +548,7 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
         server.api().resume();
     }
     queue.outage.set_down(false);
+    aws.set_down(false);
     if stopped {
         database
             .cluster
@@ -521,7 +573,9 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
             }
         }
         let _ = relay.sweep().await;
+        aws.arm(db.as_ref(), &mut aws_rng).await;
         let _ = relay.drain(&store).await;
+        aws.observe().await;
         if minute % 10 == 0 && quiet(db.as_ref(), &memory).await {
             break;
         }
@@ -540,7 +594,10 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
         &memory,
         &hooks,
         &answered,
-        &receivers,
+        ledger::Downstream {
+            receivers: &receivers,
+            aws: &aws,
+        },
         &mut figures,
         &mut violations,
     )

@@ -62,6 +62,26 @@ pub(crate) fn down_at(outages: &[Outage], step: i64) -> (bool, bool, bool) {
     )
 }
 
+/// Two outages of the AWS services (EventBridge and SQS at once), 1 to 5
+/// minutes each, within the first `send_steps` steps; drawn from their own
+/// generator, so the rest of the scenario is as it was.
+pub(crate) fn plan_aws(send_steps: i64, rng: &mut fastrand::Rng) -> Vec<Outage> {
+    (0..2)
+        .map(|_| Outage {
+            start: rng.i64(0..send_steps),
+            length: rng.i64(6..30),
+            database: false,
+            queue: false,
+            postgres_stopped: false,
+        })
+        .collect()
+}
+
+/// Whether an outage of `outages` covers `step`.
+pub(crate) fn aws_down_at(outages: &[Outage], step: i64) -> bool {
+    outages.iter().any(|o| o.covers(step))
+}
+
 /// The step after the last outage ends.
 pub(crate) fn last_end(outages: &[Outage]) -> i64 {
     outages

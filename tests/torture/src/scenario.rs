@@ -66,8 +66,10 @@ pub(crate) fn t0() -> DateTime<Utc> {
         .unwrap_or_else(Utc::now)
 }
 
-pub(crate) fn config() -> HookboxConfig {
-    let text = serde_json::json!({
+/// The configuration: the partners, the HTTP destinations, and `aws`'s
+/// destinations (an object of them) beside those.
+pub(crate) fn config(aws: serde_json::Value) -> HookboxConfig {
+    let mut config = serde_json::json!({
         "partners": {
             "sw": {
                 "signature": {"scheme": "standard-webhooks"},
@@ -87,9 +89,12 @@ pub(crate) fn config() -> HookboxConfig {
             "erp": {"url": "https://erp.torture.invalid/hooks", "secrets": [SW_SECRET], "timeout_secs": 0.25},
             GONE: {"url": "https://legacy.torture.invalid/hooks", "secrets": [SW_SECRET]}
         }
-    })
-    .to_string();
-    HookboxConfig::parse(&text, "torture").unwrap_or_else(|e| panic!("torture config: {e}"))
+    });
+    if let (Some(all), Some(more)) = (config["destinations"].as_object_mut(), aws.as_object()) {
+        all.extend(more.clone());
+    }
+    HookboxConfig::parse(&config.to_string(), "torture")
+        .unwrap_or_else(|e| panic!("torture config: {e}"))
 }
 
 /// Event id prefixes of the hostile webhooks.

@@ -25,6 +25,15 @@ async fn bounded(adapter: Adapter) {
                     figures.deliveries.get("hang").copied().unwrap_or(0) > 0,
                     "seed {seed}: no delivery hung past its timeout: {figures:?}"
                 );
+                let aws = |key: &str| figures.deliveries.get(key).copied().unwrap_or(0);
+                assert!(
+                    figures.aws_outages > 0
+                        && aws("aws entries failed") > 0
+                        && aws("aws refused for good") > 0
+                        && aws("bus read") > 0
+                        && aws("fifo read") > 0,
+                    "seed {seed}: the AWS destinations saw no outage, failure or message: {figures:?}"
+                );
                 assert_eq!(
                     figures.refused.values().sum::<u64>(),
                     (WEBHOOKS / 20) as u64,
