@@ -47,6 +47,10 @@
    RelayEventBusArns parameter; sqs:SendMessage, besides the inbox queue
    (the sweeper), on exactly the queues of RelaySqsQueueArns; each
    parameter's AllowedPattern takes one ARN per item and never a wildcard.
+10. The processor forwards by routes: its HOOKBOX_HANDLER is `routes`
+   (the example orders domain, `orders-example`, runs only where a test or
+   the local demo chooses it) and it reads the partners' configuration
+   (HOOKBOX_PARTNERS_SECRET_ARN).
 
 Usage: python3 infra/check.py [TEMPLATE] (default infra/template.yaml).
 Prints OK and exits 0, or prints every problem and exits 1 (2 when
@@ -473,6 +477,23 @@ SCHEDULE = re.compile(
 )
 
 
+def check_processor_handler(template: dict) -> None:
+    for name, res in (template.get("Resources") or {}).items():
+        props = res.get("Properties") or {}
+        binary = ((res.get("Metadata") or {}).get("BuildProperties") or {}).get("Binary")
+        if res.get("Type") != "AWS::Serverless::Function" or binary != "processor":
+            continue
+        env = (props.get("Environment") or {}).get("Variables") or {}
+        handler = env.get("HOOKBOX_HANDLER")
+        if handler != "routes":
+            problem(
+                f"{name}: HOOKBOX_HANDLER is {handler!r}: a deployed processor forwards by "
+                "routes ('routes'); the example orders domain is for the local demo and tests"
+            )
+        if "HOOKBOX_PARTNERS_SECRET_ARN" not in env:
+            problem(f"{name}: routes need the partners' configuration (HOOKBOX_PARTNERS_SECRET_ARN)")
+
+
 def check_schedules(template: dict) -> None:
     for name, res in (template.get("Resources") or {}).items():
         for ev_name, ev in (((res.get("Properties") or {}).get("Events")) or {}).items():
@@ -560,6 +581,7 @@ def main() -> int:
         check_relay_destinations(template, cfn)
         lint_translated(cfn)
     check_schedules(template)
+    check_processor_handler(template)
     check_functions(template)
     check_queue_consistency(template)
     check_blob_store(template)

@@ -21,7 +21,9 @@ use chrono::{DateTime, Utc};
 use hookbox::blob::BlobStore;
 use hookbox::clock::{Clock, lambda_deadline};
 use hookbox::example::OrdersHandler;
-use hookbox::processing::{BatchReport, BusinessHandler, Processor, ProcessorConfig};
+use hookbox::processing::{
+    BatchReport, BusinessHandler, Processor, ProcessorConfig, RoutingHandler,
+};
 use hookbox::queue::{Queue, Received};
 use hookbox::startup::{Startup, StartupError};
 use hookbox::store::Database;
@@ -29,6 +31,35 @@ use lambda_runtime::LambdaEvent;
 
 /// The `Function` dimension of the processor's metrics.
 pub const FUNCTION_NAME: &str = "processor";
+
+/// The variable that chooses the business handler.
+pub const HOOKBOX_HANDLER: &str = "HOOKBOX_HANDLER";
+
+/// The business handler of the processor function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handler {
+    /// `routes` (the default, and the template's): forwarding by the
+    /// partners' routes.
+    Routes,
+    /// `orders-example`: the example orders domain, for the local demo and
+    /// the tests; never deployed (`infra/check.py` refuses it).
+    OrdersExample,
+}
+
+impl Handler {
+    /// From [`HOOKBOX_HANDLER`] (unset or empty: `routes`); another value is
+    /// refused, naming the ones there are.
+    pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        match env(HOOKBOX_HANDLER).as_deref().map(str::trim) {
+            None | Some("" | "routes") => Ok(Self::Routes),
+            Some("orders-example") => Ok(Self::OrdersExample),
+            Some(other) => Err(format!(
+                "{other:?} is not a handler: \"routes\" (forward by the partners' routes, the \
+                 default) or \"orders-example\" (the example orders domain)"
+            )),
+        }
+    }
+}
 
 /// Dependencies, built once per sandbox.
 #[derive(Debug, Clone)]
@@ -44,12 +75,20 @@ pub struct ProcessorFunction {
 impl ProcessorFunction {
     /// The processor of a Lambda sandbox (see `hookbox::startup`): its
     /// settings, the database, the inbox queue, the blob store and the
-    /// business handler, here the example orders domain: replace
-    /// `OrdersHandler` with your own `BusinessHandler`.
+    /// business handler [`HOOKBOX_HANDLER`] names: `routes` (the default)
+    /// forwards each partner's events by its routes (docs/forwarding.md),
+    /// `orders-example` runs the example orders domain (the local demo and
+    /// the tests). Your own `BusinessHandler` plugs in here:
+    /// `RoutingHandler::new(partners).with_handler(Arc::new(YourHandler))`.
     pub async fn from_startup(start: &Startup) -> Result<Self, StartupError> {
         let config = ProcessorConfig::from_env(start.env())
             .map_err(|e| StartupError::settings("processor settings", e))?;
-        let handler = Arc::new(OrdersHandler::from_env(start.env()));
+        let handler: Arc<dyn BusinessHandler> = match Handler::from_env(start.env())
+            .map_err(|e| StartupError::settings(HOOKBOX_HANDLER, e))?
+        {
+            Handler::Routes => Arc::new(RoutingHandler::new(start.partners().await?)),
+            Handler::OrdersExample => Arc::new(OrdersHandler::from_env(start.env())),
+        };
         Ok(Self::new(
             start.database().await?,
             start.queue().await?,
@@ -210,6 +249,25 @@ mod tests {
         let empty = received(&SqsMessage::default());
         assert_eq!(empty.message_id, "");
         assert_eq!(empty.receive_count, 1);
+    }
+
+    #[test]
+    fn the_handler_is_routes_unless_the_example_is_chosen_by_name() {
+        let with = |value: Option<&'static str>| {
+            Handler::from_env(move |name| {
+                assert_eq!(name, HOOKBOX_HANDLER);
+                value.map(str::to_owned)
+            })
+        };
+        assert_eq!(with(None), Ok(Handler::Routes));
+        assert_eq!(with(Some(" ")), Ok(Handler::Routes));
+        assert_eq!(with(Some("routes")), Ok(Handler::Routes));
+        assert_eq!(with(Some("orders-example")), Ok(Handler::OrdersExample));
+        let refused = with(Some("orders")).expect_err("refused");
+        assert!(
+            refused.contains("\"orders\" is not a handler") && refused.contains("orders-example"),
+            "{refused}"
+        );
     }
 
     #[test]

@@ -66,6 +66,7 @@ mod cache;
 mod destination;
 mod partner;
 mod redact;
+pub mod route;
 mod secrets_manager;
 mod source;
 mod target;
@@ -189,6 +190,26 @@ impl HookboxConfig {
         for (name, raw) in raw.destinations {
             let destination = raw.validate(&name)?;
             destinations.insert(name, destination);
+        }
+        // a route names a destination of this configuration
+        for partner in partners.values() {
+            for (i, route) in partner.routes.iter().enumerate() {
+                if !destinations.contains_key(&route.to) {
+                    return Err(ConfigError::Partner {
+                        partner: partner.name.clone(),
+                        field: format!("routes[{i}].to"),
+                        reason: format!(
+                            "{:?} is not a configured destination (destinations: {})",
+                            route.to,
+                            if destinations.is_empty() {
+                                "none".to_owned()
+                            } else {
+                                destinations.keys().cloned().collect::<Vec<_>>().join(", ")
+                            }
+                        ),
+                    });
+                }
+            }
         }
         Ok(Self {
             partners,

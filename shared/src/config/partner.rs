@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 use serde::Deserialize;
 
+use super::route::{MAX_ROUTES, RawRoute, Route, Unrouted};
 use super::{ConfigError, is_name};
 use crate::signature::{SchemeConfig, SchemeKind, Secret, Verifier};
 
@@ -91,6 +92,11 @@ pub struct Partner {
     /// ([`Verifier::signs_a_timestamp_or_id`]). Trade-off: two genuinely
     /// distinct events with byte-identical bodies are stored once.
     pub dedupe_on_body: bool,
+    /// Where its events are forwarded (empty: nowhere; the processor's Rust
+    /// handler alone decides). See [`super::route`].
+    pub routes: Vec<Route>,
+    /// What happens to an event no route matches (when it has routes).
+    pub unrouted: Unrouted,
 }
 
 impl fmt::Debug for Partner {
@@ -106,6 +112,8 @@ impl fmt::Debug for Partner {
             .field("allowed_cidrs", &self.allowed_cidrs)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("dedupe_on_body", &self.dedupe_on_body)
+            .field("routes", &self.routes)
+            .field("unrouted", &self.unrouted)
             .finish_non_exhaustive()
     }
 }
@@ -142,6 +150,10 @@ pub(super) struct RawPartner {
     public_url: Option<String>,
     #[serde(default)]
     dedupe_on_body: Option<bool>,
+    #[serde(default)]
+    routes: Vec<RawRoute>,
+    #[serde(default)]
+    unrouted: Option<Unrouted>,
 }
 
 #[derive(Deserialize)]
@@ -270,7 +282,36 @@ impl RawPartner {
         let dedupe_on_body = self
             .dedupe_on_body
             .unwrap_or(!verifier.signs_a_timestamp_or_id());
+        if self.routes.len() > MAX_ROUTES {
+            return Err(partner_error(
+                name,
+                "routes",
+                format!(
+                    "{} routes, over the limit of {MAX_ROUTES}",
+                    self.routes.len()
+                ),
+            ));
+        }
+        let routes = self
+            .routes
+            .into_iter()
+            .enumerate()
+            .map(|(i, route)| {
+                route
+                    .validate(i)
+                    .map_err(|(field, reason)| partner_error(name, field, reason))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if self.unrouted.is_some() && routes.is_empty() {
+            return Err(partner_error(
+                name,
+                "unrouted",
+                "only means something with routes: add \"routes\" or remove \"unrouted\"",
+            ));
+        }
         Ok(Partner {
+            routes,
+            unrouted: self.unrouted.unwrap_or_default(),
             name: name.to_string(),
             dedupe_on_body,
             verifier,

@@ -47,14 +47,15 @@ pub struct Filter {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawSubscription {
-    event_types: Vec<String>,
+    pub(crate) event_types: Vec<String>,
     #[serde(default)]
-    filters: Vec<RawFilter>,
+    pub(crate) filters: Vec<RawFilter>,
 }
 
+/// A filter as written in the configuration.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawFilter {
+pub(crate) struct RawFilter {
     pointer: String,
     equals: serde_json::Value,
 }
@@ -62,17 +63,26 @@ struct RawFilter {
 impl RawSubscription {
     /// Checked; `Err` is (field, reason).
     pub(crate) fn validate(self) -> Result<Subscription, (String, String)> {
+        self.validate_as("subscribe")
+    }
+
+    /// Checked, its fields named under `field` (`subscribe`,
+    /// `routes[0]`); `Err` is (field, reason).
+    pub(crate) fn validate_as(self, field: &str) -> Result<Subscription, (String, String)> {
         if self.event_types.is_empty() {
+            let hint = if field == "subscribe" {
+                " (leave `subscribe` out for explicit publishes only)"
+            } else {
+                " (\"*\" is every event type)"
+            };
             return Err((
-                "subscribe.event_types".into(),
-                "needs at least one event type or pattern (leave `subscribe` out for explicit \
-                 publishes only)"
-                    .into(),
+                format!("{field}.event_types"),
+                format!("needs at least one event type or pattern{hint}"),
             ));
         }
         if self.event_types.len() > MAX_EVENT_TYPES {
             return Err((
-                "subscribe.event_types".into(),
+                format!("{field}.event_types"),
                 format!(
                     "{} entries, over the limit of {MAX_EVENT_TYPES}",
                     self.event_types.len()
@@ -80,7 +90,7 @@ impl RawSubscription {
             ));
         }
         for (i, t) in self.event_types.iter().enumerate() {
-            let field = format!("subscribe.event_types[{i}]");
+            let field = format!("{field}.event_types[{i}]");
             if t.is_empty() || t.len() > MAX_PATTERN_BYTES {
                 return Err((
                     field,
@@ -93,7 +103,7 @@ impl RawSubscription {
         }
         if self.filters.len() > MAX_FILTERS {
             return Err((
-                "subscribe.filters".into(),
+                format!("{field}.filters"),
                 format!(
                     "{} filters, over the limit of {MAX_FILTERS}",
                     self.filters.len()
@@ -106,7 +116,7 @@ impl RawSubscription {
             .enumerate()
             .map(|(i, f)| {
                 let path = pointer_path(&f.pointer)
-                    .map_err(|reason| (format!("subscribe.filters[{i}].pointer"), reason))?;
+                    .map_err(|reason| (format!("{field}.filters[{i}].pointer"), reason))?;
                 Ok(Filter {
                     pointer: f.pointer,
                     path,

@@ -28,11 +28,13 @@ mod intake;
 pub mod outcome;
 pub mod processor;
 pub mod replay;
+pub mod routing;
 
 pub use config::{ConfigError, ProcessorConfig};
 pub use handler::{BusinessHandler, HandlerError, InboxEvent, Outcome, PoisonPill};
 pub use processor::{BatchReport, MessageOutcome, MessageResult, Processor, UNREADABLE_PARTNER};
 pub use replay::{ReplayOutcome, replay};
+pub use routing::RoutingHandler;
 
 /// Longest error or reason text stored in `last_error` or logged.
 pub const MAX_ERROR_CHARS: usize = 2000;

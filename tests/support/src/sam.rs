@@ -468,6 +468,9 @@ impl LocalServices {
             "HOOKBOX_PARTNERS_SECRET_ARN": "",
             "HOOKBOX_QUEUE_URL": self.queue.url,
             "HOOKBOX_BLOB_BUCKET": self.bucket,
+            // the sample events are of the example orders domain (the
+            // template's processor forwards by routes)
+            "HOOKBOX_HANDLER": "orders-example",
             // one database role here (the URL's): no role passwords to set
             "HOOKBOX_ROLE_SECRET_ARNS": "",
             // the relay stops claiming 57 s before its 60 s deadline

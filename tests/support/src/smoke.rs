@@ -95,6 +95,9 @@ pub fn function_env(
     env.extend(data_api_env(database));
     env.push(("AWS_ENDPOINT_URL_SQS", crate::moto::endpoint()));
     env.push(("HOOKBOX_BLOB_DIR", blob_dir.display().to_string()));
+    // the processor runs the example orders domain the sample events are of
+    // (a deployed one forwards by routes)
+    env.push(("HOOKBOX_HANDLER", "orders-example".to_string()));
     if let Some(url) = queue_url {
         env.push(("HOOKBOX_QUEUE_URL", url.to_string()));
     }

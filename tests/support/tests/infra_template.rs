@@ -172,6 +172,32 @@ fn the_check_refuses_a_misspelled_report_batch_item_failures() {
 }
 
 #[test]
+fn the_check_refuses_a_processor_that_runs_the_example_domain() {
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "HOOKBOX_HANDLER: routes",
+            "HOOKBOX_HANDLER: orders-example",
+            1,
+        )
+    });
+    assert!(
+        stderr.contains("ProcessorFunction: HOOKBOX_HANDLER is 'orders-example': a deployed processor forwards by routes"),
+        "{stderr}"
+    );
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "          HOOKBOX_HANDLER: routes\n          HOOKBOX_PARTNERS_SECRET_ARN: !Ref PartnersSecretArn\n",
+            "          HOOKBOX_HANDLER: routes\n",
+            1,
+        )
+    });
+    assert!(
+        stderr.contains("ProcessorFunction: routes need the partners' configuration"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn the_check_refuses_a_malformed_schedule() {
     let stderr = check_refuses(|t| t.replacen("rate(1 minute)", "rate(5 minute)", 1));
     assert!(
@@ -185,8 +211,8 @@ fn the_check_refuses_a_function_granted_another_functions_secret() {
     // the processor may also read the relay's database secret
     let stderr = check_refuses(|t| {
         t.replacen(
-            "                Resource: !Ref ProcessorDbSecret\n",
-            "                Resource: [!Ref ProcessorDbSecret, !Ref RelayDbSecret]\n",
+            "                  - !Ref ProcessorDbSecret\n",
+            "                  - !Ref ProcessorDbSecret\n                  - !Ref RelayDbSecret\n",
             1,
         )
     });
