@@ -27,15 +27,21 @@ pub struct SendArgs {
     url: String,
     #[command(flatten)]
     body: Body,
-    /// A `whsec_…` secret (or `whsk_…` signing key) to sign with.
-    #[arg(long, value_name = "S", conflicts_with = "config")]
+    /// A `whsec_…` secret (or `whsk_…` signing key) to sign with (may
+    /// start with `-`).
+    #[arg(
+        long,
+        value_name = "S",
+        conflicts_with = "config",
+        allow_hyphen_values = true
+    )]
     secret: Option<String>,
     /// A hookbox configuration file (JSON or TOML): the partner's first
     /// secret signs; its scheme must be Standard Webhooks.
     #[arg(long, value_name = "PATH")]
     config: Option<std::path::PathBuf>,
-    /// The `webhook-id` (default: a fresh `msg_<uuid>`).
-    #[arg(long, value_name = "ID")]
+    /// The `webhook-id` (default: a fresh `msg_<uuid>`; may start with `-`).
+    #[arg(long, value_name = "ID", allow_hyphen_values = true)]
     event_id: Option<String>,
 }
 
