@@ -9,6 +9,8 @@
 mod computed;
 #[path = "presets/official.rs"]
 mod official;
+#[path = "presets/signing.rs"]
+mod signing;
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -68,7 +68,8 @@ enum Command {
     /// The inbox queue's dead-letter queue.
     #[command(subcommand)]
     Dlq(dlq::DlqCommand),
-    /// Sign a JSON body with Standard Webhooks as a partner and POST it.
+    /// Sign a body as a partner (Standard Webhooks) or as a provider preset
+    /// would (`--preset`), and POST it.
     Send(send::SendArgs),
     /// The provider presets, one a line: name, provider, signature recipe
     /// (tab-separated).
@@ -200,7 +201,7 @@ fn parse_header(text: &str) -> Result<(String, String), String> {
     Ok((name.to_owned(), value.trim().to_owned()))
 }
 
-fn preset_name(text: &str) -> Result<String, String> {
+pub(crate) fn preset_name(text: &str) -> Result<String, String> {
     match presets::get(text) {
         Some(preset) => Ok(preset.name.to_owned()),
         None => Err(format!(
