@@ -490,6 +490,21 @@ fn malformed_headers_are_named_not_guessed() {
         0,
     );
     assert!(malformed(&webflow, "x-webflow-timestamp"), "{webflow:?}");
+    // Milliseconds whose last three bytes split a character: malformed,
+    // not a panic (found by fuzz/fuzz_targets/verify_any.rs).
+    for timestamp in [";ÿ00", "170000000000ÿ", "ÿÿÿÿ"] {
+        let webflow = check(
+            "webflow",
+            &[
+                ("x-webflow-timestamp", timestamp),
+                ("x-webflow-signature", "00"),
+            ],
+            "{}",
+            &secret,
+            0,
+        );
+        assert!(malformed(&webflow, "x-webflow-timestamp"), "{webflow:?}");
+    }
     let twitch = check(
         "twitch-eventsub",
         &[

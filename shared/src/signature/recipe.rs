@@ -660,7 +660,9 @@ pub(crate) fn parse_time(text: &str, format: TimeFormat) -> Result<i64, &'static
     match format {
         TimeFormat::Seconds => timestamp::parse_unix_seconds(text),
         TimeFormat::Millis => {
-            if text.len() < 4 {
+            // ASCII first: the split below is by bytes, and a header or body
+            // field may hold any character (found by the fuzz target).
+            if text.len() < 4 || !text.is_ascii() {
                 return Err("timestamp is not a number of milliseconds");
             }
             timestamp::parse_unix_seconds(&text[..text.len() - 3]).and_then(|secs| {
