@@ -76,7 +76,9 @@ fn preset_secrets(preset: &Preset) -> Vec<Secret> {
             Primitive::EcdsaP256 => return vec![public_keys().1.clone()],
         },
         Recipe::BasicAuth => &["hookbox:fuzz-7f3a9c"],
-        Recipe::Scheme(_) | Recipe::Token { .. } => &["hookbox-fuzz-secret-7f3a9c"],
+        Recipe::Scheme(_) | Recipe::Token { .. } | Recipe::Jws { .. } => {
+            &["hookbox-fuzz-secret-7f3a9c"]
+        }
     };
     texts.iter().map(|t| Secret::new(*t)).collect()
 }

@@ -123,6 +123,8 @@ fn signs_whole_body(preset: &Preset) -> bool {
     match preset.recipe {
         Recipe::Scheme(_) => true,
         Recipe::Signed(signed) => signed.signs_body(),
+        // The `sha256` claim binds the body.
+        Recipe::Jws { .. } => true,
         Recipe::Token { .. } | Recipe::BasicAuth => false,
     }
 }
@@ -613,6 +615,65 @@ fn malformed_headers_are_named_not_guessed() {
             .is_err_and(SignatureError::is_configuration_error),
         "{airtable:?}"
     );
+}
+
+#[test]
+fn a_jws_must_be_hs256_from_its_issuer_over_this_body() {
+    const BODY: &str = r#"{"id":"evt_1","type":"test.event","data":{"n":42}}"#;
+    let secret = ["hookbox-test-secret"];
+    let jws = |token: &str| {
+        check(
+            "netlify",
+            &[("X-Webhook-Signature", token)],
+            BODY,
+            &secret,
+            0,
+        )
+    };
+    assert!(jws(computed::NETLIFY_JWS).is_ok());
+    // Correctly signed, by another issuer.
+    let other = jws(computed::OTHER_ISSUER_JWS);
+    assert!(malformed(&other, "X-Webhook-Signature"), "{other:?}");
+    // The same claims and MAC under another `alg` (`none`, HS512): refused
+    // before any MAC is computed, the token's `alg` chooses nothing.
+    let (_, rest) = computed::NETLIFY_JWS
+        .split_once('.')
+        .expect("a compact JWS");
+    for alg in ["eyJhbGciOiJub25lIn0", "eyJhbGciOiJIUzUxMiJ9"] {
+        let token = format!("{alg}.{rest}");
+        let result = jws(&token);
+        assert!(
+            matches!(
+                result,
+                Err(SignatureError::UnsupportedSignatureVersion { .. })
+            ),
+            "{result:?}"
+        );
+    }
+    // Not three parts, a signature of the wrong length, padding.
+    for token in [
+        "a.b",
+        "a.b.c.d",
+        &format!("{}A", computed::NETLIFY_JWS),
+        &format!("{}=", computed::NETLIFY_JWS),
+    ] {
+        let result = jws(token);
+        assert!(
+            malformed(&result, "X-Webhook-Signature"),
+            "{token}: {result:?}"
+        );
+    }
+    // Another body than the one hashed in the claims.
+    assert!(matches!(
+        check(
+            "netlify",
+            &[("X-Webhook-Signature", computed::NETLIFY_JWS)],
+            "{}",
+            &secret,
+            0
+        ),
+        Err(SignatureError::BodyHashMismatch)
+    ));
 }
 
 #[test]

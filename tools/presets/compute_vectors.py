@@ -116,6 +116,16 @@ def main():
     # Basic auth and tokens.
     show("chargebee/postmark", authorization="Basic " + base64.b64encode(b"hookbox:s3cret").decode())
     # Discord: Ed25519 over timestamp + body, with a fixed seed.
+    # Netlify: a compact JWS (HS256) whose claims hash the body.
+    def b64url(data):
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+    # The second token is correctly signed by another issuer (refused).
+    for name, issuer in [("netlify", "netlify"), ("netlify (other issuer)", "not-netlify")]:
+        claims = '{"iss":"%s","sha256":"%s"}' % (issuer, hashlib.sha256(BODY.encode()).hexdigest())
+        signing_input = b64url(b'{"alg":"HS256","typ":"JWT"}') + "." + b64url(claims.encode())
+        show(name, **{"X-Webhook-Signature": signing_input + "." + b64url(mac(SECRET, signing_input))})
+
     try:
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
         from cryptography.hazmat.primitives import serialization

@@ -10,7 +10,9 @@
 //!   or several, after a prefix, several values during rotation) or from the
 //!   body, and an optional signed timestamp;
 //! - a shared token compared as it is ([`Recipe::Token`]: GitLab) or HTTP
-//!   basic credentials ([`Recipe::BasicAuth`]: Chargebee, Postmark).
+//!   basic credentials ([`Recipe::BasicAuth`]: Chargebee, Postmark);
+//! - a JWS whose claims hash the body ([`Recipe::Jws`]: Netlify; see
+//!   `jws.rs`).
 //!
 //! Every comparison is constant time (HMAC tags and tokens with
 //! `subtle`; Ed25519 and ECDSA verify with their own crates); secrets are
@@ -55,6 +57,15 @@ pub enum Recipe {
     /// compared with the secret `user:password` (constant time). Proves the
     /// same as [`Recipe::Token`], no more.
     BasicAuth,
+    /// A compact JWS (HS256 only) in a header, keyed with the secret, whose
+    /// `iss` claim is `issuer` and whose `sha256` claim is the hex SHA-256
+    /// of the body (Netlify).
+    Jws {
+        /// The header carrying the token.
+        header: &'static str,
+        /// The `iss` claim required.
+        issuer: &'static str,
+    },
 }
 
 /// A signature recipe.
@@ -741,6 +752,10 @@ impl fmt::Display for Recipe {
             Self::Signed(signed) => signed.fmt(f),
             Self::Token { header } => write!(f, "shared token in `{header}` (body not signed)"),
             Self::BasicAuth => f.write_str("HTTP basic auth (body not signed)"),
+            Self::Jws { header, issuer } => write!(
+                f,
+                "JWS HS256 in `{header}`, claims `iss` = `{issuer}` and `sha256` = hex SHA-256 of body"
+            ),
         }
     }
 }

@@ -54,7 +54,7 @@ impl Bare {
     fn of(preset: &Preset) -> Option<Self> {
         match preset.recipe {
             Recipe::Scheme(SchemeKind::Twilio) => Some(Self::Hmac(Algorithm::Sha1)),
-            Recipe::Scheme(_) => Some(Self::Hmac(Algorithm::Sha256)),
+            Recipe::Scheme(_) | Recipe::Jws { .. } => Some(Self::Hmac(Algorithm::Sha256)),
             Recipe::Signed(signed) => match signed.primitive {
                 Primitive::Hmac(algorithm, _) => Some(Self::Hmac(algorithm)),
                 Primitive::Ed25519 => Some(Self::Ed25519),
@@ -81,6 +81,7 @@ impl Bare {
 pub fn shape(preset: &Preset) -> Option<String> {
     match preset.recipe {
         Recipe::Scheme(kind) => Some(format!("scheme {kind}")),
+        Recipe::Jws { .. } => Some("jws HS256, body hash claim".to_owned()),
         Recipe::Signed(signed) => {
             if matches!(signed.signature, SignatureAt::Json(_)) {
                 return None;

@@ -319,6 +319,7 @@ impl Preset {
             }
             Recipe::Token { header } => names.push(header),
             Recipe::BasicAuth => names.push("Authorization"),
+            Recipe::Jws { header, .. } => names.push(header),
         }
         let mut seen = Vec::with_capacity(names.len());
         names.retain(|name| {

@@ -26,7 +26,7 @@ use super::super::recipe::{
     KeyFormat, Part, Primitive, Recipe, SignatureAt, Signed, TimeFormat, TimestampSource,
 };
 use super::super::secret::Secret;
-use super::super::standard_webhooks;
+use super::super::{jws, standard_webhooks};
 use super::{EventField, Preset};
 
 /// A request to sign: what the provider would send, before its signature.
@@ -169,6 +169,11 @@ impl Preset {
                     "Authorization",
                     format!("Basic {}", BASE64_OUT.encode(credentials)),
                 )])
+            }
+            (Recipe::Jws { header, issuer }, SigningKey::Secret(secret)) => {
+                let token = jws::sign(issuer, secret, outgoing.body)
+                    .ok_or_else(|| signer.invalid("refused as an HMAC key"))?;
+                Ok(vec![(header, token)])
             }
             (_, _) => {
                 Err(signer.invalid("this preset signs with a shared secret, not a private key"))
