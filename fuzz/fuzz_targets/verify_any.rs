@@ -76,7 +76,7 @@ fn preset_secrets(preset: &Preset) -> Vec<Secret> {
             Primitive::EcdsaP256 => return vec![public_keys().1.clone()],
         },
         Recipe::BasicAuth => &["hookbox:fuzz-7f3a9c"],
-        Recipe::Scheme(_) | Recipe::Token { .. } | Recipe::Jws { .. } => {
+        Recipe::Scheme(_) | Recipe::Token { .. } | Recipe::Jws { .. } | Recipe::Twilio(_) => {
             &["hookbox-fuzz-secret-7f3a9c"]
         }
     };

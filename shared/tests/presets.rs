@@ -125,6 +125,8 @@ fn signs_whole_body(preset: &Preset) -> bool {
         Recipe::Signed(signed) => signed.signs_body(),
         // The `sha256` claim binds the body.
         Recipe::Jws { .. } => true,
+        // Form parameters, or the body bound by the URL's `bodySHA256`.
+        Recipe::Twilio(_) => true,
         Recipe::Token { .. } | Recipe::BasicAuth => false,
     }
 }
@@ -674,6 +676,30 @@ fn a_jws_must_be_hs256_from_its_issuer_over_this_body() {
         ),
         Err(SignatureError::BodyHashMismatch)
     ));
+}
+
+#[test]
+fn twilio_sha1_and_sha256_do_not_take_each_others_signatures() {
+    let find = |name: &str| {
+        all_vectors()
+            .find(|v| v.preset == name && v.body.starts_with("CallSid="))
+            .copied()
+            .unwrap_or_else(|| panic!("a {name} form vector"))
+    };
+    let (sha1, sha256) = (find("twilio"), find("twilio-sha256"));
+    for (vector, other) in [(sha1, "twilio-sha256"), (sha256, "twilio")] {
+        // The other's signature, even with this vector's own secret: a
+        // base64 MAC of the other length is malformed.
+        let swapped = Vector {
+            preset: other,
+            ..vector
+        };
+        let result = verify(&swapped, vector.body.as_bytes(), vector.secrets, vector.now);
+        assert!(
+            malformed(&result, "X-Twilio-Signature"),
+            "{other}: {result:?}"
+        );
+    }
 }
 
 #[test]

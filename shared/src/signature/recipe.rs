@@ -57,6 +57,11 @@ pub enum Recipe {
     /// compared with the secret `user:password` (constant time). Proves the
     /// same as [`Recipe::Token`], no more.
     BasicAuth,
+    /// Twilio's recipe (the URL, then the form parameters sorted, or a JSON
+    /// body bound by the URL's `bodySHA256`; base64 in
+    /// `X-Twilio-Signature`) with another hash than the scheme's SHA-1:
+    /// its HMAC-SHA256 signature settings.
+    Twilio(Algorithm),
     /// A compact JWS (HS256 only) in a header, keyed with the secret, whose
     /// `iss` claim is `issuer` and whose `sha256` claim is the hex SHA-256
     /// of the body (Netlify).
@@ -752,11 +757,24 @@ impl fmt::Display for Recipe {
             Self::Signed(signed) => signed.fmt(f),
             Self::Token { header } => write!(f, "shared token in `{header}` (body not signed)"),
             Self::BasicAuth => f.write_str("HTTP basic auth (body not signed)"),
+            Self::Twilio(algorithm) => write!(
+                f,
+                "Twilio's recipe with {} (base64) of URL + sorted form parameters in `X-Twilio-Signature`",
+                algorithm_name(*algorithm)
+            ),
             Self::Jws { header, issuer } => write!(
                 f,
                 "JWS HS256 in `{header}`, claims `iss` = `{issuer}` and `sha256` = hex SHA-256 of body"
             ),
         }
+    }
+}
+
+fn algorithm_name(algorithm: Algorithm) -> &'static str {
+    match algorithm {
+        Algorithm::Sha1 => "HMAC-SHA1",
+        Algorithm::Sha256 => "HMAC-SHA256",
+        Algorithm::Sha512 => "HMAC-SHA512",
     }
 }
 
@@ -768,11 +786,7 @@ impl fmt::Display for Signed {
         };
         match self.primitive {
             Primitive::Hmac(algorithm, key) => {
-                let algorithm = match algorithm {
-                    Algorithm::Sha1 => "HMAC-SHA1",
-                    Algorithm::Sha256 => "HMAC-SHA256",
-                    Algorithm::Sha512 => "HMAC-SHA512",
-                };
+                let algorithm = algorithm_name(algorithm);
                 let key = match key {
                     KeyFormat::Utf8 => "",
                     KeyFormat::Hex => ", hex key",

@@ -234,6 +234,7 @@ impl Verifier {
                 Recipe::Scheme(_)
                 | Recipe::Token { .. }
                 | Recipe::BasicAuth
+                | Recipe::Twilio(_)
                 | Recipe::Jws { .. } => false,
             },
         }
@@ -277,6 +278,9 @@ impl Verifier {
                 Recipe::Token { header } => recipe::verify_token(header, false, request, secrets),
                 Recipe::BasicAuth => recipe::verify_token(AUTHORIZATION, true, request, secrets),
                 Recipe::Jws { header, issuer } => jws::verify(header, issuer, request, secrets),
+                Recipe::Twilio(algorithm) => {
+                    twilio::verify_with(SchemeKind::Preset, *algorithm, request, secrets)
+                }
                 // Compiled as the scheme itself (see `compile_preset`).
                 Recipe::Scheme(_) => Err(SignatureError::NoSecrets),
             },
@@ -310,6 +314,7 @@ impl Verifier {
                 Recipe::Token { header } => recipe::read_token(header, false, headers).map(|_| ()),
                 Recipe::BasicAuth => recipe::read_token(AUTHORIZATION, true, headers).map(|_| ()),
                 Recipe::Jws { header, .. } => jws::precheck(header, headers),
+                Recipe::Twilio(algorithm) => twilio::precheck_with(headers, *algorithm),
                 Recipe::Scheme(_) => Ok(()),
             },
         }
@@ -350,12 +355,14 @@ fn compile_preset(named: &PresetConfig) -> Result<Compiled, ConfigError> {
                 }
             }
         }
-        Recipe::Signed(_) | Recipe::Token { .. } | Recipe::BasicAuth | Recipe::Jws { .. } => {
-            Compiled::Preset {
-                preset,
-                tolerance_secs: tolerance,
-            }
-        }
+        Recipe::Signed(_)
+        | Recipe::Token { .. }
+        | Recipe::BasicAuth
+        | Recipe::Twilio(_)
+        | Recipe::Jws { .. } => Compiled::Preset {
+            preset,
+            tolerance_secs: tolerance,
+        },
     })
 }
 

@@ -27,7 +27,9 @@ fn secret_for(preset: &Preset) -> Option<Secret> {
         Recipe::Scheme(SchemeKind::StandardWebhooks) => {
             "whsec_c3RhbmRhcmQtd2ViaG9va3Mta2V5LTMyLWJ5dGVzISE="
         }
-        Recipe::Scheme(_) | Recipe::Token { .. } | Recipe::Jws { .. } => "hookbox-test-secret",
+        Recipe::Scheme(_) | Recipe::Token { .. } | Recipe::Jws { .. } | Recipe::Twilio(_) => {
+            "hookbox-test-secret"
+        }
         Recipe::BasicAuth => "hookbox:s3cret",
         Recipe::Signed(signed) => match signed.primitive {
             Primitive::Hmac(_, KeyFormat::Utf8) => "hookbox-test-secret",
@@ -357,6 +359,7 @@ fn the_signer_reproduces_the_vectors_that_carry_one_signature() {
         "standard-webhooks",
         "svix",
         "twilio",
+        "twilio-sha256",
         "typeform",
         "vercel",
         "webflow",

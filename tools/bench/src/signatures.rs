@@ -55,6 +55,7 @@ impl Bare {
         match preset.recipe {
             Recipe::Scheme(SchemeKind::Twilio) => Some(Self::Hmac(Algorithm::Sha1)),
             Recipe::Scheme(_) | Recipe::Jws { .. } => Some(Self::Hmac(Algorithm::Sha256)),
+            Recipe::Twilio(algorithm) => Some(Self::Hmac(algorithm)),
             Recipe::Signed(signed) => match signed.primitive {
                 Primitive::Hmac(algorithm, _) => Some(Self::Hmac(algorithm)),
                 Primitive::Ed25519 => Some(Self::Ed25519),
@@ -82,6 +83,7 @@ pub fn shape(preset: &Preset) -> Option<String> {
     match preset.recipe {
         Recipe::Scheme(kind) => Some(format!("scheme {kind}")),
         Recipe::Jws { .. } => Some("jws HS256, body hash claim".to_owned()),
+        Recipe::Twilio(algorithm) => Some(format!("twilio {algorithm:?}")),
         Recipe::Signed(signed) => {
             if matches!(signed.signature, SignatureAt::Json(_)) {
                 return None;

@@ -320,6 +320,7 @@ impl Preset {
             Recipe::Token { header } => names.push(header),
             Recipe::BasicAuth => names.push("Authorization"),
             Recipe::Jws { header, .. } => names.push(header),
+            Recipe::Twilio(_) => names.extend_from_slice(scheme_headers(SchemeKind::Twilio)),
         }
         let mut seen = Vec::with_capacity(names.len());
         names.retain(|name| {

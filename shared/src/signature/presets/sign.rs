@@ -170,6 +170,9 @@ impl Preset {
                     format!("Basic {}", BASE64_OUT.encode(credentials)),
                 )])
             }
+            (Recipe::Twilio(algorithm), SigningKey::Secret(secret)) => {
+                signer.twilio(algorithm, secret.bytes())
+            }
             (Recipe::Jws { header, issuer }, SigningKey::Secret(secret)) => {
                 let token = jws::sign(issuer, secret, outgoing.body)
                     .ok_or_else(|| signer.invalid("refused as an HMAC key"))?;
@@ -311,7 +314,7 @@ impl Signer<'_, '_> {
                     ("X-Slack-Signature", format!("v0={}", hex::encode(tag))),
                 ])
             }
-            SchemeKind::Twilio => self.twilio(key),
+            SchemeKind::Twilio => self.twilio(Algorithm::Sha1, key),
             SchemeKind::GenericHmac | SchemeKind::Preset => {
                 Err(self.unsupported("its scheme has no fixed recipe"))
             }
@@ -347,7 +350,11 @@ impl Signer<'_, '_> {
 
     /// Twilio: the URL, then the form parameters sorted (as the verifier
     /// reads them).
-    fn twilio(&self, key: &[u8]) -> Result<SignatureHeaders, PresetSignError> {
+    fn twilio(
+        &self,
+        algorithm: Algorithm,
+        key: &[u8],
+    ) -> Result<SignatureHeaders, PresetSignError> {
         let url = self.url()?;
         let body_hash =
             parse::twilio_body_sha256(url).map_err(|_| self.unsupported("the URL is not valid"))?;
@@ -375,7 +382,7 @@ impl Signer<'_, '_> {
             parts.push(name.as_bytes());
             parts.push(value.as_bytes());
         }
-        let tag = self.mac(Algorithm::Sha1, key, &parts)?;
+        let tag = self.mac(algorithm, key, &parts)?;
         Ok(vec![("X-Twilio-Signature", BASE64_OUT.encode(tag))])
     }
 

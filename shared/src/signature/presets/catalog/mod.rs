@@ -98,6 +98,7 @@ pub static PRESETS: &[Preset] = &[
     payments::STRIPE,
     standard::SVIX,
     messaging::TWILIO,
+    messaging::TWILIO_SHA256,
     messaging::TWITCH_EVENTSUB,
     business::TYPEFORM,
     developer::VERCEL,
