@@ -9,6 +9,8 @@
 mod computed;
 #[path = "presets/official.rs"]
 mod official;
+#[path = "presets/signing.rs"]
+mod signing;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -121,6 +123,10 @@ fn signs_whole_body(preset: &Preset) -> bool {
     match preset.recipe {
         Recipe::Scheme(_) => true,
         Recipe::Signed(signed) => signed.signs_body(),
+        // The `sha256` claim binds the body.
+        Recipe::Jws { .. } => true,
+        // Form parameters, or the body bound by the URL's `bodySHA256`.
+        Recipe::Twilio(_) => true,
         Recipe::Token { .. } | Recipe::BasicAuth => false,
     }
 }
@@ -488,6 +494,21 @@ fn malformed_headers_are_named_not_guessed() {
         0,
     );
     assert!(malformed(&webflow, "x-webflow-timestamp"), "{webflow:?}");
+    // Milliseconds whose last three bytes split a character: malformed,
+    // not a panic (found by fuzz/fuzz_targets/verify_any.rs).
+    for timestamp in [";ÿ00", "170000000000ÿ", "ÿÿÿÿ"] {
+        let webflow = check(
+            "webflow",
+            &[
+                ("x-webflow-timestamp", timestamp),
+                ("x-webflow-signature", "00"),
+            ],
+            "{}",
+            &secret,
+            0,
+        );
+        assert!(malformed(&webflow, "x-webflow-timestamp"), "{webflow:?}");
+    }
     let twitch = check(
         "twitch-eventsub",
         &[
@@ -596,6 +617,89 @@ fn malformed_headers_are_named_not_guessed() {
             .is_err_and(SignatureError::is_configuration_error),
         "{airtable:?}"
     );
+}
+
+#[test]
+fn a_jws_must_be_hs256_from_its_issuer_over_this_body() {
+    const BODY: &str = r#"{"id":"evt_1","type":"test.event","data":{"n":42}}"#;
+    let secret = ["hookbox-test-secret"];
+    let jws = |token: &str| {
+        check(
+            "netlify",
+            &[("X-Webhook-Signature", token)],
+            BODY,
+            &secret,
+            0,
+        )
+    };
+    assert!(jws(computed::NETLIFY_JWS).is_ok());
+    // Correctly signed, by another issuer.
+    let other = jws(computed::OTHER_ISSUER_JWS);
+    assert!(malformed(&other, "X-Webhook-Signature"), "{other:?}");
+    // The same claims and MAC under another `alg` (`none`, HS512): refused
+    // before any MAC is computed, the token's `alg` chooses nothing.
+    let (_, rest) = computed::NETLIFY_JWS
+        .split_once('.')
+        .expect("a compact JWS");
+    for alg in ["eyJhbGciOiJub25lIn0", "eyJhbGciOiJIUzUxMiJ9"] {
+        let token = format!("{alg}.{rest}");
+        let result = jws(&token);
+        assert!(
+            matches!(
+                result,
+                Err(SignatureError::UnsupportedSignatureVersion { .. })
+            ),
+            "{result:?}"
+        );
+    }
+    // Not three parts, a signature of the wrong length, padding.
+    for token in [
+        "a.b",
+        "a.b.c.d",
+        &format!("{}A", computed::NETLIFY_JWS),
+        &format!("{}=", computed::NETLIFY_JWS),
+    ] {
+        let result = jws(token);
+        assert!(
+            malformed(&result, "X-Webhook-Signature"),
+            "{token}: {result:?}"
+        );
+    }
+    // Another body than the one hashed in the claims.
+    assert!(matches!(
+        check(
+            "netlify",
+            &[("X-Webhook-Signature", computed::NETLIFY_JWS)],
+            "{}",
+            &secret,
+            0
+        ),
+        Err(SignatureError::BodyHashMismatch)
+    ));
+}
+
+#[test]
+fn twilio_sha1_and_sha256_do_not_take_each_others_signatures() {
+    let find = |name: &str| {
+        all_vectors()
+            .find(|v| v.preset == name && v.body.starts_with("CallSid="))
+            .copied()
+            .unwrap_or_else(|| panic!("a {name} form vector"))
+    };
+    let (sha1, sha256) = (find("twilio"), find("twilio-sha256"));
+    for (vector, other) in [(sha1, "twilio-sha256"), (sha256, "twilio")] {
+        // The other's signature, even with this vector's own secret: a
+        // base64 MAC of the other length is malformed.
+        let swapped = Vector {
+            preset: other,
+            ..vector
+        };
+        let result = verify(&swapped, vector.body.as_bytes(), vector.secrets, vector.now);
+        assert!(
+            malformed(&result, "X-Twilio-Signature"),
+            "{other}: {result:?}"
+        );
+    }
 }
 
 #[test]

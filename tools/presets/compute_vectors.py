@@ -38,6 +38,7 @@ SECRET = "hookbox-test-secret"
 BODY = '{"id":"evt_1","type":"test.event","data":{"n":42}}'
 TS = "1700000000"
 TS_MS = "1700000000000"
+TWILIO_SHARED_KEY = "hookbox-twilio-shared-key"
 
 
 def show(name, **values):
@@ -116,6 +117,38 @@ def main():
     # Basic auth and tokens.
     show("chargebee/postmark", authorization="Basic " + base64.b64encode(b"hookbox:s3cret").decode())
     # Discord: Ed25519 over timestamp + body, with a fixed seed.
+    # Twilio's HMAC-SHA256 signature settings: the signed string of
+    # twilio-python's published SHA-1 vector (tests/unit/test_request_validator.py;
+    # the SHA-1 line reproduces its `RSOYDt4T1cUTdK1PDd93/VVr8B8=`), and a
+    # JSON body bound by `bodySHA256` (twilio's api-snippets example).
+    from urllib.parse import parse_qsl
+
+    twilio_url = "https://mycompany.com/myapp.php?foo=1&bar=2"
+    twilio_body = (
+        "CallSid=CA1234567890ABCDE&Digits=1234&From=%2B14158675309"
+        "&To=%2B18005551212&Caller=%2B14158675309"
+    )
+    signed = twilio_url + "".join(k + v for k, v in sorted(parse_qsl(twilio_body)))
+    json_body = '{"CallSid":"CA1234567890ABCDE","Caller":"+12349013030"}'
+    json_url = "https://example.com/myapp?bodySHA256=" + hashlib.sha256(json_body.encode()).hexdigest()
+    show(
+        "twilio-sha256",
+        sha1_check=base64.b64encode(mac("12345", signed, hashlib.sha1)).decode(),
+        form=b64mac(TWILIO_SHARED_KEY, signed),
+        json_url=json_url,
+        json=b64mac(TWILIO_SHARED_KEY, json_url),
+    )
+
+    # Netlify: a compact JWS (HS256) whose claims hash the body.
+    def b64url(data):
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+    # The second token is correctly signed by another issuer (refused).
+    for name, issuer in [("netlify", "netlify"), ("netlify (other issuer)", "not-netlify")]:
+        claims = '{"iss":"%s","sha256":"%s"}' % (issuer, hashlib.sha256(BODY.encode()).hexdigest())
+        signing_input = b64url(b'{"alg":"HS256","typ":"JWT"}') + "." + b64url(claims.encode())
+        show(name, **{"X-Webhook-Signature": signing_input + "." + b64url(mac(SECRET, signing_input))})
+
     try:
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
         from cryptography.hazmat.primitives import serialization

@@ -35,6 +35,11 @@ impl Tag {
         &self.buf[..self.len]
     }
 
+    /// A tag of these bytes (at most [`MAX_TAG`]).
+    pub(crate) fn of(bytes: &[u8]) -> Self {
+        Self::from_slice(bytes)
+    }
+
     fn from_slice(bytes: &[u8]) -> Self {
         let mut buf = [0u8; MAX_TAG];
         let len = bytes.len().min(MAX_TAG);

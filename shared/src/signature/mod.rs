@@ -48,6 +48,7 @@ mod error;
 mod generic;
 mod github;
 mod headers;
+mod jws;
 pub mod parse;
 pub mod presets;
 mod recipe;

@@ -10,7 +10,9 @@
 //!   or several, after a prefix, several values during rotation) or from the
 //!   body, and an optional signed timestamp;
 //! - a shared token compared as it is ([`Recipe::Token`]: GitLab) or HTTP
-//!   basic credentials ([`Recipe::BasicAuth`]: Chargebee, Postmark).
+//!   basic credentials ([`Recipe::BasicAuth`]: Chargebee, Postmark);
+//! - a JWS whose claims hash the body ([`Recipe::Jws`]: Netlify; see
+//!   `jws.rs`).
 //!
 //! Every comparison is constant time (HMAC tags and tokens with
 //! `subtle`; Ed25519 and ECDSA verify with their own crates); secrets are
@@ -55,6 +57,20 @@ pub enum Recipe {
     /// compared with the secret `user:password` (constant time). Proves the
     /// same as [`Recipe::Token`], no more.
     BasicAuth,
+    /// Twilio's recipe (the URL, then the form parameters sorted, or a JSON
+    /// body bound by the URL's `bodySHA256`; base64 in
+    /// `X-Twilio-Signature`) with another hash than the scheme's SHA-1:
+    /// its HMAC-SHA256 signature settings.
+    Twilio(Algorithm),
+    /// A compact JWS (HS256 only) in a header, keyed with the secret, whose
+    /// `iss` claim is `issuer` and whose `sha256` claim is the hex SHA-256
+    /// of the body (Netlify).
+    Jws {
+        /// The header carrying the token.
+        header: &'static str,
+        /// The `iss` claim required.
+        issuer: &'static str,
+    },
 }
 
 /// A signature recipe.
@@ -660,7 +676,9 @@ pub(crate) fn parse_time(text: &str, format: TimeFormat) -> Result<i64, &'static
     match format {
         TimeFormat::Seconds => timestamp::parse_unix_seconds(text),
         TimeFormat::Millis => {
-            if text.len() < 4 {
+            // ASCII first: the split below is by bytes, and a header or body
+            // field may hold any character (found by the fuzz target).
+            if text.len() < 4 || !text.is_ascii() {
                 return Err("timestamp is not a number of milliseconds");
             }
             timestamp::parse_unix_seconds(&text[..text.len() - 3]).and_then(|secs| {
@@ -739,7 +757,24 @@ impl fmt::Display for Recipe {
             Self::Signed(signed) => signed.fmt(f),
             Self::Token { header } => write!(f, "shared token in `{header}` (body not signed)"),
             Self::BasicAuth => f.write_str("HTTP basic auth (body not signed)"),
+            Self::Twilio(algorithm) => write!(
+                f,
+                "Twilio's recipe with {} (base64) of URL + sorted form parameters in `X-Twilio-Signature`",
+                algorithm_name(*algorithm)
+            ),
+            Self::Jws { header, issuer } => write!(
+                f,
+                "JWS HS256 in `{header}`, claims `iss` = `{issuer}` and `sha256` = hex SHA-256 of body"
+            ),
         }
+    }
+}
+
+fn algorithm_name(algorithm: Algorithm) -> &'static str {
+    match algorithm {
+        Algorithm::Sha1 => "HMAC-SHA1",
+        Algorithm::Sha256 => "HMAC-SHA256",
+        Algorithm::Sha512 => "HMAC-SHA512",
     }
 }
 
@@ -751,11 +786,7 @@ impl fmt::Display for Signed {
         };
         match self.primitive {
             Primitive::Hmac(algorithm, key) => {
-                let algorithm = match algorithm {
-                    Algorithm::Sha1 => "HMAC-SHA1",
-                    Algorithm::Sha256 => "HMAC-SHA256",
-                    Algorithm::Sha512 => "HMAC-SHA512",
-                };
+                let algorithm = algorithm_name(algorithm);
                 let key = match key {
                     KeyFormat::Utf8 => "",
                     KeyFormat::Hex => ", hex key",

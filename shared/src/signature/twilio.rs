@@ -15,8 +15,8 @@ use std::borrow::Cow;
 
 use sha2::{Digest as _, Sha256};
 
-use super::config::{Algorithm, SchemeKind};
-use super::crypto::{self, MacState};
+use super::config::{Algorithm, Encoding, SchemeKind};
+use super::crypto::{self, MacState, Tag};
 use super::error::SignatureError;
 use super::headers::Headers;
 use super::parse::{self, ParseError};
@@ -36,6 +36,29 @@ pub(crate) fn precheck(headers: &Headers<'_>) -> Result<(), SignatureError> {
     parse(headers).map(|_| ())
 }
 
+/// The signature of a recipe with another hash (the HMAC-SHA256
+/// signature settings): base64 of `algorithm`'s output length.
+fn parse_with(headers: &Headers<'_>, algorithm: Algorithm) -> Result<Tag, SignatureError> {
+    if algorithm == Algorithm::Sha1 {
+        return parse(headers).map(|sig| Tag::of(&sig));
+    }
+    let value = headers.required(HEADER)?;
+    crypto::decode_tag(Encoding::Base64, value, algorithm.output_len()).map_err(|reason| {
+        SignatureError::MalformedHeader {
+            header: Cow::Borrowed(HEADER),
+            reason,
+        }
+    })
+}
+
+/// The precheck of [`verify_with`].
+pub(crate) fn precheck_with(
+    headers: &Headers<'_>,
+    algorithm: Algorithm,
+) -> Result<(), SignatureError> {
+    parse_with(headers, algorithm).map(|_| ())
+}
+
 fn malformed_url(error: ParseError) -> SignatureError {
     match error {
         ParseError::Malformed(reason) | ParseError::UnsupportedVersion(reason) => {
@@ -48,7 +71,18 @@ pub(crate) fn verify<'a>(
     request: &SignedRequest<'a>,
     secrets: &[Secret],
 ) -> Result<Verified<'a>, SignatureError> {
-    let signature = parse(&request.headers)?;
+    verify_with(SCHEME, Algorithm::Sha1, request, secrets)
+}
+
+/// Twilio's recipe with `algorithm` (SHA-1 by default; SHA-256 under its
+/// HMAC-SHA256 signature settings), reported as `scheme`.
+pub(crate) fn verify_with<'a>(
+    scheme: SchemeKind,
+    algorithm: Algorithm,
+    request: &SignedRequest<'a>,
+    secrets: &[Secret],
+) -> Result<Verified<'a>, SignatureError> {
+    let signature = parse_with(&request.headers, algorithm)?;
     let url = request.url.ok_or(SignatureError::MissingUrl {
         scheme: SCHEME.as_str(),
     })?;
@@ -71,19 +105,19 @@ pub(crate) fn verify<'a>(
         });
     };
 
-    check_secrets(SCHEME, secrets)?;
+    check_secrets(scheme, secrets)?;
     let urls = [variants.without_port.as_str(), variants.with_port.as_str()];
     let mut matched = None;
     'secrets: for (index, secret) in secrets.iter().enumerate() {
         for url in urls {
-            let mut mac = MacState::new(Algorithm::Sha1, secret.bytes())
-                .map_err(|_| key_rejected(SCHEME, index))?;
+            let mut mac = MacState::new(algorithm, secret.bytes())
+                .map_err(|_| key_rejected(scheme, index))?;
             mac.update(url.as_bytes());
             for (key, value) in &params {
                 mac.update(key.as_bytes());
                 mac.update(value.as_bytes());
             }
-            if crypto::ct_eq(mac.finalize().as_bytes(), &signature) {
+            if crypto::ct_eq(mac.finalize().as_bytes(), signature.as_bytes()) {
                 matched = Some(index);
                 break 'secrets;
             }
@@ -102,7 +136,7 @@ pub(crate) fn verify<'a>(
             return Err(SignatureError::BodyHashMismatch);
         }
     }
-    Ok(Verified::new(SCHEME, index))
+    Ok(Verified::new(scheme, index))
 }
 
 fn is_form(headers: &Headers<'_>) -> Result<bool, SignatureError> {

@@ -15,7 +15,7 @@ use super::crypto::{self, KeyRejected, MacState};
 use super::error::{ConfigError, SignatureError};
 use super::headers::Headers;
 use super::secret::Secret;
-use super::{generic, github, shopify, slack, standard_webhooks, stripe, twilio};
+use super::{generic, github, jws, shopify, slack, standard_webhooks, stripe, twilio};
 use crate::clock::Clock;
 
 /// What a verifier looks at: the raw body bytes exactly as received, the
@@ -231,7 +231,11 @@ impl Verifier {
                 tolerance_secs,
             } => match &preset.recipe {
                 Recipe::Signed(signed) => signed.signs_timestamp() && tolerance_secs.is_some(),
-                Recipe::Scheme(_) | Recipe::Token { .. } | Recipe::BasicAuth => false,
+                Recipe::Scheme(_)
+                | Recipe::Token { .. }
+                | Recipe::BasicAuth
+                | Recipe::Twilio(_)
+                | Recipe::Jws { .. } => false,
             },
         }
     }
@@ -273,6 +277,10 @@ impl Verifier {
                 }
                 Recipe::Token { header } => recipe::verify_token(header, false, request, secrets),
                 Recipe::BasicAuth => recipe::verify_token(AUTHORIZATION, true, request, secrets),
+                Recipe::Jws { header, issuer } => jws::verify(header, issuer, request, secrets),
+                Recipe::Twilio(algorithm) => {
+                    twilio::verify_with(SchemeKind::Preset, *algorithm, request, secrets)
+                }
                 // Compiled as the scheme itself (see `compile_preset`).
                 Recipe::Scheme(_) => Err(SignatureError::NoSecrets),
             },
@@ -305,6 +313,8 @@ impl Verifier {
                 Recipe::Signed(signed) => signed.precheck(headers, now, *tolerance_secs),
                 Recipe::Token { header } => recipe::read_token(header, false, headers).map(|_| ()),
                 Recipe::BasicAuth => recipe::read_token(AUTHORIZATION, true, headers).map(|_| ()),
+                Recipe::Jws { header, .. } => jws::precheck(header, headers),
+                Recipe::Twilio(algorithm) => twilio::precheck_with(headers, *algorithm),
                 Recipe::Scheme(_) => Ok(()),
             },
         }
@@ -345,7 +355,11 @@ fn compile_preset(named: &PresetConfig) -> Result<Compiled, ConfigError> {
                 }
             }
         }
-        Recipe::Signed(_) | Recipe::Token { .. } | Recipe::BasicAuth => Compiled::Preset {
+        Recipe::Signed(_)
+        | Recipe::Token { .. }
+        | Recipe::BasicAuth
+        | Recipe::Twilio(_)
+        | Recipe::Jws { .. } => Compiled::Preset {
             preset,
             tolerance_secs: tolerance,
         },

@@ -16,6 +16,10 @@ const PREFIXED_HEX: &str =
     "sha256=0eb9a12b79a295c1d785376a8bbef343d79f5b1d300d4b99e1862ab3d60e1f41";
 const B64: &str = "DrmhK3milcHXhTdqi77zQ9efWx0wDUuZ4YYqs9YOH0E=";
 const SHA1_HEX: &str = "96e9c867c2c43fa566899e51c8b2c1540925b929";
+const TWILIO_SHARED_KEY: &str = "hookbox-twilio-shared-key";
+pub(super) const NETLIFY_JWS: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJuZXRsaWZ5Iiwic2hhMjU2IjoiZjVkZDFjYWQ2NmRlNTNmMDA1MmZmNzkzNDU5ODYzMTZkMDNlOTk3NGUxNWM5M2RmMWIwYjMyZTdlYzUyOWZmMiJ9.IP_r7k7MiwGDLHgJssc6JD95bBXMK1ezsf9OrR5bzyE";
+/// Signed correctly with [`SECRET`], but by another issuer.
+pub(super) const OTHER_ISSUER_JWS: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJub3QtbmV0bGlmeSIsInNoYTI1NiI6ImY1ZGQxY2FkNjZkZTUzZjAwNTJmZjc5MzQ1OTg2MzE2ZDAzZTk5NzRlMTVjOTNkZjFiMGIzMmU3ZWM1MjlmZjIifQ.d8RrOpFcfQOUzExXPWzJ-0r-zhtnxR_zi1ngV3_ZK70";
 
 /// A computed vector of `preset` over [`BODY`] with [`SECRET`]; each entry
 /// adds its headers.
@@ -196,6 +200,37 @@ pub(super) const VECTORS: &[Vector] = &[
         wrong_secret: "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a",
         now: 1_700_000_000,
         ..body("discord")
+    },
+    Vector {
+        // twilio-python's published SHA-1 request (its signature
+        // `RSOYDt4T1cUTdK1PDd93/VVr8B8=` with the token `12345`, which the
+        // script reproduces), signed with SHA-256 and a SharedKey.
+        headers: headers!(
+            "X-Twilio-Signature" => "myLckOh2V8YL3ZCHi/Nu/uceAttGJvz9WFn53J8+vV4=",
+            "Content-Type" => "application/x-www-form-urlencoded",
+        ),
+        body: "CallSid=CA1234567890ABCDE&Digits=1234&From=%2B14158675309&To=%2B18005551212&Caller=%2B14158675309",
+        url: Some("https://mycompany.com/myapp.php?foo=1&bar=2"),
+        secrets: &[TWILIO_SHARED_KEY],
+        ..body("twilio-sha256")
+    },
+    Vector {
+        // A JSON body bound by the URL's `bodySHA256`.
+        headers: headers!(
+            "X-Twilio-Signature" => "OfY+DCkWWqlykxgb2JpRocjAWm6KcqkiO3s3VK+qR84=",
+            "Content-Type" => "application/json",
+        ),
+        body: r#"{"CallSid":"CA1234567890ABCDE","Caller":"+12349013030"}"#,
+        url: Some(
+            "https://example.com/myapp?bodySHA256=5ccde7145dfb8f56479710896586cb9d5911809d83afbe34627818790db0aec9",
+        ),
+        secrets: &[TWILIO_SHARED_KEY],
+        ..body("twilio-sha256")
+    },
+    Vector {
+        // A compact JWS (HS256): claims `iss` and the body's `sha256`.
+        headers: headers!("X-Webhook-Signature" => NETLIFY_JWS),
+        ..body("netlify")
     },
     Vector {
         // A token is compared as it is: the same text in the header.

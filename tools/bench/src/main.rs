@@ -276,8 +276,12 @@ async fn main() -> anyhow::Result<()> {
         report.figures.extend(figures);
         report.notes.push((
             signatures::SECTION,
-            "Best batch of each case over the rounds, in a rotated order (the method of \
-             `shared/benches/signature.rs`, explained in docs/signatures.md)."
+            "One preset per recipe shape of the registry (the first in registry order; \
+             \"and N like it\" counts the other presets of that shape), signed by \
+             `Preset::sign` and verified by its verifier, against the bare primitive of its \
+             recipe over the same body. Best batch of each case over the rounds, in a \
+             rotated order (the method of `shared/benches/signature.rs`, explained in \
+             docs/signatures.md)."
                 .into(),
         ));
     }

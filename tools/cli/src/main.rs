@@ -68,7 +68,8 @@ enum Command {
     /// The inbox queue's dead-letter queue.
     #[command(subcommand)]
     Dlq(dlq::DlqCommand),
-    /// Sign a JSON body with Standard Webhooks as a partner and POST it.
+    /// Sign a body as a partner (Standard Webhooks) or as a provider preset
+    /// would (`--preset`), and POST it.
     Send(send::SendArgs),
     /// The provider presets, one a line: name, provider, signature recipe
     /// (tab-separated).
@@ -106,8 +107,8 @@ enum SignScheme {
 #[derive(Debug, Args)]
 #[group(required = true, multiple = false)]
 pub(crate) struct Body {
-    /// The request body, as text.
-    #[arg(long, value_name = "TEXT")]
+    /// The request body, as text (may start with `-`: a JSON body `-1`).
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
     body: Option<String>,
     /// A file holding the raw request body (bytes, as received).
     #[arg(long, value_name = "PATH")]
@@ -141,8 +142,14 @@ struct VerifyArgs {
     #[arg(long, value_name = "METHOD", default_value = "POST")]
     method: String,
     /// A secret (repeat for rotation). Standard Webhooks: `whsec_…`, or a
-    /// `whpk_…` public key for `v1a` signatures.
-    #[arg(long = "secret", value_name = "S", required = true)]
+    /// `whpk_…` public key for `v1a` signatures. May start with `-` (a
+    /// GitHub secret `-Zx8…`).
+    #[arg(
+        long = "secret",
+        value_name = "S",
+        required = true,
+        allow_hyphen_values = true
+    )]
     secrets: Vec<String>,
     /// The full request URL (Twilio signs it).
     #[arg(long, value_name = "URL")]
@@ -166,10 +173,15 @@ struct SignArgs {
     #[arg(long, value_enum)]
     scheme: SignScheme,
     /// A `whsec_…` secret or `whsk_…` signing key (repeat: one signature each).
-    #[arg(long = "secret", value_name = "S", required = true)]
+    #[arg(
+        long = "secret",
+        value_name = "S",
+        required = true,
+        allow_hyphen_values = true
+    )]
     secrets: Vec<String>,
-    /// The message id (`webhook-id`).
-    #[arg(long, value_name = "ID")]
+    /// The message id (`webhook-id`; may start with `-`).
+    #[arg(long, value_name = "ID", allow_hyphen_values = true)]
     id: String,
     /// The timestamp, in Unix seconds (`webhook-timestamp`).
     #[arg(long, value_name = "UNIX_SECONDS")]
@@ -189,7 +201,7 @@ fn parse_header(text: &str) -> Result<(String, String), String> {
     Ok((name.to_owned(), value.trim().to_owned()))
 }
 
-fn preset_name(text: &str) -> Result<String, String> {
+pub(crate) fn preset_name(text: &str) -> Result<String, String> {
     match presets::get(text) {
         Some(preset) => Ok(preset.name.to_owned()),
         None => Err(format!(

@@ -255,6 +255,123 @@ fn sign_prints_the_published_headers_and_they_verify() {
 }
 
 #[test]
+fn values_that_start_with_a_hyphen_are_values_not_flags() {
+    // A GitHub secret may start with `-`, and `-1` is a JSON body. The
+    // signature was computed once with Python's `hmac` module:
+    // hmac.new(b"-Zx8kQ2pL", b"-1", hashlib.sha256).hexdigest()
+    let out = hookbox(&[
+        "verify",
+        "--scheme",
+        "github",
+        "--secret",
+        "-Zx8kQ2pL",
+        "--header",
+        "X-Hub-Signature-256: sha256=7a2abfd2952fbdd5d6c7c275d2626708f7c608599bcfbc6ba0968fcde5da76af",
+        "--body",
+        "-1",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "valid\n");
+
+    // `sign`: an id and a body that start with `-`; the printed headers
+    // verify.
+    let out = hookbox(&[
+        "sign",
+        "--scheme",
+        "standard-webhooks",
+        "--secret",
+        SW_SECRET,
+        "--id",
+        "-msg_1",
+        "--timestamp",
+        SW_TS,
+        "--body",
+        "-1",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let printed = stdout(&out);
+    assert!(printed.starts_with("webhook-id: -msg_1\n"), "{printed}");
+    let mut args = vec![
+        "verify",
+        "--scheme",
+        "standard-webhooks",
+        "--secret",
+        SW_SECRET,
+        "--now",
+        SW_TS,
+        "--body",
+        "-1",
+    ];
+    for line in printed.lines() {
+        args.extend(["--header", line]);
+    }
+    let verified = hookbox(&args);
+    assert_eq!(code(&verified), 0, "{}", stderr(&verified));
+
+    // A secret that starts with `-` reaches the signer, which refuses it
+    // as a secret (exit 2 naming the secret), not as an unknown flag.
+    let out = hookbox(&[
+        "sign",
+        "--scheme",
+        "standard-webhooks",
+        "--secret",
+        "-Zx8kQ2pL",
+        "--id",
+        "msg_1",
+        "--timestamp",
+        SW_TS,
+        "--body",
+        "-1",
+    ]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("secret #0"), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("unexpected argument"),
+        "{}",
+        stderr(&out)
+    );
+
+    // `send`: the body `-1` and the id `-evt_1` are taken; nothing listens
+    // on port 1 of the loopback, so the POST fails (exit 1), after parsing.
+    let out = hookbox(&[
+        "send",
+        "--partner",
+        "demo",
+        "--url",
+        "http://127.0.0.1:1/webhooks/demo",
+        "--event-id",
+        "-evt_1",
+        "--body",
+        "-1",
+    ]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("webhook-id -evt_1"),
+        "{}",
+        stderr(&out)
+    );
+    // and a `--secret` that starts with `-` reaches the signer.
+    let out = hookbox(&[
+        "send",
+        "--partner",
+        "demo",
+        "--url",
+        "http://127.0.0.1:1/webhooks/demo",
+        "--secret",
+        "-Zx8kQ2pL",
+        "--body",
+        "-1",
+    ]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("cannot sign"), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("unexpected argument"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn rotation_two_secrets_sign_and_either_verifies() {
     let second = "whsec_QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFB";
     let out = hookbox(&[

@@ -11,6 +11,7 @@ use aws_sdk_sqs::types::QueueAttributeName;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use hookbox::inbox::{self, Claim, InboxMessage, InboxStatus, NewInboxEvent};
 use hookbox::outbox::{self, DeliveryOutcome, DeliveryResult, NewOutboxEvent, OutboxStatus};
+use hookbox::signature::presets;
 use hookbox::signature::{Headers, SchemeKind, Secret, SignedRequest, Verifier};
 use hookbox::store::Database;
 use hookbox::store::postgres::{PgDatabase, PgOptions};
@@ -1118,6 +1119,175 @@ async fn send_signs_with_standard_webhooks_and_posts() {
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("not JSON"), "{}", stderr(&out));
     assert_eq!(sink.requests().len(), 3);
+}
+
+/// Verifies a recorded request with preset `name`'s verifier, as received
+/// at `url`, now.
+fn verify_preset(
+    recorded: &hookbox_testkit::http_sink::Recorded,
+    name: &str,
+    url: &str,
+    secret: &str,
+) -> Result<(), String> {
+    let preset = presets::get(name).expect("a preset");
+    let headers = Headers::from_pairs(
+        recorded
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str())),
+    );
+    let request = SignedRequest::new(&recorded.body, headers).with_url(url);
+    preset
+        .verifier()
+        .expect("compiles")
+        .verify_at(&request, &[Secret::new(secret)], Utc::now())
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_with_a_preset_signs_as_the_provider_and_fills_its_event_headers() {
+    let sink = HttpSink::start().await;
+    let url = sink.url("/webhooks/partner");
+    // One preset per kind of recipe: a hand-written scheme, Standard
+    // Webhooks under `svix-*` names, a signed header and an RFC 3339
+    // timestamp, a timestamp item of the signature header, the URL and
+    // form parameters, a token; each secret starts with `-` once.
+    let cases: [(&str, &str, &str); 6] = [
+        ("github", "-Zx8kQ2pL", r#"{"action":"opened"}"#),
+        (
+            "clerk",
+            "whsec_c3RhbmRhcmQtd2ViaG9va3Mta2V5LTMyLWJ5dGVzISE=",
+            r#"{"type":"user.created","data":{}}"#,
+        ),
+        ("twitch-eventsub", "twitch-secret-0123", r#"{"event":{}}"#),
+        (
+            "paddle",
+            "pdl_ntfset_secret",
+            r#"{"event_id":"evt_1","event_type":"transaction.completed"}"#,
+        ),
+        (
+            "twilio",
+            "twilio-auth-token",
+            "CallSid=CA1&Digits=1234&From=%2B14158675310",
+        ),
+        ("gitlab", "gitlab-token", r#"{"object_kind":"push"}"#),
+    ];
+    for (i, (name, secret, body)) in cases.iter().enumerate() {
+        let out = hookbox(
+            &[
+                "send", "--preset", name, "--secret", secret, "--url", &url, "--body", body,
+            ],
+            &[],
+        )
+        .await;
+        assert_eq!(code(&out), 0, "{name}: {}", stderr(&out));
+        assert!(
+            stdout(&out).starts_with("status: 200 OK\n"),
+            "{}",
+            stdout(&out)
+        );
+        let got = sink.wait_for(i + 1).await;
+        let sent = &got[i];
+        assert_eq!(sent.body, body.as_bytes(), "{name}");
+        verify_preset(sent, name, &url, secret).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(
+            verify_preset(sent, name, &url, "another-secret").is_err(),
+            "{name}"
+        );
+    }
+    let got = sink.requests();
+    // The event id header the preset reads is fresh, the event type header
+    // the sample's; Twilio's body is sent as a form.
+    let twitch = &got[2];
+    let id = twitch.header("Twitch-Eventsub-Message-Id").expect("an id");
+    assert!(id.starts_with("msg_"), "{id}");
+    assert_eq!(
+        twitch.header("Twitch-Eventsub-Subscription-Type"),
+        Some("channel.follow")
+    );
+    assert!(twitch.header("svix-id").is_none());
+    assert!(
+        got[1]
+            .header("svix-id")
+            .is_some_and(|v| v.starts_with("msg_"))
+    );
+    assert_eq!(
+        got[4].header("content-type"),
+        Some("application/x-www-form-urlencoded")
+    );
+    assert_eq!(got[0].header("content-type"), Some("application/json"));
+
+    // Given id and type land in the preset's headers, and are printed.
+    let out = hookbox(
+        &[
+            "send",
+            "--preset",
+            "shopify",
+            "--secret",
+            "shpss_x",
+            "--url",
+            &url,
+            "--event-id",
+            "-evt_7",
+            "--event-type",
+            "orders/paid",
+            "--body",
+            "{}",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "status: 200 OK\nevent id: -evt_7\n");
+    let got = sink.wait_for(cases.len() + 1).await;
+    let shopify = &got[cases.len()];
+    assert_eq!(shopify.header("X-Shopify-Webhook-Id"), Some("-evt_7"));
+    assert_eq!(shopify.header("X-Shopify-Topic"), Some("orders/paid"));
+    verify_preset(shopify, "shopify", &url, "shpss_x").expect("shopify");
+
+    // Refused, naming the preset and why, nothing sent: a public-key
+    // recipe, a signature inside the body, an id the preset reads from the
+    // body, a preset without --secret, an unknown preset.
+    for (argv, message) in [
+        (
+            vec!["--preset", "discord", "--secret", "00", "--body", "{}"],
+            "preset `discord` cannot be signed",
+        ),
+        (
+            vec!["--preset", "sendgrid", "--secret", "00", "--body", "[]"],
+            "public key",
+        ),
+        (
+            vec!["--preset", "mailgun", "--secret", "k", "--body", "{}"],
+            "inside the body",
+        ),
+        (
+            vec![
+                "--preset",
+                "stripe",
+                "--secret",
+                "k",
+                "--event-id",
+                "e",
+                "--body",
+                "{}",
+            ],
+            "reads the event id from body /id",
+        ),
+        (vec!["--preset", "stripe", "--body", "{}"], "--secret"),
+        (
+            vec!["--preset", "paypal", "--secret", "k", "--body", "{}"],
+            "unknown preset",
+        ),
+    ] {
+        let mut args = vec!["send", "--url", &url];
+        args.extend(argv);
+        let out = hookbox(&args, &[]).await;
+        assert_eq!(code(&out), 2, "{args:?}");
+        assert!(stderr(&out).contains(message), "{args:?}: {}", stderr(&out));
+    }
+    assert_eq!(sink.requests().len(), cases.len() + 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

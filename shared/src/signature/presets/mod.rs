@@ -23,12 +23,17 @@
 //! or a partner's configuration reads [`get`] and builds the verifier with
 //! [`Preset::verifier_with_tolerance`].
 //!
+//! [`Preset::sign`] signs a request as the provider would (`hookbox send
+//! --preset`, the tests' round trips, the signature bench), from the same
+//! recipe.
+//!
 //! The entries are in `catalog/`; each has a test in
 //! `shared/tests/presets.rs` that verifies a vector published by the
 //! provider (documentation or official SDK tests, cited there), and a test
 //! there fails when an entry has none.
 
 mod catalog;
+mod sign;
 
 use std::fmt;
 
@@ -37,10 +42,11 @@ use serde::{Deserialize, Serialize};
 use super::config::{SchemeConfig, SchemeKind};
 use super::error::ConfigError;
 use super::headers::Headers;
-use super::recipe::Recipe;
+use super::recipe::{Part, Recipe, SignatureAt, TimestampAt, TimestampSource};
 use super::verifier::Verifier;
 
 pub use catalog::PRESETS;
+pub use sign::{Outgoing, PresetSignError, SignatureHeaders, SigningKey};
 
 /// One provider's webhook conventions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -288,9 +294,66 @@ impl Handshake {
 }
 
 impl Preset {
+    /// The request headers the preset's verifier reads (signature,
+    /// timestamp, signed headers, token), in the recipe's order: what the
+    /// fuzz target feeds and what a proxy must pass through.
+    pub fn signature_headers(&self) -> Vec<&'static str> {
+        let mut names: Vec<&'static str> = Vec::new();
+        match self.recipe {
+            Recipe::Scheme(kind) => names.extend_from_slice(scheme_headers(kind)),
+            Recipe::Signed(signed) => {
+                if let SignatureAt::Headers { names: headers, .. } = signed.signature {
+                    names.extend_from_slice(headers);
+                }
+                if let Some(TimestampAt {
+                    source: TimestampSource::Header(name),
+                    ..
+                }) = signed.timestamp
+                {
+                    names.push(name);
+                }
+                names.extend(signed.message.iter().filter_map(|part| match part {
+                    Part::Header(name) => Some(*name),
+                    _ => None,
+                }));
+            }
+            Recipe::Token { header } => names.push(header),
+            Recipe::BasicAuth => names.push("Authorization"),
+            Recipe::Jws { header, .. } => names.push(header),
+            Recipe::Twilio(_) => names.extend_from_slice(scheme_headers(SchemeKind::Twilio)),
+        }
+        let mut seen = Vec::with_capacity(names.len());
+        names.retain(|name| {
+            let new = !seen.iter().any(|s: &&str| s.eq_ignore_ascii_case(name));
+            seen.push(*name);
+            new
+        });
+        names
+    }
+
     /// One line: name first, then provider and recipe (`hookbox presets`).
     pub fn summary(&self) -> String {
         format!("{}\t{}\t{}", self.name, self.provider, self.recipe)
+    }
+}
+
+/// The headers a hand-written scheme reads.
+fn scheme_headers(kind: SchemeKind) -> &'static [&'static str] {
+    match kind {
+        SchemeKind::StandardWebhooks => &[
+            "webhook-id",
+            "webhook-timestamp",
+            "webhook-signature",
+            "svix-id",
+            "svix-timestamp",
+            "svix-signature",
+        ],
+        SchemeKind::Stripe => &["Stripe-Signature"],
+        SchemeKind::Github => &["X-Hub-Signature-256"],
+        SchemeKind::Shopify => &["X-Shopify-Hmac-Sha256", "shopify-hmac-sha256"],
+        SchemeKind::Slack => &["X-Slack-Request-Timestamp", "X-Slack-Signature"],
+        SchemeKind::Twilio => &["X-Twilio-Signature", "Content-Type"],
+        SchemeKind::GenericHmac | SchemeKind::Preset => &[],
     }
 }
 

@@ -113,6 +113,27 @@ pub(crate) const LINEAR: Preset = Preset {
     },
 };
 
+pub(crate) const NETLIFY: Preset = Preset {
+    name: "netlify",
+    provider: "Netlify (deploy notifications)",
+    recipe: Recipe::Jws {
+        header: "X-Webhook-Signature",
+        issuer: "netlify",
+    },
+    tolerance_secs: None,
+    // One deploy notifies several times (created, building, ready): the
+    // deploy id alone would drop the later notifications as duplicates.
+    event_id: Composite(&[Json("/id"), Json("/state")]),
+    event_type: Json("/state"),
+    handshake: None,
+    secret: "the notification's JWS secret token (text)",
+    docs: "https://docs.netlify.com/site-deploys/notifications/#payload-signature",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"id":"5ebc34bf4fea0b01f02efa3a","site_id":"fa4dd95a-994e-4f89-8a7a-2d9e9fc36a32","build_id":"5ebc34bf4fea0b01f02efa38","state":"ready","branch":"main","context":"production"}"#,
+    },
+};
+
 pub(crate) const PAGERDUTY: Preset = Preset {
     name: "pagerduty",
     provider: "PagerDuty (webhooks v3)",

@@ -178,6 +178,23 @@ pub(crate) const TWILIO: Preset = Preset {
     },
 };
 
+pub(crate) const TWILIO_SHA256: Preset = Preset {
+    name: "twilio-sha256",
+    provider: "Twilio (HMAC-SHA256 signature settings)",
+    // Where a Webhooks Rule matches the URL, Twilio signs with the
+    // Setting's SharedKey and HMAC-SHA256 (and says so in
+    // `X-Twilio-Webhooks-Signature-Settings`); the signed string is the
+    // same as with the auth token.
+    recipe: Recipe::Twilio(Algorithm::Sha256),
+    tolerance_secs: None,
+    event_id: Header("I-Twilio-Idempotency-Token"),
+    event_type: Absent,
+    handshake: None,
+    secret: "the Webhooks Setting's SharedKey secret (text); the request URL is signed",
+    docs: "https://github.com/twilio/twilio-node/blob/main/examples/WebhookSignatureValidation.md",
+    sample: TWILIO.sample,
+};
+
 pub(crate) const TWITCH_EVENTSUB: Preset = Preset {
     name: "twitch-eventsub",
     provider: "Twitch EventSub",
