@@ -170,6 +170,20 @@ impl Harness {
         id
     }
 
+    /// A Stripe-shaped event of `partner` (id, type, customer, livemode),
+    /// ingested.
+    async fn event(
+        &self,
+        partner: &str,
+        id: &str,
+        event_type: &str,
+        customer: &str,
+        live: bool,
+    ) -> Uuid {
+        self.ingest(partner, id, body(id, event_type, customer, live))
+            .await
+    }
+
     /// One processor invocation over everything visible.
     async fn process(&self) -> Vec<&'static str> {
         let got = self.memory.receive(10).await.expect("receive");
@@ -249,25 +263,13 @@ async fn each_matching_route_gets_one_delivery_in_the_processing_transaction(ada
         None,
     );
     let paid = h
-        .ingest(
-            "stripe",
-            "evt_1",
-            body("evt_1", "invoice.paid", "cus_A", true),
-        )
+        .event("stripe", "evt_1", "invoice.paid", "cus_A", true)
         .await;
     let test = h
-        .ingest(
-            "stripe",
-            "evt_2",
-            body("evt_2", "invoice.paid", "cus_B", false),
-        )
+        .event("stripe", "evt_2", "invoice.paid", "cus_B", false)
         .await;
     let refund = h
-        .ingest(
-            "stripe",
-            "evt_3",
-            body("evt_3", "charge.refunded", "cus_A", true),
-        )
+        .event("stripe", "evt_3", "charge.refunded", "cus_A", true)
         .await;
     assert_eq!(h.process().await, ["processed", "processed", "processed"]);
     assert_eq!(
@@ -332,18 +334,10 @@ async fn an_unrouted_event_is_quarantined_by_default_or_dropped_when_the_partner
         None,
     );
     let kept = h
-        .ingest(
-            "stripe",
-            "evt_1",
-            body("evt_1", "customer.created", "cus_A", true),
-        )
+        .event("stripe", "evt_1", "customer.created", "cus_A", true)
         .await;
     let dropped = h
-        .ingest(
-            "quiet",
-            "evt_1",
-            body("evt_1", "customer.created", "cus_A", true),
-        )
+        .event("quiet", "evt_1", "customer.created", "cus_A", true)
         .await;
     assert_eq!(h.process().await, ["quarantined", "processed"]);
     let row = h.row(kept).await;
@@ -372,11 +366,7 @@ async fn a_body_that_is_not_json_and_a_partner_without_routes_are_quarantined_na
     );
     let form = h.ingest("stripe", "evt_form", b"a=1&b=2".to_vec()).await;
     let plain = h
-        .ingest(
-            "plain",
-            "evt_1",
-            body("evt_1", "invoice.paid", "cus_A", true),
-        )
+        .event("plain", "evt_1", "invoice.paid", "cus_A", true)
         .await;
     assert_eq!(h.process().await, ["quarantined", "quarantined"]);
     let why = h.row(form).await.last_error.expect("reason");
@@ -401,11 +391,7 @@ async fn routes_and_a_rust_handler_share_one_transaction(adapter: Adapter) {
     // the handler defers: the deliveries roll back with it
     *rust.answer.lock().expect("answer") = Some(Outcome::Defer("not yet".into()));
     let paid = h
-        .ingest(
-            "stripe",
-            "evt_1",
-            body("evt_1", "invoice.paid", "cus_A", true),
-        )
+        .event("stripe", "evt_1", "invoice.paid", "cus_A", true)
         .await;
     assert_eq!(h.process().await, ["deferred"]);
     assert!(
@@ -419,12 +405,8 @@ async fn routes_and_a_rust_handler_share_one_transaction(adapter: Adapter) {
     assert_eq!(h.deliveries().await.len(), 2);
     assert_eq!(h.row(paid).await.status, InboxStatus::Processed);
     // a partner without routes goes to the handler alone
-    h.ingest(
-        "plain",
-        "evt_9",
-        body("evt_9", "invoice.paid", "cus_A", true),
-    )
-    .await;
+    h.event("plain", "evt_9", "invoice.paid", "cus_A", true)
+        .await;
     assert_eq!(h.process().await, ["processed"]);
     assert_eq!(h.deliveries().await.len(), 2);
     assert_eq!(
