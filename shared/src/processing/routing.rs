@@ -27,7 +27,7 @@ use async_trait::async_trait;
 
 use super::handler::{BusinessHandler, HandlerError, InboxEvent, Outcome};
 use crate::config::route::{self, Unrouted};
-use crate::config::{ConfigStore, HookboxConfig, Partner};
+use crate::config::{ConfigStore, Partner};
 use crate::outbox::{self, NewOutboxEvent};
 use crate::store::Transaction;
 
@@ -91,7 +91,7 @@ impl BusinessHandler for RoutingHandler {
                 ))),
             };
         }
-        match forward(&config, partner, event, tx).await? {
+        match forward(partner, event, tx).await? {
             Forwarded::Routed(_) => {}
             Forwarded::Unrouted(reason) => match partner.unrouted {
                 Unrouted::Quarantine => return Ok(Outcome::Quarantine(reason)),
@@ -126,7 +126,6 @@ pub enum Forwarded {
 /// through `tx`. A body that is not JSON cannot be forwarded yet (the
 /// outbox keeps JSON payloads): a poison pill naming the event.
 pub async fn forward(
-    config: &HookboxConfig,
     partner: &Partner,
     event: &InboxEvent<'_>,
     tx: &dyn Transaction,
@@ -150,15 +149,9 @@ pub async fn forward(
     }
     let aggregate_id = row.ordering_key.as_deref().unwrap_or(&row.event_id);
     let mut ids = Vec::with_capacity(routes.len());
+    // (every route names a destination of the same configuration: checked
+    // when it was parsed)
     for route in routes {
-        if config.destination(&route.to).is_none() {
-            // the configuration check makes this impossible; a stale
-            // configuration is retried, never forwarded nowhere
-            return Err(HandlerError::Retryable(format!(
-                "route of partner {:?} names destination {:?}, which is not configured",
-                partner.name, route.to
-            )));
-        }
         let out = NewOutboxEvent {
             aggregate_type: aggregate_type(&partner.name),
             aggregate_id: aggregate_id.to_owned(),
