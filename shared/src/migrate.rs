@@ -135,6 +135,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "delivering_attempt_on_the_row",
         sql: include_str!("../migrations/0017_delivering_attempt_on_the_row.sql"),
     },
+    Migration {
+        version: 18,
+        name: "forward_at_ingest",
+        sql: include_str!("../migrations/0018_forward_at_ingest.sql"),
+    },
 ];
 
 /// Why migrating failed.

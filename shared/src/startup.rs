@@ -294,6 +294,8 @@ impl Startup {
             .map_err(|e| StartupError::settings("ingest settings", e))?;
         let db_deadline = ingest::db_deadline_from_env(self.env())
             .map_err(|e| StartupError::settings("ingest settings", e))?;
+        let forward = crate::inbox::routed::forward_at_ingest_from_env(self.env())
+            .map_err(|e| StartupError::settings("ingest settings", e))?;
         let ingest = Ingest::new(
             self.partners().await?,
             self.database().await?,
@@ -303,7 +305,8 @@ impl Startup {
         );
         Ok(ingest
             .with_inline_max(inline_max)
-            .with_db_deadline(db_deadline))
+            .with_db_deadline(db_deadline)
+            .with_forwarding_at_ingest(forward))
     }
 
     /// Runs a function's init. On failure the error is logged and reported

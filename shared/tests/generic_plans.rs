@@ -206,6 +206,70 @@ async fn the_generic_plan_of_insert_if_new_probes_one_key(adapter: Adapter) {
     tx.rollback().await.expect("rollback");
 }
 
+/// Forwarding at ingest: the generic plan of a new webhook with an
+/// ordering key asks the active rows of its key (the partial index of
+/// migration 18), never the table, and looks for no duplicate; a duplicate
+/// is one probe of the unique key and forwards nothing.
+async fn the_generic_plan_of_the_forwarding_insert_asks_only_active_rows(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    load_history(db.as_ref()).await;
+    let tx = generic_plans_tx(db.as_ref()).await;
+    let t = tx.as_ref();
+    let names = prepare(t, "generic_forward", &inbox::routed::INSERT_FORWARDED).await;
+    let args = |event_id: &str| -> Vec<String> {
+        names
+            .iter()
+            .map(|n| match n.as_str() {
+                "id" => literal(&Uuid::now_v7().to_string()),
+                "partner" => literal("acme"),
+                "event_id" => literal(event_id),
+                "event_id_derived" | "signature_verified" => "true".into(),
+                "body" => literal("\\x7b7d"),
+                "headers" | "payload" => literal("{}"),
+                "now" => literal("2026-06-01T00:00:00Z"),
+                "ordering_key" | "aggregate_id" => literal("k-1"),
+                "status" => literal("processed"),
+                "destinations" => literal("[\"billing\"]"),
+                "out_event_type" => literal("order.paid"),
+                "aggregate_type" => literal("partner:acme"),
+                _ => "NULL".into(),
+            })
+            .collect()
+    };
+    let new = explain_execute(t, "generic_forward", &args("brand-new")).await;
+    let text = new.join("\n");
+    assert!(!text.contains("Seq Scan on inbox"), "{text}");
+    assert!(text.contains("inbox_active_ordering_key"), "{text}");
+    let lookups: Vec<&String> = new
+        .iter()
+        .filter(|l| l.contains("Scan using inbox_partner") || l.contains("Scan on inbox"))
+        .collect();
+    assert!(
+        lookups.iter().all(|l| l.contains("(never executed)")),
+        "a new webhook looked for a duplicate:\n{text}"
+    );
+    let duplicate = explain_execute(t, "generic_forward", &args("old-7")).await;
+    let text = duplicate.join("\n");
+    assert!(
+        text.contains("Index Scan using inbox_partner_event_id_key"),
+        "{text}"
+    );
+    assert!(!text.contains("Seq Scan on inbox"), "{text}");
+    assert_eq!(
+        common::count(
+            t,
+            "SELECT count(*) AS n FROM outbox WHERE aggregate_id = 'k-1'"
+        )
+        .await,
+        1,
+        "one delivery, for the new webhook only"
+    );
+    t.execute(&sql("DEALLOCATE generic_forward"), &hookbox::params! {})
+        .await
+        .expect("deallocate");
+    tx.rollback().await.expect("rollback");
+}
+
 /// Sequential scans of `table` so far in the current transaction of `tx`.
 async fn seq_scans(tx: &dyn Executor, table: &str) -> i64 {
     tx.execute(
@@ -285,6 +349,7 @@ async fn the_inbox_claim_pins_its_plan(adapter: Adapter) {
 for_each_adapter!(
     the_claims_generic_plan_made_on_a_small_inbox_stays_a_key_lookup,
     the_generic_plan_of_insert_if_new_probes_one_key,
+    the_generic_plan_of_the_forwarding_insert_asks_only_active_rows,
     the_inbox_claim_pins_its_plan,
     the_relays_claim_planned_on_an_empty_outbox_scans_no_table,
 );

@@ -117,6 +117,106 @@ async fn ingest_may_insert_and_read_the_inbox_and_nothing_else() {
     }
 }
 
+/// Forwarding at ingest (migration 18): ingest's one statement writes the
+/// event's deliveries through `hookbox_publish_at`, which is all of the
+/// outbox ingest's role may touch.
+#[tokio::test]
+async fn ingest_forwards_through_the_publish_function_and_nothing_else_of_the_outbox() {
+    use hookbox::inbox::routed::{AtIngest, Stored, insert_forwarded};
+    use hookbox::processing::routing::Deliveries;
+
+    let (db, owner) = migrated().await;
+    let as_ingest = PgDatabase::connect(&url_as(db.url(), "hookbox_ingest"), &PgOptions::default())
+        .expect("pool");
+    let forward = AtIngest::Deliver {
+        deliveries: Deliveries {
+            destinations: vec!["billing".into(), "audit".into()],
+            event_type: "invoice.paid".into(),
+            aggregate_type: "partner:demo".into(),
+            aggregate_id: "cus_1".into(),
+        },
+        payload: r#"{"id":"e1"}"#.into(),
+    };
+    let stored = insert_forwarded(&as_ingest, &event("e1"), Utc::now(), None, &forward)
+        .await
+        .expect("ingest's forwarding insert");
+    assert!(
+        matches!(stored, Stored::Finished { deliveries: 2, .. }),
+        "{stored:?}"
+    );
+    let n = owner
+        .execute(
+            &Statement::new("test.count", "SELECT count(*) AS n FROM outbox"),
+            &params! {},
+        )
+        .await
+        .expect("count")
+        .rows[0]
+        .i64("n")
+        .expect("n");
+    assert_eq!(n, 2);
+    let c = connect_as(&db, "hookbox_ingest").await;
+    for sql in [
+        "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination, payload, \
+         status, next_attempt_at, created_at) VALUES (gen_random_uuid(), 'a', 'b', 'c', 'd', \
+         '{}', 'pending', now(), now())",
+        "UPDATE outbox SET attempts = 0",
+        "DELETE FROM outbox",
+        "SELECT * FROM outbox_destinations",
+    ] {
+        refused(&c, "hookbox_ingest", sql).await;
+    }
+}
+
+/// PostgreSQL's advice for SECURITY DEFINER functions: a search_path with
+/// pg_temp last. Without it, pg_temp is searched first and a caller's
+/// temporary table named `outbox` takes the rows meant for the real one.
+#[tokio::test]
+async fn security_definer_functions_search_pg_temp_last() {
+    let (db, _owner) = migrated().await;
+    let c = connect_as(&db, "hookbox_processor").await;
+    let definers = c
+        .query(
+            "SELECT p.proname::text AS name, array_to_string(p.proconfig, ';') AS config
+               FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace
+              WHERE p.prosecdef AND n.nspname = 'public'",
+            &[],
+        )
+        .await
+        .expect("functions");
+    assert!(
+        definers.len() >= 2,
+        "hookbox_publish and hookbox_publish_at"
+    );
+    for row in &definers {
+        let name: String = row.get("name");
+        let config: Option<String> = row.get("config");
+        let config = config.unwrap_or_default();
+        assert!(
+            config.contains("search_path=") && config.trim_end().ends_with("pg_temp"),
+            "{name}: {config:?}"
+        );
+    }
+    c.batch_execute(
+        "CREATE TEMP TABLE outbox (LIKE public.outbox INCLUDING DEFAULTS);
+         SELECT hookbox_publish('order.paid', '{}'::jsonb, 'order', 'o-1', 'billing');",
+    )
+    .await
+    .expect("publish beside a temporary table named outbox");
+    let real = c
+        .query_one("SELECT count(*) AS n FROM public.outbox", &[])
+        .await
+        .expect("count")
+        .get::<_, i64>("n");
+    assert_eq!(real, 1, "the row went to the real outbox");
+    let shadow = c
+        .query_one("SELECT count(*) AS n FROM pg_temp.outbox", &[])
+        .await
+        .expect("count")
+        .get::<_, i64>("n");
+    assert_eq!(shadow, 0, "not to the caller's temporary table");
+}
+
 #[tokio::test]
 async fn the_processor_may_not_deliver_purge_or_change_the_schema() {
     let (db, _owner) = migrated().await;

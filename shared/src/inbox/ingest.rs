@@ -19,8 +19,10 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::InboxMessage;
+use super::InboxStatus;
 use super::body::{self, Body, DEFAULT_INLINE_MAX_BYTES, MAX_INLINE_MAX_BYTES};
 use super::repo::{Inserted, NewInboxEvent, insert_if_new_deduped};
+use super::routed::{self, AtIngest, Stored};
 use crate::blob::BlobStore;
 use crate::clock::Clock;
 use crate::config::{ConfigStore, EventIdSource, Partner};
@@ -102,6 +104,14 @@ pub enum Outcome {
         /// The queue send failed after the insert (the sweeper will enqueue).
         enqueue_failed: bool,
     },
+    /// New row stored and finished in the same statement (forwarding at
+    /// ingest, [`Ingest::with_forwarding_at_ingest`]): nothing enqueued.
+    Forwarded {
+        /// Outbox rows written (0 for an unrouted event).
+        deliveries: u64,
+        /// `processed`, or `quarantined` (unrouted, the partner's policy).
+        status: InboxStatus,
+    },
     /// Already stored.
     Duplicate,
     /// Refused, with the reason code sent to the partner.
@@ -179,6 +189,7 @@ pub struct Ingest {
     clock: Arc<dyn Clock>,
     inline_max: usize,
     db_deadline: Duration,
+    forward_at_ingest: bool,
 }
 
 impl Ingest {
@@ -199,7 +210,17 @@ impl Ingest {
             clock,
             inline_max: DEFAULT_INLINE_MAX_BYTES,
             db_deadline: DEFAULT_DB_DEADLINE,
+            forward_at_ingest: false,
         }
+    }
+
+    /// Forwards the events of partners with routes in the statement that
+    /// stores them (`inbox::routed`): only for a processor that forwards by
+    /// routes and runs no Rust handler for those partners (else the handler
+    /// would never see them). Off by default.
+    pub fn with_forwarding_at_ingest(mut self, on: bool) -> Self {
+        self.forward_at_ingest = on;
+        self
     }
 
     /// Spools the event when the database has not answered within
@@ -229,6 +250,16 @@ impl Ingest {
                 metrics.count("accepted", 1);
                 if enqueue_failed {
                     metrics.count("enqueue_failed", 1);
+                }
+            }
+            Outcome::Forwarded { deliveries, status } => {
+                metrics.count("accepted", 1);
+                metrics.count("forwarded_at_ingest", 1);
+                metrics.count("deliveries", deliveries);
+                if status == InboxStatus::Quarantined {
+                    metrics.count("unrouted_quarantined", 1);
+                } else if deliveries == 0 {
+                    metrics.count("unrouted_dropped", 1);
                 }
             }
             Outcome::Duplicate => {
@@ -318,19 +349,36 @@ impl Ingest {
                 }
             };
         }
-        self.store(event, dedupe, now).await
+        let forward = self
+            .forward_at_ingest
+            .then(|| routed::at_ingest(partner, &event))
+            .flatten();
+        self.store(event, dedupe, forward, now).await
     }
 
+    /// Stores the event and, with `forward`, finishes it in the same
+    /// statement (`inbox::routed`).
     async fn store(
         &self,
         event: NewInboxEvent,
         dedupe: Option<[u8; 32]>,
+        forward: Option<AtIngest>,
         now: DateTime<Utc>,
     ) -> IngestResponse {
-        let inserted = tokio::time::timeout(
-            self.db_deadline,
-            insert_if_new_deduped(self.db.as_ref(), &event, now, dedupe),
-        )
+        let inserted = tokio::time::timeout(self.db_deadline, async {
+            match &forward {
+                Some(forward) => {
+                    routed::insert_forwarded(self.db.as_ref(), &event, now, dedupe, forward).await
+                }
+                // a new row is pending, for the processor
+                None => insert_if_new_deduped(self.db.as_ref(), &event, now, dedupe)
+                    .await
+                    .map(|inserted| match inserted {
+                        Inserted::New(id) => Stored::Waiting(id),
+                        Inserted::Duplicate(id) => Stored::Duplicate(id),
+                    }),
+            }
+        })
         .await;
         let Ok(inserted) = inserted else {
             // Safe even if the insert commits after all: the spooled copy's
@@ -343,7 +391,23 @@ impl Ingest {
             return self.spool(&event, dedupe, now).await;
         };
         match inserted {
-            Ok(Inserted::New(id)) => {
+            Ok(Stored::Finished {
+                id,
+                status,
+                deliveries,
+            }) => {
+                crate::failpoint::hit!(crate::failpoint::INGEST_AFTER_INSERT);
+                tracing::info!(
+                    inbox_id = %id, partner = %event.partner, event_id = %event.event_id,
+                    status = %status, deliveries, "accepted and forwarded"
+                );
+                IngestResponse::new(
+                    200,
+                    json!({"status": "accepted", "id": id}),
+                    Outcome::Forwarded { deliveries, status },
+                )
+            }
+            Ok(Stored::Waiting(id)) => {
                 crate::failpoint::hit!(crate::failpoint::INGEST_AFTER_INSERT);
                 let message = InboxMessage::stored(id, &event.partner, &event.event_id);
                 let enqueue_failed = match message.to_body() {
@@ -370,7 +434,7 @@ impl Ingest {
                     Outcome::Accepted { enqueue_failed },
                 )
             }
-            Ok(Inserted::Duplicate(id)) => {
+            Ok(Stored::Duplicate(id)) => {
                 tracing::info!(inbox_id = %id, partner = %event.partner, event_id = %event.event_id, "duplicate");
                 IngestResponse::new(
                     200,

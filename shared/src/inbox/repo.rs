@@ -45,7 +45,7 @@ pub struct NewInboxEvent {
 
 /// The body's columns as parameters: `body` (inline bytes) or `body_key`,
 /// `body_size` and `body_sha256` (a reference).
-fn with_body(params: Params, body: &Body) -> Params {
+pub(super) fn with_body(params: Params, body: &Body) -> Params {
     let (bytes, key, size, sha256): (Value, Value, Value, Value) = match body {
         Body::Inline(b) => (b.as_slice().into(), Value::Null, Value::Null, Value::Null),
         Body::Blob(r) => (

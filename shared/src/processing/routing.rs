@@ -11,8 +11,10 @@
 //! - Order: the aggregate of every delivery is the partner's ordering key
 //!   when it has one (else the event id), so an `ordered` destination and a
 //!   FIFO queue's group receive one key's events in the order they were
-//!   processed, which is the order they were received unless the Rust
-//!   handler defers some.
+//!   received: an event waits (deferred) behind an earlier event of its key
+//!   that is still active. Ingest forwards most events itself, in the
+//!   statement that stores them (`inbox::routed`); the processor forwards
+//!   the others (spooled, a body in the blob store, replayed).
 //! - No route matches: the partner's `unrouted` policy (quarantine by
 //!   default, or drop).
 //! - A partner without routes goes to the Rust handler given with
@@ -28,6 +30,7 @@ use async_trait::async_trait;
 use super::handler::{BusinessHandler, HandlerError, InboxEvent, Outcome};
 use crate::config::route::{self, Unrouted};
 use crate::config::{ConfigStore, Partner};
+use crate::inbox;
 use crate::outbox::{self, NewOutboxEvent};
 use crate::store::Transaction;
 
@@ -91,6 +94,20 @@ impl BusinessHandler for RoutingHandler {
                 ))),
             };
         }
+        // received order per ordering key: behind an earlier event of the
+        // key that is still active (ingest forwards none past it either)
+        if let Some(key) = row.ordering_key.as_deref() {
+            let earlier =
+                inbox::routed::earlier_active(tx, row.id, &row.partner, key, row.received_at)
+                    .await
+                    .map_err(|e| HandlerError::Retryable(e.to_string()))?;
+            if let Some(earlier) = earlier {
+                return Ok(Outcome::Defer(format!(
+                    "forwarded in received order: waits behind {earlier}, an earlier event of \
+                     ordering key {key:?} that is not finished"
+                )));
+            }
+        }
         match forward(partner, event, tx).await? {
             Forwarded::Routed(_) => {}
             Forwarded::Unrouted(reason) => match partner.unrouted {
@@ -122,6 +139,56 @@ pub enum Forwarded {
     Unrouted(String),
 }
 
+/// What a partner's routes make of one event: the same at ingest (which
+/// forwards in the statement that stores the event, `inbox::routed`) and in
+/// the processor ([`forward`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// One delivery per matched route, all with the same fields.
+    Deliver(Deliveries),
+    /// No route matched: why (names the partner and the event type).
+    Unrouted(String),
+}
+
+/// The deliveries of one event: one outbox row per destination.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deliveries {
+    /// The matched routes' destinations, in route order, each once.
+    pub destinations: Vec<String>,
+    /// The event's type, or [`UNTYPED`].
+    pub event_type: String,
+    /// `partner:<name>` ([`aggregate_type`]).
+    pub aggregate_type: String,
+    /// The ordering key, or the event id when the partner has none.
+    pub aggregate_id: String,
+}
+
+/// Matches `payload` (the event's JSON body) against `partner`'s routes.
+pub fn plan(
+    partner: &Partner,
+    event_id: &str,
+    event_type: Option<&str>,
+    ordering_key: Option<&str>,
+    payload: &serde_json::Value,
+) -> Plan {
+    let event_type = event_type.unwrap_or(UNTYPED);
+    let routes = route::matching(&partner.routes, event_type, payload);
+    if routes.is_empty() {
+        return Plan::Unrouted(format!(
+            "no route of partner {:?} matches event type {event_type:?} (and its filters)",
+            partner.name
+        ));
+    }
+    Plan::Deliver(Deliveries {
+        // (every route names a destination of the same configuration:
+        // checked when it was parsed)
+        destinations: routes.iter().map(|r| r.to.clone()).collect(),
+        event_type: event_type.to_owned(),
+        aggregate_type: aggregate_type(&partner.name),
+        aggregate_id: ordering_key.unwrap_or(event_id).to_owned(),
+    })
+}
+
 /// Writes one outbox row per route of `partner` that matches `event`,
 /// through `tx`. A body that is not JSON cannot be forwarded yet (the
 /// outbox keeps JSON payloads): a poison pill naming the event.
@@ -139,28 +206,28 @@ pub async fn forward(
             super::json_error(&e)
         ))
     })?;
-    let event_type = row.event_type.as_deref().unwrap_or(UNTYPED);
-    let routes = route::matching(&partner.routes, event_type, &payload);
-    if routes.is_empty() {
-        return Ok(Forwarded::Unrouted(format!(
-            "no route of partner {:?} matches event type {event_type:?} (and its filters)",
-            partner.name
-        )));
-    }
-    let aggregate_id = row.ordering_key.as_deref().unwrap_or(&row.event_id);
-    let mut ids = Vec::with_capacity(routes.len());
-    // (every route names a destination of the same configuration: checked
-    // when it was parsed)
-    for route in routes {
+    let plan = plan(
+        partner,
+        &row.event_id,
+        row.event_type.as_deref(),
+        row.ordering_key.as_deref(),
+        &payload,
+    );
+    let deliveries = match plan {
+        Plan::Deliver(deliveries) => deliveries,
+        Plan::Unrouted(reason) => return Ok(Forwarded::Unrouted(reason)),
+    };
+    let mut ids = Vec::with_capacity(deliveries.destinations.len());
+    for destination in deliveries.destinations {
         let out = NewOutboxEvent {
-            aggregate_type: aggregate_type(&partner.name),
-            aggregate_id: aggregate_id.to_owned(),
-            event_type: event_type.to_owned(),
-            destination: route.to.clone(),
+            aggregate_type: deliveries.aggregate_type.clone(),
+            aggregate_id: deliveries.aggregate_id.clone(),
+            event_type: deliveries.event_type.clone(),
+            destination,
             payload: payload.clone(),
         };
         let id = outbox::enqueue_with_blobs(tx, event.blobs, &out, event.now).await?;
-        ids.push((route.to.clone(), id));
+        ids.push((out.destination, id));
     }
     Ok(Forwarded::Routed(ids))
 }
