@@ -50,7 +50,9 @@
 10. The processor forwards by routes: its HOOKBOX_HANDLER is `routes`
    (the example orders domain, `orders-example`, runs only where a test or
    the local demo chooses it) and it reads the partners' configuration
-   (HOOKBOX_PARTNERS_SECRET_ARN).
+   (HOOKBOX_PARTNERS_SECRET_ARN); ingest forwards at ingest
+   (HOOKBOX_FORWARD_AT_INGEST is "true"), which is only sound beside a
+   processor that forwards by the same routes.
 
 Usage: python3 infra/check.py [TEMPLATE] (default infra/template.yaml).
 Prints OK and exits 0, or prints every problem and exits 1 (2 when
@@ -492,6 +494,17 @@ def check_processor_handler(template: dict) -> None:
             )
         if "HOOKBOX_PARTNERS_SECRET_ARN" not in env:
             problem(f"{name}: routes need the partners' configuration (HOOKBOX_PARTNERS_SECRET_ARN)")
+    for name, res in (template.get("Resources") or {}).items():
+        binary = ((res.get("Metadata") or {}).get("BuildProperties") or {}).get("Binary")
+        if res.get("Type") != "AWS::Serverless::Function" or binary != "ingest":
+            continue
+        env = ((res.get("Properties") or {}).get("Environment") or {}).get("Variables") or {}
+        forward = env.get("HOOKBOX_FORWARD_AT_INGEST")
+        if str(forward).lower() != "true":
+            problem(
+                f"{name}: HOOKBOX_FORWARD_AT_INGEST is {forward!r}: a deployed ingest forwards "
+                "routed webhooks in the statement that stores them ('true')"
+            )
 
 
 def check_schedules(template: dict) -> None:

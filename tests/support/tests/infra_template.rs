@@ -195,6 +195,17 @@ fn the_check_refuses_a_processor_that_runs_the_example_domain() {
         stderr.contains("ProcessorFunction: routes need the partners' configuration"),
         "{stderr}"
     );
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "HOOKBOX_FORWARD_AT_INGEST: \"true\"",
+            "HOOKBOX_FORWARD_AT_INGEST: \"false\"",
+            1,
+        )
+    });
+    assert!(
+        stderr.contains("IngestFunction: HOOKBOX_FORWARD_AT_INGEST is 'false'"),
+        "{stderr}"
+    );
 }
 
 #[test]
