@@ -292,3 +292,145 @@ async fn start_api_stores_a_signed_webhook_through_the_authorizer_and_ingest() {
         .expect("count");
     assert_eq!(row.get::<_, i64>(0), 1);
 }
+
+/// Issue #27, acceptance 1: on the template's own configuration (ingest
+/// forwards at ingest, the processor forwards by routes: no override), a
+/// Stripe-signed `invoice.paid` with a route is stored and forwarded by
+/// ingest and delivered by the relay to its destination; a
+/// `customer.created` without a route follows the partner's policy
+/// (quarantined); neither reaches the example orders domain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_routed_stripe_event_is_forwarded_as_the_template_configures_it() {
+    use hookbox::signature::Secret;
+    use hookbox::signature::presets::{self, Outgoing, SigningKey};
+
+    const STRIPE_SECRET: &str = "whsec_sam_local_forwarding";
+    let sam = sam_local();
+    let services = LocalServices::start().await;
+    migrated(&services).await;
+    let mut config = services.config();
+    config["partners"]["stripe"] = serde_json::json!({
+        "signature": {"scheme": "stripe"},
+        "secrets": [STRIPE_SECRET],
+        "event_id": {"json_pointer": "/id"},
+        "event_type": "/type",
+        "ordering_key": "/data/object/customer",
+        "routes": [{"to": "billing", "event_types": ["invoice.*"]}],
+        "unrouted": "quarantine",
+    });
+    config["destinations"]["billing"] = serde_json::json!({
+        "url": services.sink.url("/billing"),
+        "secrets": [smoke::DEMO_SECRET],
+        "allowed_networks": ["127.0.0.0/8"],
+    });
+    // the template's variables, none overridden but the local endpoints
+    let mut env = services.env_vars();
+    let parameters = env["Parameters"].as_object_mut().expect("parameters");
+    parameters.remove("HOOKBOX_HANDLER");
+    parameters.insert("HOOKBOX_PARTNERS".into(), config.to_string().into());
+    let env_file = tempfile::NamedTempFile::new().expect("env file");
+    std::fs::write(env_file.path(), env.to_string()).expect("write the env file");
+
+    let stripe = presets::get("stripe").expect("the stripe preset");
+    let secret = Secret::new(STRIPE_SECRET);
+    let event = |id: &str, event_type: &str| {
+        let body = serde_json::json!({
+            "id": id, "type": event_type, "livemode": true,
+            "data": {"object": {"customer": "cus_sam", "amount_paid": 1250}},
+        })
+        .to_string();
+        let headers = stripe
+            .sign(
+                &Outgoing {
+                    body: body.as_bytes(),
+                    headers: &[],
+                    url: None,
+                    method: "POST",
+                    timestamp: chrono::Utc::now(),
+                },
+                SigningKey::Secret(&secret),
+            )
+            .expect("sign as Stripe");
+        let mut request = smoke::event("apigw-ingest-valid.json");
+        request["path"] = "/webhooks/stripe".into();
+        request["pathParameters"]["partner"] = "stripe".into();
+        let mut plain = serde_json::Map::new();
+        let mut multi = serde_json::Map::new();
+        plain.insert("Content-Type".into(), "application/json".into());
+        for (name, value) in headers {
+            plain.insert(name.into(), value.clone().into());
+        }
+        for (name, value) in &plain {
+            multi.insert(name.clone(), serde_json::json!([value]));
+        }
+        request["headers"] = plain.into();
+        request["multiValueHeaders"] = multi.into();
+        request["body"] = body.into();
+        request
+    };
+    let ingest = |request: serde_json::Value| {
+        let sam = &sam;
+        let env_file = env_file.path().to_path_buf();
+        async move {
+            let run = sam
+                .invoke("IngestFunction", &request, &env_file)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            run.response
+        }
+    };
+    for (id, event_type) in [
+        ("evt_sam_paid", "invoice.paid"),
+        ("evt_sam_new", "customer.created"),
+    ] {
+        let answer = ingest(event(id, event_type)).await;
+        assert_eq!(answer["statusCode"], 200, "{event_type}: {answer}");
+        let body: serde_json::Value =
+            serde_json::from_str(answer["body"].as_str().expect("body")).expect("json");
+        assert_eq!(body["status"], "accepted", "{body}");
+    }
+    let db = sql(&services).await;
+    let status = |id: &'static str| {
+        let db = &db;
+        async move {
+            db.query_one("SELECT status FROM inbox WHERE event_id = $1", &[&id])
+                .await
+                .expect("the row")
+                .get::<_, String>(0)
+        }
+    };
+    // finished by ingest itself: nothing for the processor
+    assert_eq!(status("evt_sam_paid").await, "processed");
+    assert_eq!(status("evt_sam_new").await, "quarantined");
+    let delivery: uuid::Uuid = db
+        .query_one(
+            "SELECT id FROM outbox WHERE destination = 'billing' AND event_type = 'invoice.paid'",
+            &[],
+        )
+        .await
+        .expect("one delivery")
+        .get(0);
+
+    let run = sam
+        .invoke(
+            "RelayFunction",
+            &smoke::event("eventbridge-schedule.json"),
+            env_file.path(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("relay: {}", run.response);
+    let delivered = services.sink.requests();
+    assert_eq!(delivered.len(), 1, "{delivered:?}");
+    assert_eq!(delivered[0].json()["id"], "evt_sam_paid");
+    assert_eq!(
+        delivered[0].header("webhook-id"),
+        Some(delivery.to_string().as_str())
+    );
+    let orders = db
+        .query_one("SELECT count(*) FROM example_orders", &[])
+        .await
+        .expect("orders")
+        .get::<_, i64>(0);
+    assert_eq!(orders, 0, "nothing reached the example orders domain");
+}

@@ -168,6 +168,36 @@ pub struct Measured {
     pub calls: [f64; 3],
     /// Rows per relay batch at full load.
     pub relay_batch_rows: f64,
+    /// Forwarding at ingest, when measured: ingest's Data API calls per
+    /// webhook (the statement that stores and forwards).
+    pub forwarding_ingest_calls: Option<f64>,
+}
+
+impl Measured {
+    /// The same deployment forwarding every webhook at ingest: no queue
+    /// message, no processor run; ingest's calls as measured, and its
+    /// database CPU bounded by ingest's plus the processor's (the outbox
+    /// row it writes costs less than a processor's claim, transaction and
+    /// mark).
+    pub fn forwarding_at_ingest(&self) -> Option<Measured> {
+        let calls = self.forwarding_ingest_calls?;
+        Some(Measured {
+            db_cpu_us: [
+                self.db_cpu_us[0] + self.db_cpu_us[1],
+                0.0,
+                self.db_cpu_us[2],
+            ],
+            own_cpu_us: [self.own_cpu_us[0], 0.0, self.own_cpu_us[2]],
+            calls: [calls, 0.0, self.calls[2]],
+            relay_batch_rows: self.relay_batch_rows,
+            forwarding_ingest_calls: None,
+        })
+    }
+
+    /// True when every webhook goes through the queue and the processor.
+    fn through_processor(&self) -> bool {
+        self.calls[1] > 0.0
+    }
 }
 
 pub const SECONDS_PER_MONTH: f64 = 30.0 * 86_400.0;
@@ -230,9 +260,11 @@ pub fn estimate(m: &Measured, rate: f64, p: &Prices, l: &Limits, a: &Assumptions
     let gb_seconds_per_s = rate * (authorizer_s * a.memory_gb[0] + ingest_s * a.memory_gb[1])
         + processor_concurrency * a.memory_gb[2]
         + relay_concurrency * a.memory_gb[3];
-    let invocations_per_s = rate * 2.0 + rate / batch + 1.0 / 60.0;
+    // forwarded at ingest: no queue message, no processor invocation
+    let share = if m.through_processor() { 1.0 } else { 0.0 };
+    let invocations_per_s = rate * 2.0 + share * rate / batch + 1.0 / 60.0;
     // SQS: SendMessage per webhook; ReceiveMessage + DeleteMessageBatch per batch
-    let sqs_rps = rate + 2.0 * rate / batch;
+    let sqs_rps = share * (rate + 2.0 * rate / batch);
     let month = SECONDS_PER_MONTH;
     let stored_gb = rate * a.retention_days * 86_400.0 * a.bytes_per_webhook / 1e9;
     let costs = vec![
@@ -330,6 +362,21 @@ pub fn markdown(m: &Measured, rates: &[f64]) -> String {
             .map(|e| format!("{:.2}", e.total() / (e.rate * SECONDS_PER_MONTH / 1e6))),
     );
     rows.push(per_million);
+    let forwarding: Option<Vec<Estimate>> = m
+        .forwarding_at_ingest()
+        .map(|f| rates.iter().map(|r| estimate(&f, *r, p, l, a)).collect());
+    if let Some(forwarding) = &forwarding {
+        let mut total = vec!["**total, forwarding at ingest**".to_string()];
+        total.extend(forwarding.iter().map(|e| format!("**{:.2}**", e.total())));
+        rows.push(total);
+        let mut per_million = vec!["per million webhooks, forwarding at ingest".to_string()];
+        per_million.extend(
+            forwarding
+                .iter()
+                .map(|e| format!("{:.2}", e.total() / (e.rate * SECONDS_PER_MONTH / 1e6))),
+        );
+        rows.push(per_million);
+    }
     let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
     out.push_str(&table(&header_refs, &rows));
 
@@ -404,6 +451,27 @@ pub fn markdown(m: &Measured, rates: &[f64]) -> String {
     header[0] = "capacity".into();
     let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
     let _ = write!(out, "\n{}", table(&header_refs, &rows));
+    if let Some(forwarding) = &forwarding {
+        let _ = writeln!(
+            out,
+            "\nForwarding at ingest (the template's configuration for partners with routes, \
+             ingest {:.2} Data API calls per webhook, section \"Forwarding by routes\"): no SQS \
+             request and no processor invocation per webhook; per webhook {} Data API calls, \
+             {} Lambda invocations, {} SQS requests at {} webhooks/s (database CPU taken as \
+             ingest's plus the processor's: an upper bound).",
+            m.forwarding_ingest_calls.unwrap_or_default(),
+            forwarding
+                .last()
+                .map_or("—".into(), |e| number(e.data_api_rps / e.rate)),
+            forwarding
+                .last()
+                .map_or("—".into(), |e| number(e.invocations_per_s / e.rate)),
+            forwarding
+                .last()
+                .map_or("—".into(), |e| number(e.sqs_rps / e.rate)),
+            forwarding.last().map_or("—".into(), |e| count(e.rate)),
+        );
+    }
     let _ = writeln!(
         out,
         "\nA utilisation over 100% is a limit to raise before that rate (a quota increase, \
@@ -448,7 +516,30 @@ mod tests {
             own_cpu_us: [50.0, 50.0, 50.0],
             calls: [1.0, 3.1, 1.0],
             relay_batch_rows: 100.0,
+            forwarding_ingest_calls: Some(1.0),
         }
+    }
+
+    #[test]
+    fn forwarding_at_ingest_drops_the_queue_and_the_processor() {
+        let f = measured().forwarding_at_ingest().expect("measured");
+        let e = estimate(&f, 1_000.0, &PRICES, &LIMITS, &ASSUMPTIONS);
+        // 1000 × 1 + 1000 deliveries / 100 rows × 1
+        assert!(
+            (e.data_api_rps - 1_010.0).abs() < 1e-9,
+            "{}",
+            e.data_api_rps
+        );
+        assert_eq!(e.sqs_rps, 0.0);
+        assert!((e.invocations_per_s - (2_000.0 + 1.0 / 60.0)).abs() < 1e-9);
+        assert_eq!(e.processor_concurrency, 0.0);
+        let through = estimate(&measured(), 1_000.0, &PRICES, &LIMITS, &ASSUMPTIONS);
+        assert!(e.total() < through.total());
+        let md = markdown(&measured(), &[10.0, 1_000.0]);
+        assert!(md.contains("**total, forwarding at ingest**"), "{md}");
+        let mut without = measured();
+        without.forwarding_ingest_calls = None;
+        assert!(!markdown(&without, &[10.0]).contains("forwarding at ingest"));
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod coldstart;
 mod cost;
 mod counting;
 mod e2e;
+mod forwarding;
 mod histogram;
 mod ingest;
 mod machine;
@@ -73,7 +74,7 @@ struct Args {
     #[arg(long)]
     custom_plans: bool,
     /// Only these sections (ingest, processor, relay, relay-aws, signatures,
-    /// calls, e2e, coldstart), comma-separated; for working on one.
+    /// calls, forwarding, e2e, coldstart), comma-separated; for working on one.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
 }
@@ -291,6 +292,13 @@ async fn main() -> anyhow::Result<()> {
         cost.calls = [per.ingest, per.processor, per.relay_batch];
         cost.relay_batch_rows = per.relay_rows_per_batch.max(relay::BATCH as f64);
         have[3] = true;
+    }
+    if let Some((figures, note, per)) =
+        section!("forwarding", forwarding::SECTION, forwarding::run(&bench))
+    {
+        report.figures.extend(figures);
+        report.notes.push((forwarding::SECTION, note));
+        cost.forwarding_ingest_calls = Some(per.ingest_calls);
     }
     let png = out.join("e2e-latency.png");
     if let Some((figures, note)) = section!(

@@ -267,6 +267,14 @@ impl Summary {
         for id in &self.missing {
             println!("  {id}");
         }
+        if !self.enqueued.is_empty() || !self.pending_for_sweeper.is_empty() {
+            println!(
+                "what consumers see: each replayed event is processed again; one of a partner \
+                 with routes is forwarded then, under NEW delivery ids, one per matching route. \
+                 Only quarantined and dead events are replayed, and those were never forwarded, \
+                 so no consumer has seen them (docs/forwarding.md, \"Replays\")."
+            );
+        }
     }
 
     fn exit_code(&self) -> ExitCode {

@@ -237,8 +237,19 @@ async fn replay(args: &ReplayArgs) -> Outcome {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    if replayed > 0 {
+        println!("{REPLAY_SEEN_AGAIN}");
+    }
     Ok(ExitCode::SUCCESS)
 }
+
+/// What a consumer sees of `outbox replay` and `outbox retry`
+/// (docs/forwarding.md, "Replays").
+pub(crate) const REPLAY_SEEN_AGAIN: &str = "what consumers see: each row is delivered again \
+     under its own delivery id (the envelope's `id`, the `webhook-id` header), the one its \
+     first delivery carried: a consumer that deduplicates on it skips the rows it already \
+     processed. To have one processed again, delete its id from that consumer's deduplication \
+     store first (docs/forwarding.md, \"Replays\").";
 
 async fn list(args: &ListArgs) -> Outcome {
     let db = connect(&args.db).await?;
@@ -408,6 +419,9 @@ async fn retry(args: &RetryArgs) -> Outcome {
     };
     summary.print();
     result?;
+    if !summary.retried.is_empty() {
+        println!("{REPLAY_SEEN_AGAIN}");
+    }
     Ok(
         if summary.missing.is_empty() && summary.not_retryable.is_empty() {
             ExitCode::SUCCESS

@@ -574,6 +574,11 @@ async fn bulk_replay_by_status_pages_through_every_matching_row() {
         "{}",
         stdout(&out)
     );
+    assert!(
+        stdout(&out).contains("under NEW delivery ids"),
+        "the output says what consumers see: {}",
+        stdout(&out)
+    );
 
     let mut replayed: Vec<Uuid> = receive_all(&sqs, &queue.url)
         .await
@@ -1653,6 +1658,11 @@ async fn outbox_replay_delivers_a_destinations_rows_of_a_range_again_under_the_s
     assert!(
         stdout(&out).starts_with("replayed: 2 rows of \"crm\""),
         "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("under its own delivery id"),
+        "the output says what consumers see: {}",
         stdout(&out)
     );
     for (id, status) in [
