@@ -219,3 +219,101 @@ async fn with_aws_endpoint_an_sqs_destination_receives_the_envelope_on_moto() {
     assert_eq!(envelope["payload"]["to"], "paid");
     stack.stop().await;
 }
+
+/// Issue #27 on the local stack, through the Data API (the production
+/// path): a partner with routes (from `--config`) is forwarded as the
+/// template forwards it: stored and forwarded by ingest before its 200, then
+/// delivered by the relay to an SQS queue of moto, in the envelope; an event
+/// no route matches is quarantined.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partner_with_routes_is_forwarded_at_ingest_to_its_destination() {
+    use hookbox::signature::{Secret, sign_standard_webhooks};
+
+    let test_db = TestDb::create().await;
+    let endpoint = moto::endpoint();
+    let queue = moto::create_queue(&endpoint, &moto::unique_name("billing"), 30, 4).await;
+    let mut config: serde_json::Value =
+        serde_json::from_str(&hookbox_local::demo_config(0)).expect("demo config");
+    config["partners"]["shop"] = json!({
+        "signature": {"scheme": "standard-webhooks"},
+        "secrets": [hookbox_local::DEMO_SECRET],
+        "event_id": {"header": "webhook-id"},
+        "event_type": "/type",
+        "ordering_key": "/customer",
+        "routes": [{"to": "billing", "event_types": ["invoice.*"]}],
+    });
+    config["destinations"]["billing"] = json!({ "type": "sqs", "queue_url": queue.url });
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("hookbox.json");
+    std::fs::write(&path, config.to_string()).expect("write config");
+    let stack = stack(&test_db, |o| {
+        o.config = Some(path.clone());
+        o.aws_endpoint = Some(endpoint.clone());
+        o.data_api = true;
+    })
+    .await;
+    let post = |id: &'static str, event_type: &'static str| {
+        let url = format!("{}/webhooks/shop", stack.url());
+        async move {
+            let body = json!({"id": id, "type": event_type, "customer": "cus_1"}).to_string();
+            let signed = sign_standard_webhooks(
+                id,
+                chrono::Utc::now(),
+                body.as_bytes(),
+                &[Secret::new(hookbox_local::DEMO_SECRET)],
+            )
+            .expect("sign");
+            let response = reqwest::Client::new()
+                .post(url)
+                .header("content-type", "application/json")
+                .header("webhook-id", &signed.id)
+                .header("webhook-timestamp", &signed.timestamp)
+                .header("webhook-signature", &signed.signature)
+                .body(body)
+                .send()
+                .await
+                .expect("POST");
+            response.status().as_u16()
+        }
+    };
+    let db = stack.db();
+    const STATUS: &str = "SELECT status AS t FROM inbox WHERE event_id = :p";
+    assert_eq!(post("evt_paid", "invoice.paid").await, 200);
+    // finished before the answer: ingest stored and forwarded it
+    assert_eq!(
+        text(db.as_ref(), STATUS, "evt_paid").await.as_deref(),
+        Some("processed")
+    );
+    assert_eq!(post("evt_other", "customer.created").await, 200);
+    assert_eq!(
+        text(db.as_ref(), STATUS, "evt_other").await.as_deref(),
+        Some("quarantined")
+    );
+    let sqs = moto::client(&endpoint);
+    let envelope = eventually("the forwarded event on the queue", || async {
+        let got = sqs
+            .receive_message()
+            .queue_url(&queue.url)
+            .send()
+            .await
+            .expect("receive");
+        got.messages()
+            .first()
+            .and_then(|m| m.body())
+            .map(|b| serde_json::from_str::<serde_json::Value>(b).expect("JSON"))
+    })
+    .await;
+    assert_eq!(envelope["type"], "invoice.paid", "{envelope}");
+    assert_eq!(envelope["aggregate"]["type"], "partner:shop", "{envelope}");
+    assert_eq!(envelope["aggregate"]["id"], "cus_1", "{envelope}");
+    assert_eq!(envelope["payload"]["id"], "evt_paid", "{envelope}");
+    assert_eq!(
+        number(
+            db.as_ref(),
+            "SELECT count(*) AS n FROM outbox WHERE destination = 'billing'"
+        )
+        .await,
+        1
+    );
+    stack.stop().await;
+}

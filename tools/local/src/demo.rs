@@ -1,13 +1,16 @@
-//! The local stack's business: the `demo` partner drives the example orders
+//! The local stack's business: partners with routes are forwarded, as the
+//! template deploys them; the `demo` partner drives the example orders
 //! domain, and `demo-downstream` (the stack's own outbound webhooks coming
 //! back in) is recorded once per `webhook-id`.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use async_trait::async_trait;
+use hookbox::config::ConfigStore;
 use hookbox::example::OrdersHandler;
 use hookbox::params;
-use hookbox::processing::{BusinessHandler, HandlerError, InboxEvent, Outcome};
+use hookbox::processing::{BusinessHandler, HandlerError, InboxEvent, Outcome, RoutingHandler};
 use hookbox::store::{Executor, Statement, Transaction};
 
 /// The demo partner (a stable contract: see the README).
@@ -118,6 +121,50 @@ impl BusinessHandler for LocalHandler {
                 }
             }
             _ => self.orders.handle(event, tx).await,
+        }
+    }
+}
+
+/// The local processor's business, as the template deploys it for partners
+/// with routes: they are forwarded (`RoutingHandler`, routes only); every
+/// other partner drives the demo ([`LocalHandler`]). Ingest forwards most
+/// events of partners with routes itself; this forwards the rest (spooled,
+/// large, replayed, waiting behind an earlier event of their key).
+#[derive(Debug, Clone)]
+pub struct LocalProcessor {
+    config: Arc<ConfigStore>,
+    routing: RoutingHandler,
+    local: LocalHandler,
+}
+
+impl LocalProcessor {
+    /// Routes by `config`, the demo otherwise.
+    pub fn new(config: Arc<ConfigStore>, local: LocalHandler) -> Self {
+        Self {
+            routing: RoutingHandler::new(config.clone()),
+            config,
+            local,
+        }
+    }
+}
+
+#[async_trait]
+impl BusinessHandler for LocalProcessor {
+    async fn handle(
+        &self,
+        event: &InboxEvent<'_>,
+        tx: &dyn Transaction,
+    ) -> Result<Outcome, HandlerError> {
+        let routed = self
+            .config
+            .current()
+            .await
+            .partner(&event.row.partner)
+            .is_some_and(|p| !p.routes.is_empty());
+        if routed {
+            self.routing.handle(event, tx).await
+        } else {
+            self.local.handle(event, tx).await
         }
     }
 }

@@ -297,13 +297,16 @@ impl LocalStack {
         let gateway = Arc::new(gateway::Gateway {
             authorizer: hookbox_authorizer::Authorizer::new(config.clone(), clock.clone()),
             ingest: hookbox_ingest::IngestFunction::new(
+                // as the template: a partner's routed webhooks are
+                // forwarded in the statement that stores them
                 hookbox::inbox::ingest::Ingest::new(
                     config.clone(),
                     db.clone(),
                     queue.clone(),
                     blobs.clone(),
                     clock.clone(),
-                ),
+                )
+                .with_forwarding_at_ingest(true),
                 clock.clone(),
             ),
             clock: clock.clone(),
@@ -355,7 +358,10 @@ impl LocalStack {
             queue.clone(),
             blobs.clone(),
             clock.clone(),
-            Arc::new(demo::LocalHandler::new(options.demo_types.clone())),
+            Arc::new(demo::LocalProcessor::new(
+                config.clone(),
+                demo::LocalHandler::new(options.demo_types.clone()),
+            )),
             ProcessorConfig {
                 max_receive_count: options.max_receive_count,
                 retry_schedule: options.retry_schedule.clone(),
