@@ -344,6 +344,16 @@ async fn what_ingest_cannot_forward_goes_to_the_processor(adapter: Adapter) {
         }
     );
     let text = accepted_id(&r);
+    // JSON that jsonb cannot hold (U+0000 in a string): quarantined too,
+    // never a 500 the partner would retry forever
+    let (r, _) = rig
+        .post(
+            "evt_nul",
+            br#"{"id":"evt_nul","type":"invoice.paid","customer":"cus_N","note":"a\u0000b"}"#,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let nul = accepted_id(&r);
     // a payload over the outbox's 32 KiB inline threshold: the processor
     // puts it in the blob store
     let big = serde_json::to_vec(&serde_json::json!({
@@ -360,13 +370,16 @@ async fn what_ingest_cannot_forward_goes_to_the_processor(adapter: Adapter) {
     );
     let big = accepted_id(&r);
     assert_eq!(rig.row(big).await.status, InboxStatus::Pending);
-    assert_eq!(rig.queued().await, 2);
+    assert_eq!(rig.queued().await, 3);
     assert!(rig.deliveries().await.is_empty());
     let mut outcomes = rig.process().await;
     outcomes.sort_unstable();
+    let nul = rig.row(nul).await;
+    assert_eq!(nul.status, InboxStatus::Quarantined);
+    assert!(nul.last_error.expect("why").contains("U+0000"));
     assert_eq!(
         outcomes,
-        ["processed", "quarantined"],
+        ["processed", "quarantined", "quarantined"],
         "{:?}",
         rig.row(big).await
     );

@@ -72,8 +72,8 @@ pub enum AtIngest {
 
 /// What ingest does with `event` of `partner`, or `None` to leave it to the
 /// processor (stored `pending` and enqueued as without routes): a partner
-/// without routes, a body in the blob store, a body that is not JSON (the
-/// processor quarantines it, naming why), a payload over the outbox's
+/// without routes, a body in the blob store, a body that is not JSON or
+/// holds U+0000 in a string (the processor quarantines it, naming why), a payload over the outbox's
 /// inline threshold (the processor puts it in the blob store), a field over
 /// the outbox's bounds.
 pub fn at_ingest(partner: &Partner, event: &NewInboxEvent) -> Option<AtIngest> {
@@ -82,6 +82,10 @@ pub fn at_ingest(partner: &Partner, event: &NewInboxEvent) -> Option<AtIngest> {
     }
     let body = event.body.inline()?;
     let payload: serde_json::Value = serde_json::from_slice(body).ok()?;
+    if routing::holds_nul(&payload) {
+        // jsonb cannot hold it: the processor quarantines it, naming why
+        return None;
+    }
     match routing::plan(
         partner,
         &event.event_id,

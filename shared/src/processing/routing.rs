@@ -189,6 +189,17 @@ pub fn plan(
     })
 }
 
+/// True when a string (or key) of `payload` holds U+0000: PostgreSQL's
+/// jsonb refuses it, so such a payload cannot be an outbox row.
+pub fn holds_nul(payload: &serde_json::Value) -> bool {
+    match payload {
+        serde_json::Value::String(s) => s.contains('\0'),
+        serde_json::Value::Array(items) => items.iter().any(holds_nul),
+        serde_json::Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || holds_nul(v)),
+        _ => false,
+    }
+}
+
 /// Writes one outbox row per route of `partner` that matches `event`,
 /// through `tx`. A body that is not JSON cannot be forwarded yet (the
 /// outbox keeps JSON payloads): a poison pill naming the event.
@@ -206,6 +217,13 @@ pub async fn forward(
             super::json_error(&e)
         ))
     })?;
+    if holds_nul(&payload) {
+        return Err(HandlerError::Poison(format!(
+            "payload of {}/{} holds U+0000 in a string, which PostgreSQL's jsonb cannot store: \
+             not forwarded by routes (the raw body is kept in the inbox)",
+            row.partner, row.event_id
+        )));
+    }
     let plan = plan(
         partner,
         &row.event_id,
