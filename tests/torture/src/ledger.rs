@@ -8,7 +8,7 @@ use hookbox::store::{Executor, Statement};
 use crate::Figures;
 use crate::aws::{Aws, BUS, FIFO};
 use crate::receiver::{GONE, Receivers};
-use crate::scenario::Webhook;
+use crate::scenario::{FORWARDED, Webhook, routed_to};
 
 pub(crate) fn statement(text: &'static str) -> Statement {
     Statement::new("torture.ledger", text)
@@ -78,10 +78,37 @@ pub(crate) async fn check_ledger(
             r.i64("effects").unwrap_or(-1),
         ));
     }
+    // the forwarded partner's accepted events: (order, type) → the routes'
+    // destinations (none for an event that must end quarantined)
+    let mut forwarded: HashMap<(String, String), Vec<&'static str>> = HashMap::new();
     for hook in hooks {
         let accepted = answered
             .get(&hook.event_id)
             .is_some_and(|s| s.iter().any(|s| (200..300).contains(s)));
+        let routed = hook.partner == FORWARDED;
+        // what routing makes of it: JSON jsonb can hold is forwarded; a
+        // lone surrogate or U+0000 is quarantined, naming why
+        let forwardable = serde_json::from_slice::<serde_json::Value>(&hook.body)
+            .ok()
+            .filter(|v| !hookbox::processing::routing::holds_nul(v));
+        let (want_status, want_effects) = match (routed, &forwardable) {
+            (false, _) => ("processed", 1),
+            (true, Some(_)) => ("processed", 0),
+            (true, None) => ("quarantined", 0),
+        };
+        // (stored though never acknowledged, when every answer crashed:
+        // then forwarded all the same)
+        let stored = by_event
+            .get(hookbox::inbox::ingest::storable(&hook.event_id).as_ref())
+            .is_some_and(|rows| rows.iter().any(|(status, _)| status == "processed"));
+        if routed && (accepted || stored) {
+            if let Some(body) = &forwardable {
+                let order = body["order_id"].as_str().unwrap_or_default().to_owned();
+                let event_type = body["type"].as_str().unwrap_or_default().to_owned();
+                let to = routed_to(&event_type);
+                forwarded.insert((order, event_type), to);
+            }
+        }
         // (stored as ingest normalises it: `esc:` ids are escaped)
         let stored_id = hookbox::inbox::ingest::storable(&hook.event_id);
         let found = by_event
@@ -90,7 +117,7 @@ pub(crate) async fn check_ledger(
             .unwrap_or(&[]);
         match (accepted, found) {
             (true, [(status, effects)]) => {
-                if status != "processed" {
+                if status != want_status {
                     figures.lost += 1;
                     violations.push(format!(
                         "{}: accepted, ended {status} ({})",
@@ -98,8 +125,8 @@ pub(crate) async fn check_ledger(
                         errors.get(stored_id.as_ref()).map_or("", String::as_str)
                     ));
                 }
-                if *effects != 1 {
-                    if *effects > 1 {
+                if *effects != want_effects {
+                    if *effects > want_effects {
                         figures.double_applied += 1;
                     } else {
                         figures.lost += 1;
@@ -167,7 +194,8 @@ pub(crate) async fn check_ledger(
     let outbox = match db
         .execute(
             &statement(
-                "SELECT id, destination, status, attempts, last_error, aggregate_id
+                "SELECT id, destination, status, attempts, last_error, aggregate_type,
+                        aggregate_id, event_type
                    FROM outbox ORDER BY seq",
             ),
             &hookbox::params! {},
@@ -183,7 +211,17 @@ pub(crate) async fn check_ledger(
     let delivered = receivers.delivered();
     let tried = receivers.tried();
     let mut aws_rows: Vec<AwsRow> = Vec::new();
+    let mut fw_rows: HashMap<(String, String), Vec<String>> = HashMap::new();
     for r in &outbox {
+        if r.text("aggregate_type").unwrap_or_default() == format!("partner:{FORWARDED}") {
+            fw_rows
+                .entry((
+                    r.text("aggregate_id").unwrap_or_default(),
+                    r.text("event_type").unwrap_or_default(),
+                ))
+                .or_default()
+                .push(r.text("destination").unwrap_or_default());
+        }
         let id = r.uuid("id").map(|u| u.to_string()).unwrap_or_default();
         let destination = r.text("destination").unwrap_or_default();
         let status = r.text("status").unwrap_or_default();
@@ -209,14 +247,57 @@ pub(crate) async fn check_ledger(
             ));
         }
     }
+    check_forwarded(&forwarded, &fw_rows, figures, violations);
+    let fw_count: usize = fw_rows.values().map(Vec::len).sum();
     let transitions = count(db, "SELECT count(*) AS n FROM example_order_transitions").await;
-    let http_rows = outbox.len() - aws_rows.len();
+    let http_rows = outbox.len() - aws_rows.len() - fw_count;
     if transitions != http_rows as i64 {
         violations.push(format!(
             "{transitions} business transitions but {http_rows} outbox rows to HTTP destinations"
         ));
     }
     check_aws(db, aws, &aws_rows, figures, violations).await;
+}
+
+/// Forwarding by routes: every accepted event of the forwarded partner has
+/// exactly one delivery per matched route (the HTTP check above saw each
+/// delivered under its delivery id), and no delivery exists without its
+/// processed inbox row.
+fn check_forwarded(
+    expected: &HashMap<(String, String), Vec<&'static str>>,
+    rows: &HashMap<(String, String), Vec<String>>,
+    figures: &mut Figures,
+    violations: &mut Vec<String>,
+) {
+    for (key, want) in expected {
+        let mut got: Vec<&str> = rows
+            .get(key)
+            .map(|d| d.iter().map(String::as_str).collect())
+            .unwrap_or_default();
+        got.sort_unstable();
+        let mut want = want.clone();
+        want.sort_unstable();
+        if got != want {
+            if got.len() > want.len() {
+                figures.double_applied += 1;
+            } else {
+                figures.lost += 1;
+            }
+            violations.push(format!(
+                "{FORWARDED} {key:?}: forwarded to {got:?}, its routes are {want:?}"
+            ));
+        }
+    }
+    let strays = rows.keys().filter(|k| !expected.contains_key(*k)).count();
+    if strays > 0 {
+        violations.push(format!(
+            "{strays} {FORWARDED} events forwarded without an accepted, processed inbox row"
+        ));
+    }
+    figures.deliveries.insert(
+        format!("{FORWARDED} deliveries"),
+        rows.values().map(|d| d.len() as u64).sum(),
+    );
 }
 
 /// An outbox row for an AWS destination.

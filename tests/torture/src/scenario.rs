@@ -1,5 +1,7 @@
 //! What a scenario throws: its knobs, the partners and destinations, and
 //! the webhooks themselves (three per order, some large, some hostile).
+//! Partners: `sw` and `gh` drive the example orders domain, `fw` is
+//! forwarded by its routes to two HTTP destinations.
 
 use chrono::{DateTime, TimeZone, Utc};
 use hmac::{KeyInit, Mac};
@@ -9,6 +11,20 @@ use crate::receiver::GONE;
 
 pub(crate) const SW_SECRET: &str = "whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA==";
 pub(crate) const GH_SECRET: &str = "It's a Secret to Everybody";
+/// The partner whose events are forwarded by routes, and its destinations.
+pub(crate) const FORWARDED: &str = "fw";
+pub(crate) const FW_A: &str = "fw-a";
+pub(crate) const FW_B: &str = "fw-b";
+
+/// The destinations the routes of [`FORWARDED`] send an event of
+/// `event_type` to.
+pub(crate) fn routed_to(event_type: &str) -> Vec<&'static str> {
+    if event_type.starts_with("order.") {
+        vec![FW_A, FW_B]
+    } else {
+        vec![FW_A]
+    }
+}
 /// What to throw at hookbox.
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -83,11 +99,26 @@ pub(crate) fn config(aws: serde_json::Value) -> HookboxConfig {
                 "secrets": [GH_SECRET],
                 "event_id": {"header": "x-github-delivery"},
                 "event_type": "/type"
+            },
+            // forwarded by routes (at ingest, else by the processor): every
+            // event to fw-a, the order.* ones to fw-b too
+            FORWARDED: {
+                "signature": {"scheme": "standard-webhooks"},
+                "secrets": [SW_SECRET],
+                "event_id": {"header": "webhook-id"},
+                "event_type": "/type",
+                "ordering_key": "/order_id",
+                "routes": [
+                    {"to": FW_A, "event_types": ["*"]},
+                    {"to": FW_B, "event_types": ["order.*"]}
+                ]
             }
         },
         "destinations": {
             "erp": {"url": "https://erp.torture.invalid/hooks", "secrets": [SW_SECRET], "timeout_secs": 0.25},
-            GONE: {"url": "https://legacy.torture.invalid/hooks", "secrets": [SW_SECRET]}
+            GONE: {"url": "https://legacy.torture.invalid/hooks", "secrets": [SW_SECRET]},
+            FW_A: {"url": "https://fw-a.torture.invalid/hooks", "secrets": [SW_SECRET], "timeout_secs": 0.25},
+            FW_B: {"url": "https://fw-b.torture.invalid/hooks", "secrets": [SW_SECRET], "timeout_secs": 0.25}
         }
     });
     if let (Some(all), Some(more)) = (config["destinations"].as_object_mut(), aws.as_object()) {
@@ -113,7 +144,11 @@ pub(crate) fn webhooks(scenario: &Scenario, rng: &mut fastrand::Rng) -> Vec<Webh
     let mut out = Vec::with_capacity(scenario.webhooks);
     let mut order = 0;
     while out.len() < scenario.webhooks {
-        let partner = if rng.u8(0..4) == 0 { "gh" } else { "sw" };
+        let partner = match rng.u8(0..4) {
+            0 => "gh",
+            1 => FORWARDED,
+            _ => "sw",
+        };
         for event_type in ["payment.received", "order.shipped", "order.delivered"] {
             if out.len() == scenario.webhooks {
                 break;
