@@ -368,8 +368,12 @@ async fn main() -> anyhow::Result<()> {
     machine.load_after = machine::load_average();
     report.preamble = preamble(&machine, &args, started.elapsed(), &broken);
     let path = out.join("BENCHMARKS.md");
-    std::fs::write(&path, report.markdown())
-        .with_context(|| format!("writing {}", path.display()))?;
+    // sections not run this time (scale, cold start) keep their last figures
+    let markdown = match std::fs::read_to_string(&path) {
+        Ok(previous) => report::keep_sections_not_run(&report.markdown(), &previous),
+        Err(_) => report.markdown(),
+    };
+    std::fs::write(&path, markdown).with_context(|| format!("writing {}", path.display()))?;
     eprintln!(
         "wrote {} ({} figures, {} goals missed) in {:.0} s",
         path.display(),

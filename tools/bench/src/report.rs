@@ -335,9 +335,93 @@ impl Report {
     }
 }
 
+/// The sections of a `BENCHMARKS.md` after its preamble: (title, body),
+/// the body with its leading and trailing blank lines.
+fn sections_of(markdown: &str) -> (String, Vec<(String, String)>) {
+    let mut parts = markdown.split("\n## ");
+    let preamble = parts.next().unwrap_or_default().to_owned();
+    let sections = parts
+        .map(|part| {
+            let (title, body) = part.split_once('\n').unwrap_or((part, ""));
+            (title.to_owned(), format!("\n{body}"))
+        })
+        .collect();
+    (preamble, sections)
+}
+
+/// A value of the preamble's machine table (`| date | … |`).
+fn machine_value(preamble: &str, key: &str) -> Option<String> {
+    preamble.lines().find_map(|line| {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        (cells.len() >= 3 && cells[1] == key).then(|| cells[2].to_owned())
+    })
+}
+
+/// `new` with each section this run did not measure ("Not run: …") taken
+/// from `old` where `old` has it measured (the scale runs and cold start
+/// take long and need other builds), marked with the run it comes from.
+pub fn keep_sections_not_run(new: &str, old: &str) -> String {
+    let (old_preamble, old_sections) = sections_of(old);
+    let from = format!(
+        "_Not run this time: kept from the run of {} (commit {}); its goals are not in this \
+         run's closing note._\n\n",
+        machine_value(&old_preamble, "date").unwrap_or_else(|| "an earlier run".into()),
+        machine_value(&old_preamble, "commit").unwrap_or_else(|| "unknown".into()),
+    );
+    let (preamble, sections) = sections_of(new);
+    let mut out = preamble;
+    for (title, body) in sections {
+        let kept = body.trim_start().starts_with("Not run:").then(|| {
+            old_sections
+                .iter()
+                .find(|(t, b)| *t == title && !b.trim_start().starts_with("Not run:"))
+                .map(|(_, b)| b.clone())
+        });
+        let _ = write!(out, "\n## {title}");
+        match kept.flatten() {
+            Some(old_body) => {
+                let _ = write!(out, "\n\n{from}{}", old_body.trim_start_matches('\n'));
+                if !old_body.ends_with('\n') {
+                    out.push('\n');
+                }
+            }
+            None => out.push_str(&body),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sections_not_run_are_kept_from_the_previous_file_and_marked() {
+        let old = "# hookbox benchmarks\n\n| machine | |\n| --- | --- |\n| date | 2026-12-01 09:00 UTC |\n\
+                   | commit | abc123 |\n\n## Ingest\n\nold ingest\n\n## Scale\n\n| scale | 1 |\n\n\
+                   ## Cold start\n\nNot run: old\n\n## Closing note\n\nold close\n";
+        let new = "# hookbox benchmarks\n\n| date | 2026-12-02 |\n\n## Ingest\n\nnew ingest\n\n\
+                   ## Scale\n\nNot run: `--scale` runs it.\n\n## Cold start\n\nNot run: again\n\n\
+                   ## Closing note\n\nnew close\n";
+        let merged = keep_sections_not_run(new, old);
+        assert!(merged.contains("## Ingest\n\nnew ingest"), "{merged}");
+        assert!(
+            merged.contains(
+                "## Scale\n\n_Not run this time: kept from the run of 2026-12-01 09:00 UTC \
+                 (commit abc123); its goals are not in this run's closing note._\n\n| scale | 1 |"
+            ),
+            "{merged}"
+        );
+        // nothing measured to keep: stays as this run wrote it
+        assert!(
+            merged.contains("## Cold start\n\nNot run: again"),
+            "{merged}"
+        );
+        assert!(merged.contains("## Closing note\n\nnew close"), "{merged}");
+        assert!(!merged.contains("old ingest") && !merged.contains("old close"));
+        // a file without sections changes nothing
+        assert_eq!(keep_sections_not_run(new, ""), new);
+    }
 
     #[test]
     fn a_ratio_goal_is_met_at_the_bound_and_missed_below_it() {
