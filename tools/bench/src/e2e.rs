@@ -6,6 +6,8 @@
 //! hide queueing). For each: the POST's answer, POST → processed (the inbox
 //! row's `processed_at`) and POST → its outbound webhook received (the
 //! `demo-downstream` inbox row of the outbox row the orders domain wrote).
+//! Then the same rates for a partner forwarded by routes (ingest forwards,
+//! the relay delivers): POST → its destination received.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,7 +17,7 @@ use hookbox::params;
 use hookbox::signature::{Secret, sign_standard_webhooks};
 use hookbox::store::postgres::{PgDatabase, PgOptions};
 use hookbox::store::{Database, Statement};
-use hookbox_local::{DEMO_SECRET, LocalStack, Options};
+use hookbox_local::{DEMO_PARTNER, DEMO_SECRET, LocalStack, Options};
 
 use crate::pg::Bench;
 use crate::report::{Figure, Goal, count};
@@ -30,11 +32,11 @@ pub const SECTION: &str = "End-to-end latency (local stack, open loop)";
 // a core for tens of seconds while the stack was draining.
 const DONE: Statement = Statement::new(
     "bench.e2e_done",
-    "SELECT count(*) FILTER (WHERE partner = 'demo' AND status = 'processed') AS processed,
+    "SELECT count(*) FILTER (WHERE partner = :partner AND status = 'processed') AS processed,
             count(DISTINCT ordering_key) FILTER (WHERE partner = 'demo-downstream')
                 AS delivered
        FROM inbox
-      WHERE partner IN ('demo', 'demo-downstream') AND ordering_key LIKE :prefix",
+      WHERE partner IN (:partner, 'demo-downstream') AND ordering_key LIKE :prefix",
 );
 
 const PROCESSED_TIMES: Statement = Statement::new(
@@ -42,7 +44,7 @@ const PROCESSED_TIMES: Statement = Statement::new(
     "SELECT event_id,
             CAST(extract(epoch FROM processed_at) * 1000000 AS bigint) AS at_us
        FROM inbox
-      WHERE partner = 'demo' AND event_id LIKE :prefix",
+      WHERE partner = :partner AND event_id LIKE :prefix",
 );
 
 const DELIVERED_TIMES: Statement = Statement::new(
@@ -68,8 +70,10 @@ pub struct RateRun {
     pub unfinished: (u64, u64),
 }
 
-async fn done(db: &dyn Database, prefix: &str) -> anyhow::Result<(u64, u64)> {
-    let rows = db.execute(&DONE, &params! {"prefix" => prefix}).await?;
+async fn done(db: &dyn Database, partner: &str, prefix: &str) -> anyhow::Result<(u64, u64)> {
+    let rows = db
+        .execute(&DONE, &params! {"partner" => partner, "prefix" => prefix})
+        .await?;
     let r = rows
         .rows
         .first()
@@ -79,6 +83,7 @@ async fn done(db: &dyn Database, prefix: &str) -> anyhow::Result<(u64, u64)> {
 
 async fn one_rate(
     stack: &LocalStack,
+    partner: &'static str,
     rate: f64,
     seconds: f64,
     drain: Duration,
@@ -93,7 +98,7 @@ async fn one_rate(
         },
     )?);
     let n = schedule_len(rate, seconds);
-    let url = format!("{}/webhooks/demo", stack.url());
+    let url = format!("{}/webhooks/{partner}", stack.url());
     let client = reqwest::Client::builder()
         .no_proxy()
         .pool_max_idle_per_host(256)
@@ -128,7 +133,7 @@ async fn one_rate(
     // the backlog when the last webhook is due
     tokio::time::sleep_until((start + scheduled(n, rate)).into()).await;
     let prefix = format!("{tag}-%");
-    let (processed_then, _) = done(db.as_ref(), &prefix).await?;
+    let (processed_then, _) = done(db.as_ref(), partner, &prefix).await?;
     let mut post = Vec::with_capacity(n as usize);
     for t in tasks {
         post.push(t.await??);
@@ -137,7 +142,9 @@ async fn one_rate(
     let mut finished = (0, 0);
     while waited.elapsed() < drain {
         // a count that times out while the stack is saturated is tried again
-        finished = done(db.as_ref(), &prefix).await.unwrap_or(finished);
+        finished = done(db.as_ref(), partner, &prefix)
+            .await
+            .unwrap_or(finished);
         if finished == (n, n) {
             break;
         }
@@ -150,13 +157,19 @@ async fn one_rate(
         let at = DateTime::<Utc>::from_timestamp_micros(us)?;
         (at - due).to_std().ok().or(Some(Duration::ZERO))
     };
-    for (statement, into) in [
-        (&PROCESSED_TIMES, &mut processed),
-        (&DELIVERED_TIMES, &mut delivered),
+    for (statement, params, into) in [
+        (
+            &PROCESSED_TIMES,
+            params! {"partner" => partner, "prefix" => prefix.as_str()},
+            &mut processed,
+        ),
+        (
+            &DELIVERED_TIMES,
+            params! {"prefix" => prefix.as_str()},
+            &mut delivered,
+        ),
     ] {
-        let rows = db
-            .execute(statement, &params! {"prefix" => prefix.as_str()})
-            .await?;
+        let rows = db.execute(statement, &params).await?;
         for r in &rows.rows {
             let id = r.text("event_id")?;
             if let Some(d) = r.opt_i64("at_us")?.and_then(|us| since(us, &id)) {
@@ -173,6 +186,49 @@ async fn one_rate(
         backlog_at_end: n.saturating_sub(processed_then),
         unfinished: (n.saturating_sub(finished.0), n.saturating_sub(finished.1)),
     })
+}
+
+/// The partner of the forwarding runs.
+const FORWARDED: &str = "forwarded";
+
+/// The rates again on a stack whose partner [`FORWARDED`] is routed to the
+/// stack's own `demo-downstream`: POST → destination received.
+async fn forwarding(rates: &[f64], seconds: f64, drain: Duration) -> anyhow::Result<Vec<RateRun>> {
+    let port = hookbox_testkit::http_sink::HttpSink::free_port();
+    let mut config: serde_json::Value = serde_json::from_str(&hookbox_local::demo_config(port))?;
+    config["partners"][FORWARDED] = serde_json::json!({
+        "signature": {"scheme": "standard-webhooks"},
+        "secrets": [DEMO_SECRET],
+        "event_id": {"header": "webhook-id"},
+        "event_type": "/type",
+        "ordering_key": "/order_id",
+        "routes": [{"to": hookbox_local::DOWNSTREAM, "event_types": ["*"]}],
+    });
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("forwarding.json");
+    std::fs::write(&path, config.to_string())?;
+    let stack = LocalStack::start(Options {
+        port,
+        config: Some(path),
+        ..Options::default()
+    })
+    .await?;
+    let mut runs = Vec::new();
+    for (k, rate) in rates.iter().enumerate() {
+        runs.push(
+            one_rate(
+                &stack,
+                FORWARDED,
+                *rate,
+                seconds,
+                drain,
+                &format!("fwd{k}-{}", count(*rate)),
+            )
+            .await?,
+        );
+    }
+    stack.stop().await;
+    Ok(runs)
 }
 
 /// Every end-to-end figure; writes the histogram PNG to `png_path`.
@@ -196,6 +252,7 @@ pub async fn run(
         runs.push(
             one_rate(
                 &stack,
+                DEMO_PARTNER,
                 *rate,
                 seconds,
                 drain,
@@ -205,6 +262,7 @@ pub async fn run(
         );
     }
     stack.stop().await;
+    let forwarded = forwarding(rates, seconds, drain).await?;
 
     let mut figures = Vec::new();
     let mut note = format!(
@@ -290,6 +348,44 @@ pub async fn run(
                 ),
             );
         }
+    }
+    note.push_str(&format!(
+        "\nForwarding by routes, on a second stack whose configuration adds the partner \
+         `{FORWARDED}`, routed to the stack's own `demo-downstream` (HTTP): ingest stores and \
+         forwards each webhook in one statement before it answers (no queue, no processor), \
+         the relay delivers it, and its arrival is the `demo-downstream` inbox row.\n\n\
+         | offered | sent | POST answered p50 / p99 / max (ms) | → destination received p50 / p99 / max (ms) | not delivered at the end |\n\
+         | ---: | ---: | ---: | ---: | ---: |\n"
+    ));
+    for mut r in forwarded {
+        let (a50, a99, amax) = p50_p99_max(&mut r.post);
+        let (d50, d99, dmax) = p50_p99_max(&mut r.delivered);
+        note.push_str(&format!(
+            "| {}/s | {} | {a50:.1} / {a99:.1} / {amax:.0} | {d50:.1} / {d99:.1} / {dmax:.0} | {} |\n",
+            count(r.rate),
+            r.sent,
+            r.unfinished.1
+        ));
+        anyhow::ensure!(
+            !r.delivered.is_empty(),
+            "nothing forwarded was delivered at {}/s",
+            r.rate
+        );
+        let rate = count(r.rate);
+        figures.push(Figure::value(
+            SECTION,
+            format!("forwarded: POST → destination received p50 at {rate}/s"),
+            "ms",
+            d50,
+            Goal::None,
+        ));
+        figures.push(Figure::value(
+            SECTION,
+            format!("forwarded: POST → destination received p99 at {rate}/s"),
+            "ms",
+            d99,
+            Goal::None,
+        ));
     }
     let panels: Vec<crate::histogram::Panel<'_>> = runs
         .iter()
