@@ -75,6 +75,7 @@ pub mod ingest;
 pub mod lease;
 pub mod message;
 pub mod repo;
+pub mod request;
 pub mod routed;
 pub mod upkeep;
 
