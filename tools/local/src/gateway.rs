@@ -21,6 +21,13 @@ use hookbox_authorizer::Authorizer;
 use hookbox_ingest::IngestFunction;
 use serde_json::{Map, Value, json};
 
+/// The largest request API Gateway (REST) takes: 10 MB. A larger one is
+/// answered 413 before any function runs. On AWS, Lambda's 6 MB invocation
+/// payload then applies to the proxy event (the body base64 inside it), so
+/// a body over about 4.4 MB never reaches ingest there; ingest's own limit,
+/// `max_body_bytes` (4 MiB at most), answers first for what does.
+pub const MAX_REQUEST_BYTES: usize = 10 * 1024 * 1024;
+
 /// The functions behind the gateway.
 #[derive(Debug, Clone)]
 pub struct Gateway {

@@ -324,7 +324,12 @@ impl LocalStack {
         let app = axum::Router::new()
             .route(
                 "/webhooks/{partner}",
-                axum::routing::post(gateway::webhook).with_state(gateway),
+                axum::routing::post(gateway::webhook)
+                    .with_state(gateway)
+                    // API Gateway's limit, not axum's default 2 MiB
+                    .layer(axum::extract::DefaultBodyLimit::max(
+                        gateway::MAX_REQUEST_BYTES,
+                    )),
             )
             .route("/", axum::routing::get(index))
             .merge(
