@@ -16,13 +16,12 @@ mod common;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-use aws_support::{aws, consume, create_queue, json, observed_bus};
+use aws_support::{consume, create_queue, json, observed_bus, with_aws};
 use common::{Adapter, migrated_db};
 use futures::StreamExt as _;
 use hookbox::blob::memory::MemoryBlobStore;
 use hookbox::clock::{Clock, ManualClock};
-use hookbox::config::{ConfigStore, HookboxConfig, TransportKind};
-use hookbox::delivery::{Coalescing, EventBridgeTransport, MAX_BATCH, SqsTransport};
+use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::inbox::ingest::{Ingest, IngestRequest, Outcome};
 use hookbox::metrics::Metrics;
 use hookbox::params;
@@ -327,24 +326,12 @@ async fn two_thousand_webhooks_of_three_partners_reach_every_route_once_in_order
     assert_eq!(rows.len(), routes_total);
 
     // one relay run delivers everything
-    let shared = aws(&endpoint);
     let mut settings = RelaySettings::new("forwarding-load");
     settings.batch_size = 100;
-    let relay = common::http_relay(db.clone(), clock.clone(), settings)
-        .with_transport(
-            TransportKind::Sqs,
-            Arc::new(Coalescing::new(
-                SqsTransport::new(SqsTransport::client(&shared), None),
-                MAX_BATCH,
-            )),
-        )
-        .with_transport(
-            TransportKind::EventBridge,
-            Arc::new(Coalescing::new(
-                EventBridgeTransport::new(EventBridgeTransport::client(&shared), None),
-                MAX_BATCH,
-            )),
-        );
+    let relay = with_aws(
+        common::http_relay(db.clone(), clock.clone(), settings),
+        &endpoint,
+    );
     let count = |d: &str| ids.get(d).map_or(0, HashMap::len);
     let on_bus = tokio::spawn(consume(sqs.clone(), bus_queue, count("bus")));
     let on_fifo = tokio::spawn(consume(sqs.clone(), fifo, count("fifo")));

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_support::{aws, consume, create_queue, drain, json, observed_bus};
+use aws_support::{aws, consume, create_queue, drain, json, observed_bus, with_aws};
 use chrono::{DateTime, Utc};
 use common::{Adapter, at, migrated_db};
 use hookbox::blob::{BlobKey, BlobRef};
@@ -453,22 +453,10 @@ async fn a_thousand_rows_reach_an_http_sink_a_bus_and_a_fifo_queue_each_once(ada
     let mut settings = RelaySettings::new("relay-aws");
     settings.batch_size = 100;
     let lanes = settings.lanes.max(1) as u64;
-    let shared = aws(&endpoint);
-    let relay = common::http_relay(counting, clock.clone(), settings)
-        .with_transport(
-            TransportKind::Sqs,
-            Arc::new(Coalescing::new(
-                SqsTransport::new(SqsTransport::client(&shared), None),
-                MAX_BATCH,
-            )),
-        )
-        .with_transport(
-            TransportKind::EventBridge,
-            Arc::new(Coalescing::new(
-                EventBridgeTransport::new(EventBridgeTransport::client(&shared), None),
-                MAX_BATCH,
-            )),
-        );
+    let relay = with_aws(
+        common::http_relay(counting, clock.clone(), settings),
+        &endpoint,
+    );
     let on_bus = tokio::spawn(consume(sqs.clone(), bus_queue, EVENTS as usize));
     let on_fifo = tokio::spawn(consume(sqs.clone(), fifo, EVENTS as usize));
     let run = relay.drain(&ConfigStore::fixed(cfg, clock.clone())).await;
@@ -540,22 +528,10 @@ fn aws_relay(
     clock: Arc<ManualClock>,
     endpoint: &str,
 ) -> hookbox::relay::Relay {
-    let shared = aws(endpoint);
-    common::http_relay(db, clock, RelaySettings::new("relay-aws"))
-        .with_transport(
-            TransportKind::Sqs,
-            Arc::new(Coalescing::new(
-                SqsTransport::new(SqsTransport::client(&shared), None),
-                MAX_BATCH,
-            )),
-        )
-        .with_transport(
-            TransportKind::EventBridge,
-            Arc::new(Coalescing::new(
-                EventBridgeTransport::new(EventBridgeTransport::client(&shared), None),
-                MAX_BATCH,
-            )),
-        )
+    with_aws(
+        common::http_relay(db, clock, RelaySettings::new("relay-aws")),
+        endpoint,
+    )
 }
 
 async fn refused_entries_are_retried_or_dead_with_the_services_code(adapter: Adapter) {

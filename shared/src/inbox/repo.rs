@@ -175,16 +175,27 @@ pub async fn insert_if_new_deduped(
             Inserted::Duplicate(id)
         });
     }
+    Ok(Inserted::Duplicate(stored_id(db, event, digest).await?))
+}
+
+/// The id of the row already stored under `event`'s keys: for an insert
+/// that inserted nothing and saw no row, because a concurrent insert of the
+/// same key committed while it ran (invisible to its snapshot).
+pub(super) async fn stored_id(
+    db: &dyn Executor,
+    event: &NewInboxEvent,
+    dedupe_digest: Value,
+) -> Result<Uuid, DbError> {
     let row = fetch_one(
         db,
         &FIND_BY_KEY,
         &params! {
             "partner" => event.partner.as_str(), "event_id" => event.event_id.as_str(),
-            "dedupe_digest" => digest,
+            "dedupe_digest" => dedupe_digest,
         },
     )
     .await?;
-    Ok(Inserted::Duplicate(row.uuid("id")?))
+    row.uuid("id")
 }
 
 pub const INSERT_QUARANTINED: Statement = Statement::new(

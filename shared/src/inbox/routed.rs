@@ -21,13 +21,13 @@ use uuid::Uuid;
 
 use super::InboxStatus;
 use super::lease::bounded;
-use super::repo::{FIND_BY_KEY, NewInboxEvent, with_body};
+use super::repo::{NewInboxEvent, stored_id, with_body};
 use crate::config::Partner;
 use crate::config::route::Unrouted;
 use crate::outbox;
 use crate::params;
 use crate::processing::routing::{self, Deliveries, Plan};
-use crate::store::{DbError, Executor, Statement, Value, fetch_one, fetch_optional};
+use crate::store::{DbError, Executor, Statement, Value, fetch_optional};
 
 /// Turns forwarding at ingest on (`true`) or off (`false`, the default):
 /// see [`super::ingest::Ingest::with_forwarding_at_ingest`].
@@ -267,16 +267,7 @@ pub async fn insert_forwarded(
         });
     }
     // a concurrent insert of the same key committed while the statement ran
-    let row = fetch_one(
-        db,
-        &FIND_BY_KEY,
-        &params! {
-            "partner" => event.partner.as_str(), "event_id" => event.event_id.as_str(),
-            "dedupe_digest" => digest,
-        },
-    )
-    .await?;
-    Ok(Stored::Duplicate(row.uuid("id")?))
+    Ok(Stored::Duplicate(stored_id(db, event, digest).await?))
 }
 
 pub const EARLIER_ACTIVE: Statement = Statement::new(

@@ -150,3 +150,28 @@ pub async fn observed_bus(endpoint: &str) -> (String, String) {
         .expect("targets");
     (bus, url)
 }
+
+/// `relay` with the SQS and EventBridge transports of the services at
+/// `endpoint`, each behind `Coalescing` (as the relay function wires them).
+pub fn with_aws(relay: hookbox::relay::Relay, endpoint: &str) -> hookbox::relay::Relay {
+    use hookbox::config::TransportKind;
+    use hookbox::delivery::{Coalescing, EventBridgeTransport, MAX_BATCH, SqsTransport};
+    use std::sync::Arc;
+
+    let shared = aws(endpoint);
+    relay
+        .with_transport(
+            TransportKind::Sqs,
+            Arc::new(Coalescing::new(
+                SqsTransport::new(SqsTransport::client(&shared), None),
+                MAX_BATCH,
+            )),
+        )
+        .with_transport(
+            TransportKind::EventBridge,
+            Arc::new(Coalescing::new(
+                EventBridgeTransport::new(EventBridgeTransport::client(&shared), None),
+                MAX_BATCH,
+            )),
+        )
+}
