@@ -23,7 +23,7 @@ use hookbox::metrics::Metrics;
 use hookbox::params;
 use hookbox::processing::{Processor, ProcessorConfig, RoutingHandler};
 use hookbox::queue::memory::{MemoryQueue, MemoryQueueConfig};
-use hookbox::queue::{Queue, QueueConsumer};
+use hookbox::queue::Queue;
 use hookbox::signature::{Headers, Secret, sign_standard_webhooks};
 use hookbox::store::Database;
 use uuid::Uuid;
@@ -121,7 +121,6 @@ impl Rig {
 
     /// One processor invocation over every visible message.
     async fn process(&self) -> Vec<&'static str> {
-        let got = self.queue.receive(10).await.expect("receive");
         let config = ProcessorConfig::default();
         let processor = Processor {
             db: self.db.as_ref(),
@@ -131,14 +130,7 @@ impl Rig {
             handler: &self.handler,
             config: &config,
         };
-        let report = processor.process_batch(&got, None).await;
-        let retry = report.retry_message_ids();
-        for m in &got {
-            if !retry.contains(&m.message_id) {
-                self.queue.delete(&m.receipt_handle).await.expect("delete");
-            }
-        }
-        report.results.iter().map(|r| r.outcome.kind()).collect()
+        common::process_visible(&processor, &self.queue).await
     }
 
     async fn row(&self, id: Uuid) -> inbox::InboxRow {

@@ -22,7 +22,7 @@ use hookbox::processing::{
     BusinessHandler, HandlerError, InboxEvent, Outcome, Processor, ProcessorConfig, RoutingHandler,
 };
 use hookbox::queue::memory::{MemoryQueue, MemoryQueueConfig};
-use hookbox::queue::{Queue, QueueConsumer};
+use hookbox::queue::Queue;
 use hookbox::store::{Database, Transaction};
 use uuid::Uuid;
 
@@ -186,7 +186,6 @@ impl Harness {
 
     /// One processor invocation over everything visible.
     async fn process(&self) -> Vec<&'static str> {
-        let got = self.memory.receive(10).await.expect("receive");
         let processor = Processor {
             db: self.db.as_ref(),
             queue: &self.memory,
@@ -195,14 +194,7 @@ impl Harness {
             handler: &self.handler,
             config: &self.config,
         };
-        let report = processor.process_batch(&got, None).await;
-        let retry = report.retry_message_ids();
-        for m in &got {
-            if !retry.contains(&m.message_id) {
-                self.memory.delete(&m.receipt_handle).await.expect("delete");
-            }
-        }
-        report.results.iter().map(|r| r.outcome.kind()).collect()
+        common::process_visible(&processor, &self.memory).await
     }
 
     async fn row(&self, id: Uuid) -> inbox::InboxRow {

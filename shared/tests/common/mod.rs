@@ -332,3 +332,22 @@ pub async fn inbox_scans(tx: &dyn hookbox::store::Executor) -> (i64, i64) {
         row.i64("active_index_scans").expect("active_index_scans"),
     )
 }
+
+/// One processor invocation over every visible message of `queue` (the
+/// processor's own queue), as the event source mapping runs it: the
+/// messages not to retry are deleted; each message's outcome kind.
+pub async fn process_visible(
+    processor: &hookbox::processing::Processor<'_>,
+    queue: &hookbox::queue::memory::MemoryQueue,
+) -> Vec<&'static str> {
+    use hookbox::queue::QueueConsumer as _;
+    let got = queue.receive(10).await.expect("receive");
+    let report = processor.process_batch(&got, None).await;
+    let retry = report.retry_message_ids();
+    for m in &got {
+        if !retry.contains(&m.message_id) {
+            queue.delete(&m.receipt_handle).await.expect("delete");
+        }
+    }
+    report.results.iter().map(|r| r.outcome.kind()).collect()
+}
