@@ -21,8 +21,8 @@ use hookbox::params;
 use hookbox::processing::{
     BusinessHandler, HandlerError, InboxEvent, Outcome, Processor, ProcessorConfig, RoutingHandler,
 };
-use hookbox::queue::memory::{MemoryQueue, MemoryQueueConfig};
 use hookbox::queue::Queue;
+use hookbox::queue::memory::{MemoryQueue, MemoryQueueConfig};
 use hookbox::store::{Database, Transaction};
 use uuid::Uuid;
 

@@ -305,7 +305,7 @@ impl Report {
         for (title, body) in &self.appendices {
             let _ = write!(out, "\n## {title}\n\n{}\n", body.trim_end());
         }
-        out.push_str("\n## Closing note: every figure against its goal\n\n");
+        let _ = write!(out, "\n## {CLOSING}: every figure against its goal\n\n");
         let goals: Vec<&Figure> = self
             .figures
             .iter()
@@ -334,6 +334,9 @@ impl Report {
         out
     }
 }
+
+/// The title of the last section, which lists this run's goals.
+const CLOSING: &str = "Closing note";
 
 /// The sections of a `BENCHMARKS.md` after its preamble: (title, body),
 /// the body with its leading and trailing blank lines.
@@ -368,7 +371,23 @@ pub fn keep_sections_not_run(new: &str, old: &str) -> String {
         machine_value(&old_preamble, "date").unwrap_or_else(|| "an earlier run".into()),
         machine_value(&old_preamble, "commit").unwrap_or_else(|| "unknown".into()),
     );
-    let (preamble, sections) = sections_of(new);
+    let (preamble, mut sections) = sections_of(new);
+    // a section this run left out altogether (`--only`) comes before the
+    // closing note, as it was
+    let closing = sections
+        .iter()
+        .position(|(t, _)| t.starts_with(CLOSING))
+        .unwrap_or(sections.len());
+    let missing: Vec<(String, String)> = old_sections
+        .iter()
+        .filter(|(t, b)| {
+            !t.starts_with(CLOSING)
+                && !b.trim_start().starts_with("Not run:")
+                && !sections.iter().any(|(n, _)| n == t)
+        })
+        .map(|(t, _)| (t.clone(), "\nNot run: left out by `--only`.\n".to_owned()))
+        .collect();
+    sections.splice(closing..closing, missing);
     let mut out = preamble;
     for (title, body) in sections {
         let kept = body.trim_start().starts_with("Not run:").then(|| {
@@ -421,6 +440,22 @@ mod tests {
         assert!(!merged.contains("old ingest") && !merged.contains("old close"));
         // a file without sections changes nothing
         assert_eq!(keep_sections_not_run(new, ""), new);
+        // a section left out by `--only` is kept too, before the closing note
+        let only = "# hookbox benchmarks\n\n## Signatures\n\nnew signatures\n\n\
+                    ## Closing note: every figure\n\nnew close\n";
+        let merged = keep_sections_not_run(only, old);
+        let at = |what: &str| {
+            merged
+                .find(what)
+                .unwrap_or_else(|| panic!("{what}: {merged}"))
+        };
+        assert!(at("## Signatures") < at("## Ingest\n\n_Not run this time"));
+        assert!(at("## Ingest") < at("## Scale\n\n_Not run this time"));
+        assert!(at("## Scale") < at("## Closing note: every figure"));
+        assert!(
+            !merged.contains("## Cold start"),
+            "nothing measured to keep: {merged}"
+        );
     }
 
     #[test]
