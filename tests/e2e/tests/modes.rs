@@ -227,8 +227,6 @@ async fn with_aws_endpoint_an_sqs_destination_receives_the_envelope_on_moto() {
 /// no route matches is quarantined.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partner_with_routes_is_forwarded_at_ingest_to_its_destination() {
-    use hookbox::signature::{Secret, sign_standard_webhooks};
-
     let test_db = TestDb::create().await;
     let endpoint = moto::endpoint();
     let queue = moto::create_queue(&endpoint, &moto::unique_name("billing"), 30, 4).await;
@@ -253,28 +251,8 @@ async fn a_partner_with_routes_is_forwarded_at_ingest_to_its_destination() {
     })
     .await;
     let post = |id: &'static str, event_type: &'static str| {
-        let url = format!("{}/webhooks/shop", stack.url());
-        async move {
-            let body = json!({"id": id, "type": event_type, "customer": "cus_1"}).to_string();
-            let signed = sign_standard_webhooks(
-                id,
-                chrono::Utc::now(),
-                body.as_bytes(),
-                &[Secret::new(hookbox_local::DEMO_SECRET)],
-            )
-            .expect("sign");
-            let response = reqwest::Client::new()
-                .post(url)
-                .header("content-type", "application/json")
-                .header("webhook-id", &signed.id)
-                .header("webhook-timestamp", &signed.timestamp)
-                .header("webhook-signature", &signed.signature)
-                .body(body)
-                .send()
-                .await
-                .expect("POST");
-            response.status().as_u16()
-        }
+        let body = json!({"id": id, "type": event_type, "customer": "cus_1"});
+        post_signed(&stack, "shop", id, body)
     };
     let db = stack.db();
     const STATUS: &str = "SELECT status AS t FROM inbox WHERE event_id = :p";
@@ -369,4 +347,77 @@ async fn webhooks_of_3_mb_and_4_mib_are_stored_and_processed_through_postgres() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webhooks_of_3_mb_and_4_mib_are_stored_and_processed_through_the_data_api() {
     large_webhooks(true).await;
+}
+
+/// POSTs `body` to the stack's `/webhooks/{partner}`, signed now with the
+/// demo secret under event id `id`: the status.
+async fn post_signed(
+    stack: &hookbox_local::LocalStack,
+    partner: &str,
+    id: &str,
+    body: serde_json::Value,
+) -> u16 {
+    use hookbox::signature::{Secret, sign_standard_webhooks};
+
+    let body = body.to_string();
+    let signed = sign_standard_webhooks(
+        id,
+        chrono::Utc::now(),
+        body.as_bytes(),
+        &[Secret::new(hookbox_local::DEMO_SECRET)],
+    )
+    .expect("sign");
+    reqwest::Client::new()
+        .post(format!("{}/webhooks/{partner}", stack.url()))
+        .header("content-type", "application/json")
+        .header("webhook-id", &signed.id)
+        .header("webhook-timestamp", &signed.timestamp)
+        .header("webhook-signature", &signed.signature)
+        .body(body)
+        .send()
+        .await
+        .expect("POST")
+        .status()
+        .as_u16()
+}
+
+/// Issue #27, item 7: the demo configuration forwards a partner by routes
+/// with no flag: `demo-forwarded`'s webhook is forwarded at ingest to the
+/// stack's own receiver, which records it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_forwards_its_routed_partner_to_the_stacks_own_receiver() {
+    let test_db = TestDb::create().await;
+    let stack = stack(&test_db, |_| {}).await;
+    let db = stack.db();
+    let body = json!({"type": "invoice.paid", "order_id": "o-fwd", "amount": 1});
+    assert_eq!(
+        post_signed(&stack, hookbox_local::FORWARDED_PARTNER, "msg_fwd_1", body).await,
+        200
+    );
+    eventually("the forwarded webhook recorded downstream", || async {
+        (number(
+            db.as_ref(),
+            "SELECT count(*) AS n FROM local_downstream_received WHERE payload->>'order_id' = 'o-fwd'",
+        )
+        .await
+            == 1)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(
+        text(
+            db.as_ref(),
+            "SELECT status AS t FROM inbox WHERE event_id = :p",
+            "msg_fwd_1"
+        )
+        .await
+        .as_deref(),
+        Some("processed")
+    );
+    assert_eq!(
+        number(db.as_ref(), "SELECT count(*) AS n FROM example_orders").await,
+        0,
+        "the orders domain never saw it"
+    );
+    stack.stop().await;
 }

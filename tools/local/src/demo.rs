@@ -20,6 +20,11 @@ pub const DEMO_PARTNER: &str = "demo";
 /// stack's own `/webhooks/demo-downstream`.
 pub const DOWNSTREAM: &str = "demo-downstream";
 
+/// A partner forwarded by routes, as a deployed stack forwards partners
+/// (no Rust): every event goes to [`DOWNSTREAM`], the stack's own receiver.
+/// Signed with [`DEMO_SECRET`].
+pub const FORWARDED_PARTNER: &str = "demo-forwarded";
+
 /// The demo partner's Standard Webhooks secret (a stable contract).
 pub const DEMO_SECRET: &str = "whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA==";
 

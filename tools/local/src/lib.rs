@@ -48,7 +48,9 @@ use hookbox_relay::RelayFunction;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use demo::{DEMO_PARTNER, DEMO_SECRET, DEMO_TYPES, DOWNSTREAM, DOWNSTREAM_SECRET};
+pub use demo::{
+    DEMO_PARTNER, DEMO_SECRET, DEMO_TYPES, DOWNSTREAM, DOWNSTREAM_SECRET, FORWARDED_PARTNER,
+};
 
 /// Which queue feeds the processor.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,6 +132,14 @@ pub fn demo_config(port: u16) -> String {
                 "event_id": { "header": "webhook-id" },
                 "event_type": "/type",
                 "ordering_key": "/order_id"
+            },
+            FORWARDED_PARTNER: {
+                "signature": { "scheme": "standard-webhooks" },
+                "secrets": [DEMO_SECRET],
+                "event_id": { "header": "webhook-id" },
+                "event_type": "/type",
+                "ordering_key": "/order_id",
+                "routes": [{ "to": DOWNSTREAM, "event_types": ["*"] }]
             },
             DOWNSTREAM: {
                 "signature": { "scheme": "standard-webhooks" },

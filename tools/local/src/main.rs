@@ -6,7 +6,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Parser;
 use hookbox::signature::{Secret, sign_standard_webhooks};
-use hookbox_local::{DEMO_PARTNER, DEMO_SECRET, LocalStack, Options, QueueChoice};
+use hookbox_local::{
+    DEMO_PARTNER, DEMO_SECRET, DOWNSTREAM, FORWARDED_PARTNER, LocalStack, Options, QueueChoice,
+};
 
 /// hookbox's local stack: PostgreSQL, API Gateway + authorizer + ingest, a
 /// queue with SQS semantics, the processor, the relay and sweeper, /admin.
@@ -141,12 +143,29 @@ fn try_it(url: &str) -> anyhow::Result<String> {
         body.as_bytes(),
         &[Secret::new(DEMO_SECRET)],
     )?;
+    let forward = r#"{"type":"invoice.paid","order_id":"o-2","amount":12.5}"#;
+    let fid = format!("msg_{}", uuid::Uuid::new_v4().simple());
+    let fsigned = sign_standard_webhooks(
+        &fid,
+        chrono::Utc::now(),
+        forward.as_bytes(),
+        &[Secret::new(DEMO_SECRET)],
+    )?;
     Ok(format!(
         "send a webhook (signed now, valid for 5 minutes):\n  curl -i {url}/webhooks/{DEMO_PARTNER} \
          -H 'content-type: application/json' -H 'webhook-id: {}' -H 'webhook-timestamp: {}' \
          -H 'webhook-signature: {}' -d '{body}'\nor: cargo run -q -p hookbox-cli -- send --partner \
-         {DEMO_PARTNER} --url {url}/webhooks/{DEMO_PARTNER} --body '{body}'\nwatch it: {url}/admin \
-         (and `DATABASE_URL=… cargo run -q -p hookbox-cli -- stats`)",
-        signed.id, signed.timestamp, signed.signature
+         {DEMO_PARTNER} --url {url}/webhooks/{DEMO_PARTNER} --body '{body}'\n\
+         forward one by routes, as a deployed stack does (to {DOWNSTREAM}, this stack's own \
+         receiver; see it in {url}/admin and `SELECT * FROM local_downstream_received`):\n  \
+         curl -i {url}/webhooks/{FORWARDED_PARTNER} -H 'content-type: application/json' \
+         -H 'webhook-id: {}' -H 'webhook-timestamp: {}' -H 'webhook-signature: {}' -d '{forward}'\n\
+         watch it: {url}/admin (and `DATABASE_URL=… cargo run -q -p hookbox-cli -- stats`)",
+        signed.id,
+        signed.timestamp,
+        signed.signature,
+        fsigned.id,
+        fsigned.timestamp,
+        fsigned.signature
     ))
 }
