@@ -54,6 +54,7 @@ pub mod presets;
 mod recipe;
 mod secret;
 mod shopify;
+mod signed;
 mod slack;
 mod standard_webhooks;
 mod stripe;
