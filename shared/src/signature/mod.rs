@@ -45,10 +45,13 @@
 mod config;
 mod crypto;
 mod error;
+mod few;
 mod generic;
 mod github;
 mod headers;
+mod json;
 mod jws;
+mod keys;
 pub mod parse;
 pub mod presets;
 mod recipe;

@@ -413,10 +413,16 @@ fn size_figures(size: usize, rounds: usize) -> anyhow::Result<Vec<Figure>> {
         .ok_or_else(|| anyhow::anyhow!("a valid instant"))?;
     let mib = 1024.0 * 1024.0;
     let mut out = Vec::new();
+    // `HOOKBOX_BENCH_ONLY=<name>` keeps the presets whose name contains it
+    // (for a profiler run).
+    let only = std::env::var("HOOKBOX_BENCH_ONLY").unwrap_or_default();
     for (preset, sharing) in representatives() {
         let Some(bare) = Bare::of(preset) else {
             continue;
         };
+        if !preset.name.contains(only.as_str()) {
+            continue;
+        }
         let body = body(preset, size);
         let (headers, secret, message) = signed_request(preset, &body, now)?;
         let name = if sharing > 1 {
