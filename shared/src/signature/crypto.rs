@@ -30,6 +30,16 @@ pub(crate) struct Tag {
     len: usize,
 }
 
+impl Default for Tag {
+    /// The empty tag.
+    fn default() -> Self {
+        Self {
+            buf: [0; MAX_TAG],
+            len: 0,
+        }
+    }
+}
+
 impl Tag {
     pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.buf[..self.len]
@@ -167,28 +177,68 @@ pub(crate) fn decode_hex_array<const N: usize>(text: &str) -> Result<[u8; N], &'
     Ok(out)
 }
 
-/// Decodes hex (either case) that must fill `out` exactly. Inlined so
-/// that the array callers get loops of constant length.
+/// Decodes hex (either case) that must fill `out` exactly. Eight digits
+/// at a time (a 32-byte MAC is eight words, not sixty-four table
+/// lookups); the digits that do not fill a word, one pair at a time.
+/// Inlined so that the array callers get loops of constant length.
 #[inline(always)]
 fn decode_hex_into(text: &str, out: &mut [u8]) -> Result<(), &'static str> {
-    if text.len() != out.len() * 2 {
+    let digits = text.as_bytes();
+    if digits.len() != out.len() * 2 {
         return Err("signature has the wrong length");
     }
-    let mut invalid = 0u8;
-    let digits = text.as_bytes();
-    for (i, byte) in out.iter_mut().enumerate() {
-        let (Some(&high), Some(&low)) = (digits.get(2 * i), digits.get(2 * i + 1)) else {
-            return Err("signature has the wrong length");
-        };
-        let (high, low) = (HEX[usize::from(high)], HEX[usize::from(low)]);
-        invalid |= high | low;
+    let mut invalid = 0u64;
+    let mut words = digits.chunks_exact(8);
+    let mut fours = out.chunks_exact_mut(4);
+    for (word, four) in (&mut words).zip(&mut fours) {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(word);
+        let (decoded, bad) = hex_word(u64::from_le_bytes(bytes));
+        invalid |= bad;
+        four.copy_from_slice(&decoded.to_le_bytes());
+    }
+    for (pair, byte) in words
+        .remainder()
+        .chunks_exact(2)
+        .zip(fours.into_remainder())
+    {
+        let (high, low) = (HEX[usize::from(pair[0])], HEX[usize::from(pair[1])]);
+        invalid |= u64::from((high | low) & 0x80);
         *byte = (high << 4) | (low & 0x0f);
     }
-    invalid &= 0x80;
     if invalid != 0 {
         return Err("signature is not hexadecimal");
     }
     Ok(())
+}
+
+/// Each byte's lowest bit.
+const ONES: u64 = 0x0101_0101_0101_0101;
+/// Each byte's highest bit.
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `x` (all below 0x80) that is within
+/// `lo..=hi` (SWAR: no carry crosses a byte for these ranges).
+fn bytes_within(x: u64, lo: u8, hi: u8) -> u64 {
+    let at_least = x.wrapping_add(ONES * u64::from(0x80 - lo));
+    let above = x.wrapping_add(ONES * u64::from(0x7f - hi));
+    at_least & !above & HIGHS
+}
+
+/// Eight hex digits (a little-endian word) as four bytes, and non-zero
+/// when one of them is not a hex digit.
+fn hex_word(x: u64) -> (u32, u64) {
+    let ascii = !x & HIGHS;
+    let digit = bytes_within(x, b'0', b'9');
+    // ASCII case folding sets bit 5, so only `A`-`F` and `a`-`f` land here.
+    let letter = bytes_within(x | (ONES * 0x20), b'a', b'f');
+    let bad = !(ascii & (digit | letter)) & HIGHS;
+    // '0'-'9' are their low four bits, letters nine more (bit 6 is set).
+    let nibbles = (x & (ONES * 0x0f)) + ((x >> 6) & ONES) * 9;
+    let pairs = ((nibbles << 4) | (nibbles >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let pairs = (pairs | (pairs >> 8)) & 0x0000_ffff_0000_ffff;
+    let four = (pairs | (pairs >> 16)) & 0xffff_ffff;
+    (u32::try_from(four).unwrap_or_default(), bad)
 }
 
 /// Hex digit values (either case); 0x80 marks a non-digit.
@@ -348,6 +398,24 @@ mod tests {
             assert!(!ct_eq(&long, &other), "difference at {i}");
         }
         assert!(ct_eq(&long, &long.clone()));
+    }
+
+    #[test]
+    fn hex_words_accept_exactly_the_hex_digits() {
+        // Every byte value in every position of a word, against the table.
+        for position in 0..8 {
+            for byte in 0..=255u8 {
+                let mut text = *b"0123abcD";
+                text[position] = byte;
+                let (decoded, bad) = hex_word(u64::from_le_bytes(text));
+                let valid = text.iter().all(u8::is_ascii_hexdigit);
+                assert_eq!(bad == 0, valid, "{text:?}");
+                if valid {
+                    let expected = hex::decode(text).expect("hex");
+                    assert_eq!(decoded.to_le_bytes().to_vec(), expected, "{text:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! A partner secret (or Standard Webhooks public key), as configured.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::OnceLock;
 
@@ -7,6 +8,7 @@ use hmac::{Hmac, KeyInit};
 use sha2::Sha256;
 use zeroize::Zeroizing;
 
+use super::keys::{self, KeyUse, PreparedKey};
 use super::standard_webhooks::{self, StandardKey};
 
 /// One configured secret, kept as the text the partner gave us. Each scheme
@@ -14,10 +16,11 @@ use super::standard_webhooks::{self, StandardKey};
 /// its UTF-8 bytes as the HMAC key; Standard Webhooks decodes `whsec_<base64>`
 /// (and takes `whpk_<base64>` as an Ed25519 public key for `v1a`).
 ///
-/// The key material derived from it (the decoded key, the keyed HMAC-SHA256
-/// state) is computed on first use and kept with the secret, so a long-lived
-/// `Secret` (one per partner secret, loaded with the configuration) does not
-/// redo that work on every request.
+/// The key material derived from it (the decoded key, the keyed HMAC
+/// state, a provider's public key decoded) is computed on first use and
+/// kept with the secret, so a long-lived `Secret` (one per partner secret,
+/// loaded with the configuration) does not redo that work on every
+/// request.
 ///
 /// `Debug` and `Display` never show the value, it is wiped from memory on
 /// drop (so are the cached keyed states), and it deliberately has no
@@ -27,7 +30,11 @@ pub struct Secret {
     text: Zeroizing<String>,
     raw_sha256: OnceLock<Hmac<Sha256>>,
     standard: OnceLock<Result<StandardKey, &'static str>>,
+    prepared: OnceLock<Prepared>,
 }
+
+/// A key prepared for a recipe, with the use it was prepared for.
+type Prepared = (KeyUse, Result<PreparedKey, &'static str>);
 
 impl Secret {
     /// Wraps a secret.
@@ -36,6 +43,7 @@ impl Secret {
             text: Zeroizing::new(value.into()),
             raw_sha256: OnceLock::new(),
             standard: OnceLock::new(),
+            prepared: OnceLock::new(),
         }
     }
 
@@ -58,6 +66,21 @@ impl Secret {
         }
         let state = <Hmac<Sha256> as KeyInit>::new_from_slice(self.bytes()).ok()?;
         Some(self.raw_sha256.get_or_init(|| state))
+    }
+
+    /// The secret prepared for `usage` (an HMAC key of a given format, a
+    /// public key), or why it cannot be. Kept for the first use asked,
+    /// which is the partner's recipe; a secret asked for another use
+    /// prepares it again each time (correct, only slower).
+    pub(crate) fn prepared(&self, usage: KeyUse) -> Cow<'_, Result<PreparedKey, &'static str>> {
+        let (cached_for, key) = self
+            .prepared
+            .get_or_init(|| (usage, keys::prepare(self.expose_secret(), usage)));
+        if *cached_for == usage {
+            Cow::Borrowed(key)
+        } else {
+            Cow::Owned(keys::prepare(self.expose_secret(), usage))
+        }
     }
 
     /// The secret as a Standard Webhooks key (`whsec_` HMAC key or `whpk_`
@@ -103,6 +126,21 @@ impl<'de> serde::Deserialize<'de> for Secret {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::signature::{Algorithm, KeyFormat};
+
+    #[test]
+    fn a_prepared_key_is_kept_for_its_use_and_another_use_still_works() {
+        let secret = Secret::new("00ff");
+        let hex = KeyUse::Hmac(Algorithm::Sha1, KeyFormat::Hex);
+        let first = secret.prepared(hex);
+        assert!(matches!(first, Cow::Borrowed(Ok(PreparedKey::Hmac(_)))));
+        assert!(matches!(secret.prepared(hex), Cow::Borrowed(_)));
+        // Another use: prepared again, not from the cache.
+        let other = secret.prepared(KeyUse::Ed25519Hex);
+        assert!(matches!(other, Cow::Owned(Err(_))));
+        let base64 = secret.prepared(KeyUse::Hmac(Algorithm::Sha1, KeyFormat::Base64));
+        assert!(matches!(base64, Cow::Owned(Ok(_))));
+    }
 
     #[test]
     fn debug_and_display_redact_the_value() {
@@ -110,6 +148,11 @@ mod tests {
         // Populate the caches: they must not show either.
         assert!(secret.raw_sha256().is_some());
         assert!(secret.standard_key().is_ok());
+        assert!(
+            secret
+                .prepared(KeyUse::Hmac(Algorithm::Sha1, KeyFormat::Utf8))
+                .is_ok()
+        );
         let shown = format!("{secret:?} {secret} {:?}", vec![secret.clone()]);
         assert!(!shown.contains("MfKQ9r8"), "{shown}");
         assert!(shown.contains("redacted"), "{shown}");

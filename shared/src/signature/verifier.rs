@@ -11,9 +11,11 @@ use super::presets::{self, Preset, PresetConfig};
 use super::recipe::{self, Recipe};
 use hmac::Mac as _;
 
-use super::crypto::{self, KeyRejected, MacState};
+use super::crypto;
 use super::error::{ConfigError, SignatureError};
 use super::headers::Headers;
+use super::keys::{KeyUse, PreparedKey};
+use super::recipe::KeyFormat;
 use super::secret::Secret;
 use super::{generic, github, jws, shopify, slack, standard_webhooks, stripe, twilio};
 use crate::clock::Clock;
@@ -427,8 +429,12 @@ where
             }
             matches(&mac.finalize().into_bytes())
         } else {
-            let mut mac = MacState::new(algorithm, secret.bytes())
-                .map_err(|KeyRejected| key_rejected(scheme, index))?;
+            // SHA-1, SHA-512: the keyed state kept with the secret.
+            let prepared = secret.prepared(KeyUse::Hmac(algorithm, KeyFormat::Utf8));
+            let Ok(PreparedKey::Hmac(keyed)) = prepared.as_ref() else {
+                return Err(key_rejected(scheme, index));
+            };
+            let mut mac = keyed.clone();
             for part in parts {
                 mac.update(part);
             }

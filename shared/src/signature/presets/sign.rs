@@ -185,6 +185,62 @@ impl Preset {
     }
 }
 
+impl Preset {
+    /// The bytes the recipe's primitive covers when the provider signs
+    /// `outgoing`, as [`Preset::sign`] builds them: Standard Webhooks'
+    /// `id.timestamp.body`, Stripe's `t.body`, Twilio's URL and sorted
+    /// form parameters, a [`Signed`] recipe's parts in order. For a JWS
+    /// recipe, the body (its `sha256` claim hashes it; the token's own MAC
+    /// covers only its short header and claims). The signature bench
+    /// times the bare primitive over exactly these bytes. Tokens and basic
+    /// credentials have no primitive, and a signature carried inside the
+    /// body (Mailgun) is not produced: both are refused.
+    pub fn signed_message(&self, outgoing: &Outgoing<'_>) -> Result<Vec<u8>, PresetSignError> {
+        let signer = Signer {
+            preset: self,
+            outgoing,
+        };
+        let body = outgoing.body;
+        let joined = |parts: &[&[u8]]| parts.concat();
+        match self.recipe {
+            Recipe::Scheme(kind) => match kind {
+                SchemeKind::StandardWebhooks => {
+                    let svix = self.event_id == EventField::Header("svix-id");
+                    let id = signer.header(if svix { "svix-id" } else { "webhook-id" })?;
+                    let t = signer.seconds()?;
+                    Ok(joined(&[id.as_bytes(), b".", t.as_bytes(), b".", body]))
+                }
+                SchemeKind::Stripe => {
+                    let t = signer.seconds()?;
+                    Ok(joined(&[t.as_bytes(), b".", body]))
+                }
+                SchemeKind::Github | SchemeKind::Shopify => Ok(body.to_vec()),
+                SchemeKind::Slack => {
+                    let t = signer.seconds()?;
+                    Ok(joined(&[b"v0:", t.as_bytes(), b":", body]))
+                }
+                SchemeKind::Twilio => signer.twilio_message(),
+                SchemeKind::GenericHmac | SchemeKind::Preset => {
+                    Err(signer.unsupported("its scheme has no fixed recipe"))
+                }
+            },
+            Recipe::Signed(signed) => {
+                if matches!(signed.signature, SignatureAt::Json(_)) {
+                    return Err(signer.unsupported(
+                        "the provider carries its signature inside the body, which this signer does not write",
+                    ));
+                }
+                signer.signed_message(&signed).map(|(_, message)| message)
+            }
+            Recipe::Twilio(_) => signer.twilio_message(),
+            Recipe::Jws { .. } => Ok(body.to_vec()),
+            Recipe::Token { .. } | Recipe::BasicAuth => {
+                Err(signer.unsupported("a token or basic credentials have no primitive"))
+            }
+        }
+    }
+}
+
 struct Signer<'p, 'o> {
     preset: &'p Preset,
     outgoing: &'p Outgoing<'o>,
@@ -355,6 +411,14 @@ impl Signer<'_, '_> {
         algorithm: Algorithm,
         key: &[u8],
     ) -> Result<SignatureHeaders, PresetSignError> {
+        let message = self.twilio_message()?;
+        let tag = self.mac(algorithm, key, &[&message])?;
+        Ok(vec![("X-Twilio-Signature", BASE64_OUT.encode(tag))])
+    }
+
+    /// What Twilio's recipe MACs: the URL, then each form parameter's name
+    /// and value, sorted (none for a body bound by `bodySHA256`).
+    fn twilio_message(&self) -> Result<Vec<u8>, PresetSignError> {
         let url = self.url()?;
         let body_hash =
             parse::twilio_body_sha256(url).map_err(|_| self.unsupported("the URL is not valid"))?;
@@ -377,13 +441,44 @@ impl Signer<'_, '_> {
                  or a body bound by a `bodySHA256` parameter of the URL",
             ));
         }
-        let mut parts: Vec<&[u8]> = vec![url.as_bytes()];
+        let mut message = url.as_bytes().to_vec();
         for (name, value) in &params {
-            parts.push(name.as_bytes());
-            parts.push(value.as_bytes());
+            message.extend_from_slice(name.as_bytes());
+            message.extend_from_slice(value.as_bytes());
         }
-        let tag = self.mac(algorithm, key, &parts)?;
-        Ok(vec![("X-Twilio-Signature", BASE64_OUT.encode(tag))])
+        Ok(message)
+    }
+
+    /// The signed timestamp as the provider writes it (where the recipe
+    /// has one) and the message a [`Signed`] recipe's primitive covers.
+    fn signed_message(
+        &self,
+        signed: &Signed,
+    ) -> Result<(Option<String>, Vec<u8>), PresetSignError> {
+        let timestamp = match signed.timestamp {
+            None => None,
+            Some(at) => Some(match at.source {
+                TimestampSource::Json(pointer) => self.json_field(pointer)?,
+                _ => self.timestamp(at.format)?,
+            }),
+        };
+        let mut message = Vec::new();
+        for part in signed.message {
+            let owned;
+            message.extend_from_slice(match part {
+                Part::Body => self.outgoing.body,
+                Part::Text(text) => text.as_bytes(),
+                Part::Timestamp => timestamp.as_deref().unwrap_or_default().as_bytes(),
+                Part::Method => self.outgoing.method.as_bytes(),
+                Part::Url => self.url()?.as_bytes(),
+                Part::Json(pointer) => {
+                    owned = self.json_field(pointer)?;
+                    owned.as_bytes()
+                }
+                Part::Header(header) => self.header(header)?.as_bytes(),
+            });
+        }
+        Ok((timestamp, message))
     }
 
     /// A [`Signed`] recipe.
@@ -407,36 +502,8 @@ impl Signer<'_, '_> {
             .copied()
             .ok_or_else(|| self.unsupported("the recipe names no signature header"))?;
 
-        let timestamp = match signed.timestamp {
-            None => None,
-            Some(at) => Some(match at.source {
-                TimestampSource::Json(pointer) => self.json_field(pointer)?,
-                _ => self.timestamp(at.format)?,
-            }),
-        };
-        let mut owned: Vec<(usize, String)> = Vec::new();
-        for (i, part) in signed.message.iter().enumerate() {
-            match part {
-                Part::Json(pointer) => owned.push((i, self.json_field(pointer)?)),
-                Part::Header(header) => owned.push((i, self.header(header)?.to_owned())),
-                _ => {}
-            }
-        }
-        let mut parts: Vec<&[u8]> = Vec::with_capacity(signed.message.len());
-        for (i, part) in signed.message.iter().enumerate() {
-            parts.push(match part {
-                Part::Body => self.outgoing.body,
-                Part::Text(text) => text.as_bytes(),
-                Part::Timestamp => timestamp.as_deref().unwrap_or_default().as_bytes(),
-                Part::Method => self.outgoing.method.as_bytes(),
-                Part::Url => self.url()?.as_bytes(),
-                Part::Json(_) | Part::Header(_) => owned
-                    .iter()
-                    .find(|(at, _)| *at == i)
-                    .map(|(_, text)| text.as_bytes())
-                    .unwrap_or_default(),
-            });
-        }
+        let (timestamp, message) = self.signed_message(signed)?;
+        let parts = [message.as_slice()];
 
         let signature = match (signed.primitive, key) {
             (Primitive::Hmac(algorithm, format), SigningKey::Secret(secret)) => {

@@ -6,6 +6,7 @@ mod config;
 mod errors;
 mod generic;
 mod github;
+mod presets;
 mod roundtrip;
 mod shopify;
 mod slack;

@@ -1,0 +1,174 @@
+//! `Preset::signed_message`: for every preset with a primitive, the bytes
+//! it returns are the ones the provider's signature covers (the bare
+//! primitive over them gives the signature the signer wrote, or verifies
+//! it), so the signature bench times the bare primitive over the right
+//! bytes.
+
+use base64::Engine as _;
+
+use super::*;
+use crate::signature::crypto::{BASE64_OUT, MacState};
+use crate::signature::presets::{self, Outgoing, Preset, SigningKey};
+use crate::signature::{
+    Algorithm, Encoding, KeyFormat, Primitive, Recipe, SchemeKind, SignatureAt, TimestampSource,
+};
+
+const URL: &str = "https://hooks.example.com/webhooks/partner?x=1";
+const RAW_KEY: &[u8] = b"signed-message-test-key";
+const ED25519_SEED: [u8; 32] = [5; 32];
+const P256_SCALAR: [u8; 32] = [11; 32];
+const NOW: i64 = 1_700_000_000;
+
+/// The secret a preset's verifier takes for [`RAW_KEY`] (`None`: a
+/// public-key recipe).
+fn secret_for(preset: &Preset) -> Option<Secret> {
+    let text = match preset.recipe {
+        Recipe::Scheme(SchemeKind::StandardWebhooks) => {
+            format!("whsec_{}", BASE64_OUT.encode(RAW_KEY))
+        }
+        Recipe::Signed(signed) => match signed.primitive {
+            Primitive::Hmac(_, KeyFormat::Hex) => hex::encode(RAW_KEY),
+            Primitive::Hmac(_, KeyFormat::Base64) => BASE64_OUT.encode(RAW_KEY),
+            Primitive::Hmac(_, KeyFormat::Utf8) => String::from_utf8_lossy(RAW_KEY).into_owned(),
+            Primitive::Ed25519 | Primitive::EcdsaP256 => return None,
+        },
+        _ => String::from_utf8_lossy(RAW_KEY).into_owned(),
+    };
+    Some(Secret::new(text))
+}
+
+/// The HMAC algorithm and encoding of a preset's signature, when it is an
+/// HMAC the signer writes in a header.
+fn hmac_of(preset: &Preset) -> Option<(Algorithm, Encoding)> {
+    match preset.recipe {
+        Recipe::Scheme(kind) => Some(match kind {
+            SchemeKind::StandardWebhooks | SchemeKind::Shopify => {
+                (Algorithm::Sha256, Encoding::Base64)
+            }
+            SchemeKind::Twilio => (Algorithm::Sha1, Encoding::Base64),
+            _ => (Algorithm::Sha256, Encoding::Hex),
+        }),
+        Recipe::Twilio(algorithm) => Some((algorithm, Encoding::Base64)),
+        Recipe::Signed(signed) => match signed.primitive {
+            Primitive::Hmac(algorithm, _) => Some((algorithm, signed.encoding)),
+            Primitive::Ed25519 | Primitive::EcdsaP256 => None,
+        },
+        Recipe::Jws { .. } | Recipe::Token { .. } | Recipe::BasicAuth => None,
+    }
+}
+
+/// A JSON body with the fields the presets read (Linear's timestamp in
+/// milliseconds), or form parameters for Twilio's recipe.
+fn body_for(preset: &Preset) -> String {
+    if matches!(
+        preset.recipe,
+        Recipe::Scheme(SchemeKind::Twilio) | Recipe::Twilio(_)
+    ) {
+        return "To=%2B14155550100&Body=Hello+there%21&From=%2B14155550123&Body=again".to_owned();
+    }
+    format!(r#"{{"id":"evt_1","type":"a.b","webhookTimestamp":{NOW}000,"data":"x"}}"#)
+}
+
+#[test]
+fn signed_message_is_what_each_presets_primitive_covers() {
+    let mut checked = 0;
+    for preset in presets::all() {
+        if matches!(preset.recipe, Recipe::Token { .. } | Recipe::BasicAuth)
+            || matches!(preset.recipe, Recipe::Signed(s) if matches!(s.signature, SignatureAt::Json(_)))
+        {
+            continue;
+        }
+        let body = body_for(preset);
+        let mut headers = preset.sample.headers.to_vec();
+        headers.push(("Content-Type", "application/x-www-form-urlencoded"));
+        let outgoing = Outgoing {
+            body: body.as_bytes(),
+            headers: &headers,
+            url: Some(URL),
+            method: "POST",
+            timestamp: at(NOW),
+        };
+        let secret = secret_for(preset);
+        let key = match (&secret, preset.recipe) {
+            (Some(secret), _) => SigningKey::Secret(secret),
+            (None, Recipe::Signed(s)) if s.primitive == Primitive::Ed25519 => {
+                SigningKey::Ed25519Seed(&ED25519_SEED)
+            }
+            (None, _) => SigningKey::EcdsaP256(&P256_SCALAR),
+        };
+        let signed = preset
+            .sign(&outgoing, key)
+            .unwrap_or_else(|e| panic!("{}: {e}", preset.name));
+        let message = preset
+            .signed_message(&outgoing)
+            .unwrap_or_else(|e| panic!("{}: {e}", preset.name));
+        let written = |text: &str| signed.iter().any(|(_, value)| value.contains(text));
+        match (preset.recipe, hmac_of(preset)) {
+            (Recipe::Jws { .. }, _) => assert_eq!(message, body.as_bytes(), "{}", preset.name),
+            (_, Some((algorithm, encoding))) => {
+                let mut mac = MacState::new(algorithm, RAW_KEY).expect("any key");
+                mac.update(&message);
+                let tag = mac.finalize();
+                let text = match encoding {
+                    Encoding::Hex => hex::encode(tag.as_bytes()),
+                    Encoding::Base64 => BASE64_OUT.encode(tag.as_bytes()),
+                };
+                assert!(written(&text), "{}: {signed:?}", preset.name);
+            }
+            (Recipe::Signed(signed_recipe), None) => {
+                let signature_text = signed
+                    .iter()
+                    .find(|(name, _)| {
+                        !matches!(signed_recipe.timestamp, Some(t) if t.source == TimestampSource::Header(name))
+                    })
+                    .map(|(_, value)| value.clone())
+                    .unwrap_or_default();
+                let bytes = match signed_recipe.encoding {
+                    Encoding::Hex => hex::decode(&signature_text).expect("hex"),
+                    Encoding::Base64 => BASE64_OUT.decode(&signature_text).expect("base64"),
+                };
+                if signed_recipe.primitive == Primitive::Ed25519 {
+                    let key = ed25519_dalek::SigningKey::from_bytes(&ED25519_SEED);
+                    let signature = ed25519_dalek::Signature::from_slice(&bytes).expect("64 bytes");
+                    assert!(
+                        key.verifying_key()
+                            .verify_strict(&message, &signature)
+                            .is_ok(),
+                        "{}",
+                        preset.name
+                    );
+                } else {
+                    use p256::ecdsa::signature::Verifier as _;
+                    let key = p256::ecdsa::SigningKey::from_slice(&P256_SCALAR).expect("scalar");
+                    let signature = p256::ecdsa::Signature::from_der(&bytes).expect("DER");
+                    assert!(
+                        key.verifying_key().verify(&message, &signature).is_ok(),
+                        "{}",
+                        preset.name
+                    );
+                }
+            }
+            (recipe, None) => panic!("{}: unexpected recipe {recipe:?}", preset.name),
+        }
+        checked += 1;
+    }
+    assert!(checked >= 40, "only {checked} presets checked");
+}
+
+#[test]
+fn signed_message_refuses_what_has_no_primitive() {
+    for preset in presets::all() {
+        let refused = matches!(preset.recipe, Recipe::Token { .. } | Recipe::BasicAuth)
+            || matches!(preset.recipe, Recipe::Signed(s) if matches!(s.signature, SignatureAt::Json(_)));
+        let outgoing = Outgoing {
+            body: b"{}",
+            headers: preset.sample.headers,
+            url: Some(URL),
+            method: "POST",
+            timestamp: at(NOW),
+        };
+        if refused {
+            assert!(preset.signed_message(&outgoing).is_err(), "{}", preset.name);
+        }
+    }
+}
