@@ -231,7 +231,7 @@ fn form_body(size: usize) -> Vec<u8> {
         let left = room - text.len();
         if word >= 3 + (state % 6) as usize && left > 4 {
             // End of a word: a space, now and then after a comma.
-            if state % 7 == 0 {
+            if state.is_multiple_of(7) {
                 text.extend_from_slice(b"%2C");
             }
             text.push(b'+');
@@ -284,13 +284,16 @@ fn signing_secret(preset: &Preset) -> Option<Secret> {
     Some(Secret::new(text))
 }
 
-/// A signed request of `preset` over `body`: its headers, the secret its
-/// verifier takes, and the bytes its primitive covers.
+/// A signed request: its headers, the secret its verifier takes, and the
+/// bytes its primitive covers.
+type Signed = (Vec<(String, String)>, Secret, Vec<u8>);
+
+/// A signed request of `preset` over `body`.
 fn signed_request(
     preset: &Preset,
     body: &[u8],
     now: chrono::DateTime<chrono::Utc>,
-) -> anyhow::Result<(Vec<(String, String)>, Secret, Vec<u8>)> {
+) -> anyhow::Result<Signed> {
     let secret = signing_secret(preset);
     let key = match (&secret, preset.recipe) {
         (Some(secret), _) => SigningKey::Secret(secret),
