@@ -409,7 +409,9 @@ const AGGREGATES: u64 = 20;
 
 async fn a_thousand_rows_reach_an_http_sink_a_bus_and_a_fifo_queue_each_once(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
-    let endpoint = moto::endpoint();
+    // a moto of its own: the two adapters' runs use both cores
+    let moto = moto::Moto::start();
+    let endpoint = moto.endpoint().to_owned();
     let sqs = moto::client(&endpoint);
     let (bus, bus_queue) = observed_bus(&endpoint).await;
     let (fifo, _) = create_queue(&sqs, &format!("{}.fifo", moto::unique_name("fan"))).await;
@@ -420,8 +422,13 @@ async fn a_thousand_rows_reach_an_http_sink_a_bus_and_a_fifo_queue_each_once(ada
             "secrets": [SECRET],
             "allowed_networks": ["127.0.0.0/8", "::1/128"],
         },
-        "bus": { "type": "eventbridge", "bus": bus, "source": "shop.orders", "max_in_flight": 50 },
-        "fifo": { "type": "sqs", "queue_url": fifo, "ordered": true, "max_in_flight": 50 },
+        // moto answers one call at a time: a few calls in flight keep it
+        // busy without timing any out (a timed-out call moto carried out
+        // is sent again: at least once)
+        "bus": { "type": "eventbridge", "bus": bus, "source": "shop.orders",
+                 "max_in_flight": 4, "timeout_secs": 50 },
+        "fifo": { "type": "sqs", "queue_url": fifo, "ordered": true,
+                  "max_in_flight": 4, "timeout_secs": 50 },
     }));
     // each event to the three destinations: one row each
     let mut rows: HashMap<&str, Vec<Uuid>> = HashMap::new();

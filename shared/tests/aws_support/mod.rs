@@ -84,6 +84,9 @@ pub async fn receive(
         .queue_url(url)
         .max_number_of_messages(10)
         .wait_time_seconds(wait_s)
+        // never seen again before its delete, however slow moto is: a
+        // message read twice is then a message sent twice
+        .visibility_timeout(600)
         .message_system_attribute_names(group.clone())
         .send()
         .await
