@@ -30,9 +30,11 @@
 //! The entries are in `catalog/`; each has a test in
 //! `shared/tests/presets.rs` that verifies a vector published by the
 //! provider (documentation or official SDK tests, cited there), and a test
-//! there fails when an entry has none.
+//! there fails when an entry has none. [`providers_page`] renders
+//! `docs/providers.md` from the entries.
 
 mod catalog;
+mod page;
 mod sign;
 
 use std::fmt;
@@ -46,6 +48,7 @@ use super::recipe::{Part, Recipe, SignatureAt, TimestampAt, TimestampSource};
 use super::verifier::Verifier;
 
 pub use catalog::PRESETS;
+pub use page::providers_page;
 pub use sign::{Outgoing, PresetSignError, SignatureHeaders, SigningKey};
 
 /// One provider's webhook conventions.
