@@ -5,8 +5,9 @@
 //! timestamp tolerance, where the event id and the event type are
 //! ([`EventField`]: a header, a JSON pointer into the body, or a composite
 //! where the provider has no single id), the handshake it needs before it
-//! sends events ([`Handshake`], data only: ingest does not answer them
-//! yet), what the secret is, and a sample event.
+//! sends events ([`Handshake`]: [`Handshake::answer_post`] and
+//! [`Handshake::answer_get`] compute the answer byte for byte; ingest does
+//! not call them yet), what the secret is, and a sample event.
 //!
 //! ```
 //! use hookbox::signature::presets;
@@ -34,6 +35,7 @@
 //! `docs/providers.md` from the entries.
 
 mod catalog;
+mod handshake;
 mod page;
 mod sign;
 
@@ -48,6 +50,7 @@ use super::recipe::{Part, Recipe, SignatureAt, TimestampAt, TimestampSource};
 use super::verifier::Verifier;
 
 pub use catalog::PRESETS;
+pub use handshake::{HandshakeAnswer, HandshakeError, MAX_CHALLENGE_BYTES};
 pub use page::providers_page;
 pub use sign::{Outgoing, PresetSignError, SignatureHeaders, SigningKey};
 
@@ -92,8 +95,9 @@ pub enum EventField {
     Absent,
 }
 
-/// A handshake a provider requires of the endpoint (data only: answering
-/// it is ingest's later work).
+/// A handshake a provider requires of the endpoint (its answer:
+/// [`Handshake::answer_post`], [`Handshake::answer_get`]; ingest does not
+/// call them yet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Handshake {
     /// Slack Events API: a signed POST `{"type":"url_verification",
