@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use aws_lambda_events::apigw::{ApiGatewayProxyRequest, ApiGatewayProxyResponse};
 use aws_lambda_events::encodings::Body;
-use aws_lambda_events::http::{HeaderMap, HeaderValue};
+use aws_lambda_events::http::{HeaderMap, HeaderName, HeaderValue};
 use base64::Engine as _;
 use hookbox::clock::Clock;
 use hookbox::inbox::ingest::{Ingest, IngestRequest, IngestResponse, Outcome};
 use hookbox::metrics::Metrics;
 use hookbox::signature::Headers;
+use hookbox::signature::presets::HandshakeAnswer;
 
 /// The proxy event from the JSON the Lambda runtime received, without the
 /// header values the `http` crate refuses (a control character such as
@@ -49,6 +50,29 @@ fn json_response(
     response.status_code = i64::from(status);
     response.headers = headers;
     response.body = Some(Body::Text(body.to_string()));
+    response
+}
+
+/// A provider's handshake answered byte for byte: its status, content
+/// type, headers and body (visible ASCII or JSON: text).
+fn handshake_response(answer: HandshakeAnswer) -> ApiGatewayProxyResponse {
+    let mut headers = HeaderMap::new();
+    if let Some(content_type) = answer.content_type {
+        headers.insert("content-type", HeaderValue::from_static(content_type));
+    }
+    for (name, value) in answer.headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(&value),
+        ) {
+            headers.insert(name, value);
+        }
+    }
+    let mut response = ApiGatewayProxyResponse::default();
+    response.status_code = i64::from(answer.status);
+    response.headers = headers;
+    response.body = (!answer.body.is_empty())
+        .then(|| Body::Text(String::from_utf8_lossy(&answer.body).into_owned()));
     response
 }
 
@@ -125,7 +149,10 @@ impl IngestFunction {
             .dimension("Function", "ingest")
             .dimension("Partner", dimension)
             .flush(self.clock.now().timestamp_millis());
-        json_response(response.status, &response.body, response.retry_after)
+        match response.handshake {
+            Some(answer) => handshake_response(*answer),
+            None => json_response(response.status, &response.body, response.retry_after),
+        }
     }
 
     async fn respond(
@@ -146,6 +173,7 @@ impl IngestFunction {
                         body: serde_json::json!({"error": "body_not_base64", "detail": e.to_string()}),
                         retry_after: None,
                         outcome: Outcome::Rejected("body_not_base64"),
+                        handshake: None,
                     };
                     return (response, metrics);
                 }
@@ -163,5 +191,48 @@ impl IngestFunction {
         };
         let response = self.ingest.handle(&request, &mut metrics).await;
         (response, metrics)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_handshake_answer_is_sent_as_it_is() {
+        let answer = HandshakeAnswer {
+            status: 200,
+            content_type: Some("text/plain"),
+            headers: vec![("X-Content-Type-Options", "nosniff".to_owned())],
+            body: b"3eZbrw1aBm2rZgRNFdxV".to_vec(),
+        };
+        let r = handshake_response(answer);
+        assert_eq!(r.status_code, 200);
+        assert_eq!(
+            r.headers.get("content-type").and_then(|v| v.to_str().ok()),
+            Some("text/plain")
+        );
+        assert_eq!(
+            r.headers
+                .get("x-content-type-options")
+                .and_then(|v| v.to_str().ok()),
+            Some("nosniff")
+        );
+        assert!(matches!(r.body, Some(Body::Text(ref t)) if t == "3eZbrw1aBm2rZgRNFdxV"));
+        // Asana's: a header, no body
+        let echo = handshake_response(HandshakeAnswer {
+            status: 200,
+            content_type: None,
+            headers: vec![("X-Hook-Secret", "b537207f20cbfa02".to_owned())],
+            body: Vec::new(),
+        });
+        assert_eq!(
+            echo.headers
+                .get("x-hook-secret")
+                .and_then(|v| v.to_str().ok()),
+            Some("b537207f20cbfa02")
+        );
+        assert!(echo.body.is_none());
+        assert!(echo.headers.get("content-type").is_none());
     }
 }

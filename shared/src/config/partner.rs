@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use super::route::{MAX_ROUTES, RawRoute, Route, Unrouted};
 use super::{ConfigError, is_name};
+use crate::signature::presets::{self, Handshake};
 use crate::signature::{SchemeConfig, SchemeKind, Secret, Verifier};
 
 /// Largest `max_body_bytes` accepted, and the default: the largest body the
@@ -97,6 +98,10 @@ pub struct Partner {
     pub routes: Vec<Route>,
     /// What happens to an event no route matches (when it has routes).
     pub unrouted: Unrouted,
+    /// The handshake its provider requires (that of its preset, or of the
+    /// preset of its hand-written scheme: Slack): ingest answers a POST
+    /// handshake that verified instead of storing it.
+    pub handshake: Option<Handshake>,
 }
 
 impl fmt::Debug for Partner {
@@ -114,6 +119,7 @@ impl fmt::Debug for Partner {
             .field("dedupe_on_body", &self.dedupe_on_body)
             .field("routes", &self.routes)
             .field("unrouted", &self.unrouted)
+            .field("handshake", &self.handshake)
             .finish_non_exhaustive()
     }
 }
@@ -186,6 +192,12 @@ impl RawPartner {
                 "partner names are path segments: 1 to 64 lower-case letters, digits, '-' and '_'",
             ));
         }
+        // the handshake of the provider its scheme or preset is
+        let handshake = match &self.signature {
+            SchemeConfig::Preset(preset) => presets::get(&preset.name),
+            other => presets::get(other.kind().as_str()),
+        }
+        .and_then(|preset| preset.handshake);
         let verifier = Verifier::new(self.signature)
             .map_err(|e| partner_error(name, "signature", e.to_string()))?;
         if self.secrets.is_empty() {
@@ -310,6 +322,7 @@ impl RawPartner {
             ));
         }
         Ok(Partner {
+            handshake,
             routes,
             unrouted: self.unrouted.unwrap_or_default(),
             name: name.to_string(),

@@ -29,9 +29,10 @@ pub use super::request::{
 use super::routed::{self, AtIngest, Stored};
 use crate::blob::BlobStore;
 use crate::clock::Clock;
-use crate::config::ConfigStore;
+use crate::config::{ConfigStore, Partner};
 use crate::metrics::{Metrics, Unit};
 use crate::queue::Queue;
+use crate::signature::presets::HandshakeAnswer;
 use crate::signature::{Headers, SignatureError, SignedRequest};
 use crate::store::Database;
 
@@ -106,6 +107,9 @@ pub enum Outcome {
     Spooled,
     /// Neither database nor queue could take it: the partner must retry.
     Unavailable,
+    /// A provider's handshake, answered ([`IngestResponse::handshake`]);
+    /// nothing stored.
+    Handshake,
 }
 
 /// The answer to the partner.
@@ -119,6 +123,8 @@ pub struct IngestResponse {
     pub retry_after: Option<u64>,
     /// What happened.
     pub outcome: Outcome,
+    /// A handshake's answer, sent as it is instead of `body`.
+    pub handshake: Option<Box<HandshakeAnswer>>,
 }
 
 impl IngestResponse {
@@ -128,6 +134,14 @@ impl IngestResponse {
             body,
             retry_after: None,
             outcome,
+            handshake: None,
+        }
+    }
+
+    fn handshake(answer: HandshakeAnswer) -> Self {
+        Self {
+            handshake: Some(Box::new(answer)),
+            ..Self::new(200, json!({"status": "handshake"}), Outcome::Handshake)
         }
     }
 
@@ -145,8 +159,25 @@ impl IngestResponse {
             body: json!({"error": "temporarily_unavailable", "retry_after": RETRY_AFTER_SECS}),
             retry_after: Some(RETRY_AFTER_SECS),
             outcome: Outcome::Unavailable,
+            handshake: None,
         }
     }
+}
+
+/// The answer to a request whose signature did not verify.
+fn signature_refused(partner: &Partner, e: &SignatureError) -> IngestResponse {
+    let code = signature_reason(e);
+    if e.is_configuration_error() {
+        tracing::error!(partner = %partner.name, error = %e, "partner signature configuration is unusable");
+        return IngestResponse::new(
+            500,
+            json!({"error": "partner_misconfigured"}),
+            Outcome::Rejected("partner_misconfigured"),
+        );
+    }
+    // The error says which check failed, never a secret or an expected MAC.
+    tracing::info!(partner = %partner.name, reason = code, error = %e, "signature rejected");
+    IngestResponse::rejected(401, code, e.to_string())
 }
 
 /// The reason code sent to the partner (and used as metric dimension).
@@ -261,6 +292,9 @@ impl Ingest {
             Outcome::Unavailable => {
                 metrics.count("unavailable", 1);
             }
+            Outcome::Handshake => {
+                metrics.count("handshake", 1);
+            }
         }
         metrics.record(
             "latency_ms",
@@ -293,19 +327,26 @@ impl Ingest {
         if let Some(url) = url {
             signed = signed.with_url(url);
         }
-        if let Err(e) = partner.verifier.verify_at(&signed, &partner.secrets, now) {
-            let code = signature_reason(&e);
-            if e.is_configuration_error() {
-                tracing::error!(partner = %partner.name, error = %e, "partner signature configuration is unusable");
-                return IngestResponse::new(
-                    500,
-                    json!({"error": "partner_misconfigured"}),
-                    Outcome::Rejected("partner_misconfigured"),
-                );
-            }
-            // The error says which check failed, never a secret or an expected MAC.
-            tracing::info!(partner = %partner.name, reason = code, error = %e, "signature rejected");
-            return IngestResponse::rejected(401, code, e.to_string());
+        let verified = match partner.verifier.verify_at(&signed, &partner.secrets, now) {
+            Ok(verified) => verified,
+            Err(e) => return signature_refused(partner, &e),
+        };
+        // a provider's handshake, verified like its events: answered, not
+        // stored
+        if let Some(answer) = partner.handshake.and_then(|handshake| {
+            let secret = partner.secrets.get(verified.secret_index)?;
+            handshake.answer_post(&request.headers, request.body, secret)
+        }) {
+            return match answer {
+                Ok(answer) => {
+                    tracing::info!(partner = %partner.name, "handshake answered");
+                    IngestResponse::handshake(answer)
+                }
+                Err(e) => {
+                    tracing::info!(partner = %partner.name, error = %e, "handshake refused");
+                    IngestResponse::rejected(400, "bad_handshake", e.to_string())
+                }
+            };
         }
         let mut event = match build_event(partner, request) {
             Ok(event) => event,

@@ -1,8 +1,9 @@
 //! Answering the handshakes providers require before they send events, byte
-//! for byte as each documents it. Pure: the caller (ingest) decides when a
-//! request is a handshake's ([`Handshake::answer_post`] after the request's
-//! signature verified, [`Handshake::answer_get`] for the GET ones) and
-//! sends the [`HandshakeAnswer`]; nothing here stores anything.
+//! for byte as each documents it. Pure: the caller decides when a request
+//! is a handshake's and sends the [`HandshakeAnswer`]; nothing here stores
+//! anything. Ingest calls [`Handshake::answer_post`] once a partner's
+//! request verified (`inbox::ingest`); [`Handshake::answer_get`] (Meta,
+//! Dropbox) is not routed yet, nor is Asana's unsigned first request.
 //!
 //! A challenge that is echoed is bounded ([`MAX_CHALLENGE_BYTES`]) and must
 //! be visible ASCII: what the providers send, and nothing a browser or a

@@ -6,8 +6,8 @@
 //! ([`EventField`]: a header, a JSON pointer into the body, or a composite
 //! where the provider has no single id), the handshake it needs before it
 //! sends events ([`Handshake`]: [`Handshake::answer_post`] and
-//! [`Handshake::answer_get`] compute the answer byte for byte; ingest does
-//! not call them yet), what the secret is, and a sample event.
+//! [`Handshake::answer_get`] compute the answer byte for byte; ingest
+//! answers the POST ones), what the secret is, and a sample event.
 //!
 //! ```
 //! use hookbox::signature::presets;
@@ -96,8 +96,8 @@ pub enum EventField {
 }
 
 /// A handshake a provider requires of the endpoint (its answer:
-/// [`Handshake::answer_post`], [`Handshake::answer_get`]; ingest does not
-/// call them yet).
+/// [`Handshake::answer_post`], which ingest calls once the request
+/// verified, and [`Handshake::answer_get`], not routed yet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Handshake {
     /// Slack Events API: a signed POST `{"type":"url_verification",

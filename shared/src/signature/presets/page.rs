@@ -22,9 +22,12 @@ pub fn providers_page() -> String {
          Secrets go in the partner's `secrets` list, newest first. hookbox accepts a \
          request any listed secret verifies, so a rotation never drops a webhook: add the \
          new secret, switch the provider, remove the old one once no request needs it.\n\n\
-         Handshakes are listed as each provider requires them; ingest does not answer \
-         them yet (issue #28): until it does, a provider that needs one cannot be \
-         enabled against hookbox.\n",
+         Handshakes: ingest answers the POST ones (Slack, Zoom, Twitch, Discord) once \
+         they verify like the provider's events, byte for byte and without storing \
+         anything; a wrongly signed one gets 401, a malformed one 400 `bad_handshake`. \
+         The GET ones (Meta, Dropbox) and Asana's unsigned first request are not \
+         answered yet (issue #28): until they are, those providers cannot be enabled \
+         against hookbox.\n",
     );
     for preset in PRESETS {
         page.push_str(&section(preset));
