@@ -19,6 +19,10 @@ use crate::signature::{Headers, Secret};
 /// The longest challenge echoed back.
 pub const MAX_CHALLENGE_BYTES: usize = 1024;
 
+/// The largest body read as a possible handshake: theirs are a few hundred
+/// bytes, so an ordinary event (up to 4 MiB) is not parsed a second time.
+const MAX_HANDSHAKE_BODY_BYTES: usize = 16 * 1024;
+
 /// What to send back: status, content type, extra headers and the body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HandshakeAnswer {
@@ -124,7 +128,11 @@ impl Handshake {
         secret: &Secret,
     ) -> Option<Result<HandshakeAnswer, HandshakeError>> {
         let name = self.as_str();
-        let json = || serde_json::from_slice::<serde_json::Value>(body).ok();
+        let json = || {
+            (body.len() <= MAX_HANDSHAKE_BODY_BYTES)
+                .then(|| serde_json::from_slice::<serde_json::Value>(body).ok())
+                .flatten()
+        };
         match self {
             Self::SlackUrlVerification => {
                 let body = json()?;
@@ -368,6 +376,12 @@ mod tests {
         .expect("answered");
         assert_eq!(answer.body, br#"{"type":1}"#);
         assert_eq!(post(Handshake::DiscordPing, &[], r#"{"type":2}"#), None);
+        // a large body is an event, never parsed as a handshake
+        let large = format!(
+            r#"{{"type":1,"pad":"{}"}}"#,
+            "a".repeat(MAX_HANDSHAKE_BODY_BYTES)
+        );
+        assert_eq!(post(Handshake::DiscordPing, &[], &large), None);
     }
 
     #[test]
