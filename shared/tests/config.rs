@@ -8,8 +8,8 @@ use std::time::Duration;
 use chrono::TimeZone;
 use hookbox::clock::ManualClock;
 use hookbox::config::{
-    ConfigError, ConfigSource, ConfigStore, EventIdSource, HookboxConfig, SecretsManager, Target,
-    TransportKind,
+    ConfigError, ConfigSource, ConfigStore, EventIdSource, FieldSource, HookboxConfig,
+    SecretsManager, Target, TransportKind,
 };
 use hookbox::signature::SchemeKind;
 
@@ -65,7 +65,10 @@ fn json_and_toml_give_the_same_partners() {
         let demo = config.partner("demo").expect("demo");
         assert_eq!(demo.verifier.scheme(), SchemeKind::StandardWebhooks);
         assert_eq!(demo.event_id, EventIdSource::Header("webhook-id".into()));
-        assert_eq!(demo.event_type.as_deref(), Some("/type"));
+        assert_eq!(
+            demo.event_type,
+            Some(FieldSource::JsonPointer("/type".into()))
+        );
         assert_eq!(demo.secrets.len(), 1);
         assert_eq!(demo.max_body_bytes, hookbox::config::DEFAULT_MAX_BODY_BYTES);
         let ip = |s: &str| s.parse::<IpAddr>().expect("ip");

@@ -7,6 +7,12 @@
 //! is checked by ingest. Every failure is a Deny policy: never an error,
 //! never a panic (either would be a 500 for the partner).
 //!
+//! A GET carries no signature: it is let through only for a partner whose
+//! provider sends its handshake by GET (Meta, Dropbox), and only when the
+//! handshake would be answered ([`hookbox::config::Partner::answer_get`]:
+//! Meta's verify token matches, the challenge is bounded). Any other method
+//! than POST and GET is denied.
+//!
 //! Configure the authorizer with result TTL 0: the decision depends on the
 //! timestamp header, which changes on every request.
 
@@ -17,6 +23,7 @@ use aws_lambda_events::apigw::{
     ApiGatewayCustomAuthorizerPolicy, ApiGatewayCustomAuthorizerRequestTypeRequest,
     ApiGatewayCustomAuthorizerResponse,
 };
+use aws_lambda_events::http::Method;
 use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
 use hookbox::clock::Clock;
 use hookbox::config::ConfigStore;
@@ -46,6 +53,21 @@ pub fn event_from_json(
         tracing::warn!(headers = ?dropped, "header values no HTTP library takes were dropped");
     }
     serde_json::from_value(json)
+}
+
+/// The query parameters of the request, every value of each (API Gateway
+/// puts only the last in `queryStringParameters`), in the order sent.
+pub fn query_pairs(event: &ApiGatewayCustomAuthorizerRequestTypeRequest) -> Vec<(String, String)> {
+    let multi = &event.multi_value_query_string_parameters;
+    let source = if multi.is_empty() {
+        &event.query_string_parameters
+    } else {
+        multi
+    };
+    source
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 /// The authorizer, built once per sandbox.
@@ -103,6 +125,24 @@ impl Authorizer {
                 Some(ip) if partner.allows(ip) => {}
                 _ => return (Decision::Deny("source_ip_not_allowed"), partner_name),
             }
+        }
+        match event.http_method.as_ref() {
+            // on AWS a REQUEST authorizer's event always names the method;
+            // none (a hand-built event) is taken as POST, the strict case
+            None => {}
+            Some(m) if *m == Method::POST => {}
+            Some(m) if *m == Method::GET => {
+                let query = query_pairs(event);
+                let pairs: Vec<(&str, &str)> = query
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
+                return match partner.answer_get(&pairs) {
+                    Ok(_) => (Decision::Allow, partner_name),
+                    Err(e) => (Decision::Deny(e.status_and_code().1), partner_name),
+                };
+            }
+            Some(_) => return (Decision::Deny("method_not_allowed"), partner_name),
         }
         // Every value of every header, as ingest reads them: API Gateway puts
         // only the LAST value of a repeated header in `headers`, the others

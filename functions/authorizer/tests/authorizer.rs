@@ -121,3 +121,140 @@ async fn an_empty_or_odd_event_is_denied_not_an_error() {
         Decision::Deny("source_ip_not_allowed")
     );
 }
+
+/// Issue #28, item 4: a GET carries no signature, so it is let through only
+/// for a partner whose provider sends its handshake by GET, and only when
+/// the handshake would be answered (Meta: one of its verify tokens, the
+/// challenge bounded); a GET to any other partner, and any other method,
+/// is denied.
+#[tokio::test]
+async fn a_get_is_allowed_only_as_the_handshake_of_a_provider_that_sends_one() {
+    let clock = Arc::new(ManualClock::new(
+        chrono::Utc.timestamp_opt(T, 0).single().expect("valid"),
+    ));
+    let config = hookbox::config::HookboxConfig::parse(
+        &serde_json::json!({"partners": {
+            "meta": {"signature": {"scheme": "preset", "name": "meta"},
+                     "secrets": ["app-secret"], "verify_tokens": ["old", "meatyhamhock"]},
+            "dropbox": {"signature": {"scheme": "preset", "name": "dropbox"},
+                        "secrets": ["app-secret"]},
+            "office": {"signature": {"scheme": "preset", "name": "dropbox"},
+                       "secrets": ["app-secret"], "allowed_cidrs": ["198.51.100.0/24"]},
+            "stripe": {"signature": {"scheme": "stripe"}, "secrets": ["whsec_x"]},
+        }})
+        .to_string(),
+        "test",
+    )
+    .expect("config");
+    let a = Authorizer::new(Arc::new(ConfigStore::fixed(config, clock.clone())), clock);
+    let get = |method: &str, partner: &str, query: &[(&str, &str)]| {
+        let mut multi = serde_json::Map::new();
+        for (k, v) in query {
+            multi
+                .entry(k.to_string())
+                .or_insert_with(|| serde_json::json!([]))
+                .as_array_mut()
+                .expect("array")
+                .push(serde_json::json!(v));
+        }
+        let mut e: serde_json::Value =
+            serde_json::to_value(event("apigw-authorizer-allow.json")).expect("event");
+        e["httpMethod"] = serde_json::json!(method);
+        e["pathParameters"]["partner"] = serde_json::json!(partner);
+        // a GET has no signature headers
+        e["headers"] =
+            serde_json::json!({"Host": "abc123defg.execute-api.eu-west-1.amazonaws.com"});
+        e["multiValueHeaders"] = serde_json::json!({});
+        e["queryStringParameters"] = serde_json::json!(
+            query
+                .iter()
+                .map(|(k, v)| (k.to_string(), serde_json::json!(v)))
+                .collect::<serde_json::Map<_, _>>()
+        );
+        e["multiValueQueryStringParameters"] = serde_json::Value::Object(multi);
+        serde_json::from_value::<ApiGatewayCustomAuthorizerRequestTypeRequest>(e).expect("event")
+    };
+    let meta = [
+        ("hub.mode", "subscribe"),
+        ("hub.challenge", "1158201444"),
+        ("hub.verify_token", "meatyhamhock"),
+    ];
+    let long = "c".repeat(1025);
+    for (method, partner, query, decision) in [
+        ("GET", "meta", &meta[..], Decision::Allow),
+        (
+            "GET",
+            "dropbox",
+            &[("challenge", "abc")][..],
+            Decision::Allow,
+        ),
+        (
+            "GET",
+            "meta",
+            &[
+                ("hub.mode", "subscribe"),
+                ("hub.challenge", "1158201444"),
+                ("hub.verify_token", "guessed"),
+            ][..],
+            Decision::Deny("wrong_verify_token"),
+        ),
+        (
+            "GET",
+            "meta",
+            &[
+                ("hub.challenge", "1158201444"),
+                ("hub.verify_token", "meatyhamhock"),
+            ][..],
+            Decision::Deny("bad_handshake"),
+        ),
+        (
+            "GET",
+            "dropbox",
+            &[("challenge", long.as_str())][..],
+            Decision::Deny("bad_handshake"),
+        ),
+        ("GET", "dropbox", &[][..], Decision::Deny("bad_handshake")),
+        // the partner's CIDRs apply to its handshake too
+        (
+            "GET",
+            "office",
+            &[("challenge", "abc")][..],
+            Decision::Deny("source_ip_not_allowed"),
+        ),
+        (
+            "GET",
+            "stripe",
+            &[("challenge", "abc")][..],
+            Decision::Deny("method_not_allowed"),
+        ),
+        ("GET", "nobody", &[][..], Decision::Deny("unknown_partner")),
+        (
+            "PUT",
+            "dropbox",
+            &[("challenge", "abc")][..],
+            Decision::Deny("method_not_allowed"),
+        ),
+        (
+            "DELETE",
+            "meta",
+            &meta[..],
+            Decision::Deny("method_not_allowed"),
+        ),
+    ] {
+        let e = get(method, partner, query);
+        assert_eq!(
+            a.decide(&e).await.0,
+            decision,
+            "{method} {partner} {query:?}"
+        );
+        let effect = a.handle(e).await.policy_document.statement[0]
+            .effect
+            .clone();
+        let allowed = decision == Decision::Allow;
+        assert_eq!(
+            effect == IamPolicyEffect::Allow,
+            allowed,
+            "{method} {partner}"
+        );
+    }
+}

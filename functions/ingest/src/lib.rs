@@ -1,13 +1,14 @@
 //! The ingest Lambda (API Gateway REST proxy integration): turns the event
 //! into an [`IngestRequest`], runs the use case, turns the answer into the
-//! proxy response. Never fails the invocation: every outcome is an HTTP
+//! proxy response. A GET is a provider's handshake (Meta, Dropbox), answered
+//! by [`Ingest::handle_get`]. Never fails the invocation: every outcome is an HTTP
 //! answer (a Lambda error would be a 502 with no body for the partner).
 
 use std::sync::Arc;
 
 use aws_lambda_events::apigw::{ApiGatewayProxyRequest, ApiGatewayProxyResponse};
 use aws_lambda_events::encodings::Body;
-use aws_lambda_events::http::{HeaderMap, HeaderName, HeaderValue};
+use aws_lambda_events::http::{HeaderMap, HeaderName, HeaderValue, Method};
 use base64::Engine as _;
 use hookbox::clock::Clock;
 use hookbox::inbox::ingest::{Ingest, IngestRequest, IngestResponse, Outcome};
@@ -97,6 +98,21 @@ fn header_pairs(event: &ApiGatewayProxyRequest) -> Vec<(String, String)> {
     pairs
 }
 
+/// The query parameters of the request, every value of each (API Gateway
+/// puts only the last in `queryStringParameters`).
+fn query_pairs(event: &ApiGatewayProxyRequest) -> Vec<(String, String)> {
+    let multi = &event.multi_value_query_string_parameters;
+    let source = if multi.is_empty() {
+        &event.query_string_parameters
+    } else {
+        multi
+    };
+    source
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 /// The URL the partner called, as far as API Gateway tells: https, the
 /// Host header, the request path (with stage) and the query string (sorted,
 /// since API Gateway hands it over as a map). Partners whose scheme signs
@@ -161,6 +177,16 @@ impl IngestFunction {
         event: &ApiGatewayProxyRequest,
     ) -> (IngestResponse, Metrics) {
         let mut metrics = Metrics::new();
+        if event.http_method == Method::GET {
+            // only a provider's GET handshake (Meta, Dropbox); no body
+            let query = query_pairs(event);
+            let pairs: Vec<(&str, &str)> = query
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let response = self.ingest.handle_get(partner, &pairs, &mut metrics).await;
+            return (response, metrics);
+        }
         let raw = event.body.clone().unwrap_or_default();
         let body = if event.is_base64_encoded {
             match base64::engine::general_purpose::STANDARD.decode(raw.as_bytes()) {

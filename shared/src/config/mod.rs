@@ -81,7 +81,8 @@ pub use destination::{
     DEFAULT_MAX_IN_FLIGHT, DEFAULT_TRIP_AFTER, Destination, MAX_DESTINATION_TIMEOUT,
 };
 pub use partner::{
-    DEFAULT_KEEP_HEADERS, DEFAULT_MAX_BODY_BYTES, EventIdSource, MAX_MAX_BODY_BYTES, Partner,
+    DEFAULT_KEEP_HEADERS, DEFAULT_MAX_BODY_BYTES, EventIdSource, FieldSource, GetRefused,
+    MAX_MAX_BODY_BYTES, Partner,
 };
 pub use secrets_manager::{SecretStore, SecretsManager};
 pub use source::ConfigSource;

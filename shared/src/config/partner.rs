@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::route::{MAX_ROUTES, RawRoute, Route, Unrouted};
 use super::{ConfigError, is_name};
-use crate::signature::presets::{self, Handshake};
+use crate::signature::presets::{self, Handshake, HandshakeAnswer, HandshakeError};
 use crate::signature::{SchemeConfig, SchemeKind, Secret, Verifier};
 
 /// Largest `max_body_bytes` accepted, and the default: the largest body the
@@ -59,8 +59,86 @@ pub enum EventIdSource {
     Header(String),
     /// A JSON pointer into the body (RFC 6901).
     JsonPointer(String),
+    /// Several fields joined with `:`, for providers without a single id
+    /// (all must be present).
+    Composite(Vec<FieldSource>),
     /// The partner sends no id: sha256 of the body, and the row is flagged.
     BodyHash,
+}
+
+/// Where a value (the event type, a part of a composite event id) is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldSource {
+    /// A request header (case-insensitive; stored lower case). A header is
+    /// not covered by the provider's signature unless its recipe signs it.
+    Header(String),
+    /// A string or number of the JSON body, by JSON pointer (RFC 6901).
+    JsonPointer(String),
+    /// Several fields joined with `:` (all must be present).
+    Composite(Vec<FieldSource>),
+}
+
+impl FieldSource {
+    /// Where the preset reads `field` (`None`: the provider sends none).
+    fn of_preset(field: presets::EventField) -> Option<Self> {
+        match field {
+            presets::EventField::Header(name) => Some(Self::Header(name.to_ascii_lowercase())),
+            presets::EventField::Json(pointer) => Some(Self::JsonPointer(pointer.to_owned())),
+            presets::EventField::Composite(fields) => fields
+                .iter()
+                .map(|field| Self::of_preset(*field))
+                .collect::<Option<Vec<_>>>()
+                .map(Self::Composite),
+            presets::EventField::Absent => None,
+        }
+    }
+
+    /// True when it reads the JSON body.
+    pub fn reads_json(&self) -> bool {
+        match self {
+            Self::Header(_) => false,
+            Self::JsonPointer(_) => true,
+            Self::Composite(fields) => fields.iter().any(Self::reads_json),
+        }
+    }
+
+    /// The header names it reads (lower case).
+    fn headers(&self) -> Vec<&str> {
+        match self {
+            Self::Header(name) => vec![name.as_str()],
+            Self::JsonPointer(_) => Vec::new(),
+            Self::Composite(fields) => fields.iter().flat_map(Self::headers).collect(),
+        }
+    }
+}
+
+impl fmt::Display for FieldSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Header(name) => write!(f, "header {name}"),
+            Self::JsonPointer(pointer) => write!(f, "{pointer} in the body"),
+            Self::Composite(fields) => {
+                for (i, field) in fields.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" + ")?;
+                    }
+                    write!(f, "{field}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl EventIdSource {
+    /// True when it reads the JSON body.
+    pub fn reads_json(&self) -> bool {
+        match self {
+            Self::JsonPointer(_) => true,
+            Self::Composite(fields) => fields.iter().any(FieldSource::reads_json),
+            Self::Header(_) | Self::BodyHash => false,
+        }
+    }
 }
 
 /// One partner, validated and ready to use.
@@ -72,10 +150,14 @@ pub struct Partner {
     pub verifier: Verifier,
     /// Active secrets (several during a rotation).
     pub secrets: Vec<Secret>,
+    /// The provider preset it names (`"preset"`), whose signature, event id,
+    /// event type and handshake it takes unless it gives its own.
+    pub preset: Option<&'static str>,
     /// Where its event id lives.
     pub event_id: EventIdSource,
-    /// JSON pointer to the event type, if any.
-    pub event_type: Option<String>,
+    /// Where its event type is, if anywhere (a JSON pointer in the
+    /// configuration, or a header or composite of its preset).
+    pub event_type: Option<FieldSource>,
     /// JSON pointer to the ordering key, if any.
     pub ordering_key: Option<String>,
     /// Source addresses allowed (empty: any).
@@ -100,14 +182,20 @@ pub struct Partner {
     pub unrouted: Unrouted,
     /// The handshake its provider requires (that of its preset, or of the
     /// preset of its hand-written scheme: Slack): ingest answers a POST
-    /// handshake that verified instead of storing it.
+    /// handshake that verified instead of storing it, and a GET one (Meta,
+    /// Dropbox) that the authorizer let through.
     pub handshake: Option<Handshake>,
+    /// Meta's verify tokens (several during a rotation): a GET handshake is
+    /// answered only when its `hub.verify_token` is one of them. Required
+    /// for, and only for, a partner whose handshake checks one.
+    pub verify_tokens: Vec<Secret>,
 }
 
 impl fmt::Debug for Partner {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Partner")
             .field("name", &self.name)
+            .field("preset", &self.preset)
             .field("scheme", &self.verifier.scheme())
             .field(
                 "secrets",
@@ -120,11 +208,59 @@ impl fmt::Debug for Partner {
             .field("routes", &self.routes)
             .field("unrouted", &self.unrouted)
             .field("handshake", &self.handshake)
+            .field(
+                "verify_tokens",
+                &format_args!("[{} redacted]", self.verify_tokens.len()),
+            )
             .finish_non_exhaustive()
     }
 }
 
+/// Why a GET to a partner's webhook URL is not answered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GetRefused {
+    /// The partner's provider has no GET handshake: its URL takes POST only.
+    #[error(
+        "partner {partner} takes POST only: a GET answers only the handshake of a provider \
+         that sends one (meta, dropbox)"
+    )]
+    NoGetHandshake {
+        /// The partner.
+        partner: String,
+    },
+    /// The handshake is malformed or (Meta) its verify token does not match.
+    #[error(transparent)]
+    Handshake(#[from] HandshakeError),
+}
+
+impl GetRefused {
+    /// The HTTP status and reason code: 405 `method_not_allowed`, 403
+    /// `wrong_verify_token` (as Meta's documentation answers it), 400
+    /// `bad_handshake`.
+    pub fn status_and_code(&self) -> (u16, &'static str) {
+        match self {
+            Self::NoGetHandshake { .. } => (405, "method_not_allowed"),
+            Self::Handshake(HandshakeError::WrongVerifyToken { .. }) => (403, "wrong_verify_token"),
+            Self::Handshake(_) => (400, "bad_handshake"),
+        }
+    }
+}
+
 impl Partner {
+    /// The answer to a GET with these (decoded) query parameters: only the
+    /// handshake of a provider that sends one by GET, checked as
+    /// [`Handshake::answer_get`] checks it (Meta's verify token, in
+    /// constant time). The authorizer lets a GET through only when this
+    /// answers; ingest answers it again, so neither trusts the other.
+    pub fn answer_get(&self, query: &[(&str, &str)]) -> Result<HandshakeAnswer, GetRefused> {
+        match self.handshake.filter(|handshake| handshake.is_get()) {
+            Some(handshake) => Ok(handshake.answer_get(query, &self.verify_tokens)?),
+            None => Err(GetRefused::NoGetHandshake {
+                partner: self.name.clone(),
+            }),
+        }
+    }
+
     /// True when `ip` may call (no CIDRs configured means any address).
     pub fn allows(&self, ip: IpAddr) -> bool {
         let ip = match ip {
@@ -138,12 +274,15 @@ impl Partner {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawPartner {
-    signature: SchemeConfig,
+    #[serde(default)]
+    preset: Option<String>,
+    #[serde(default)]
+    signature: Option<SchemeConfig>,
     secrets: Vec<String>,
     #[serde(default)]
     event_id: Option<RawEventId>,
     #[serde(default)]
-    event_type: Option<String>,
+    event_type: Option<RawEventType>,
     #[serde(default)]
     ordering_key: Option<String>,
     #[serde(default)]
@@ -160,6 +299,8 @@ pub(super) struct RawPartner {
     routes: Vec<RawRoute>,
     #[serde(default)]
     unrouted: Option<Unrouted>,
+    #[serde(default)]
+    verify_tokens: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -169,6 +310,61 @@ struct RawEventId {
     header: Option<String>,
     #[serde(default)]
     json_pointer: Option<String>,
+    #[serde(default)]
+    composite: Option<Vec<RawEventId>>,
+}
+
+/// `"event_type"`: a JSON pointer (as before), or `{"header": …}`,
+/// `{"json_pointer": …}`, `{"composite": [...]}` like `event_id`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawEventType {
+    Pointer(String),
+    Field(RawEventId),
+}
+
+/// Most parts a composite field may join.
+const MAX_COMPOSITE_PARTS: usize = 4;
+
+impl RawEventId {
+    /// The field it names: exactly one of `header`, `json_pointer`,
+    /// `composite` (of headers and pointers).
+    fn field(self, partner: &str, at: &str, nested: bool) -> Result<FieldSource, ConfigError> {
+        let usage = || {
+            partner_error(
+                partner,
+                at,
+                "give exactly one of a non-empty \"header\", a \"json_pointer\" or (not \
+                 nested) a \"composite\" list of 2 to 4 of them",
+            )
+        };
+        match self {
+            Self {
+                header: Some(h),
+                json_pointer: None,
+                composite: None,
+            } if !h.trim().is_empty() => Ok(FieldSource::Header(h.trim().to_ascii_lowercase())),
+            Self {
+                header: None,
+                json_pointer: Some(p),
+                composite: None,
+            } => {
+                check_pointer(partner, &format!("{at}.json_pointer"), &p)?;
+                Ok(FieldSource::JsonPointer(p))
+            }
+            Self {
+                header: None,
+                json_pointer: None,
+                composite: Some(parts),
+            } if !nested && (2..=MAX_COMPOSITE_PARTS).contains(&parts.len()) => parts
+                .into_iter()
+                .enumerate()
+                .map(|(i, part)| part.field(partner, &format!("{at}.composite[{i}]"), true))
+                .collect::<Result<Vec<_>, _>>()
+                .map(FieldSource::Composite),
+            _ => Err(usage()),
+        }
+    }
 }
 
 fn check_pointer(partner: &str, field: &str, pointer: &str) -> Result<(), ConfigError> {
@@ -192,13 +388,57 @@ impl RawPartner {
                 "partner names are path segments: 1 to 64 lower-case letters, digits, '-' and '_'",
             ));
         }
-        // the handshake of the provider its scheme or preset is
-        let handshake = match &self.signature {
-            SchemeConfig::Preset(preset) => presets::get(&preset.name),
-            other => presets::get(other.kind().as_str()),
+        let preset = match &self.preset {
+            None => None,
+            Some(preset) => Some(presets::get(preset).ok_or_else(|| {
+                partner_error(
+                    name,
+                    "preset",
+                    format!("{preset:?} is not a preset (`hookbox presets` lists them)"),
+                )
+            })?),
+        };
+        // its own signature, else its preset's
+        let signature = match (self.signature, preset) {
+            (Some(signature), _) => signature,
+            (None, Some(preset)) => preset.scheme_config(None),
+            (None, None) => {
+                return Err(partner_error(
+                    name,
+                    "signature",
+                    "give \"preset\" (a provider, see `hookbox presets`) or \"signature\"",
+                ));
+            }
+        };
+        // the handshake of its preset, else of the provider its scheme is
+        let handshake = preset
+            .or_else(|| match &signature {
+                SchemeConfig::Preset(preset) => presets::get(&preset.name),
+                other => presets::get(other.kind().as_str()),
+            })
+            .and_then(|preset| preset.handshake);
+        let checks_a_token = handshake.is_some_and(Handshake::checks_a_verify_token);
+        if checks_a_token && self.verify_tokens.is_empty() {
+            return Err(partner_error(
+                name,
+                "verify_tokens",
+                "this provider's GET handshake checks a verify token: give the one you type in \
+                 its dashboard (several during a rotation)",
+            ));
         }
-        .and_then(|preset| preset.handshake);
-        let verifier = Verifier::new(self.signature)
+        if !checks_a_token && !self.verify_tokens.is_empty() {
+            return Err(partner_error(
+                name,
+                "verify_tokens",
+                "only a partner whose handshake checks a verify token (Meta) has verify tokens",
+            ));
+        }
+        for (i, token) in self.verify_tokens.iter().enumerate() {
+            if let Err(e) = Handshake::usable_verify_token(token) {
+                return Err(partner_error(name, format!("verify_tokens[{i}]"), e));
+            }
+        }
+        let verifier = Verifier::new(signature)
             .map_err(|e| partner_error(name, "signature", e.to_string()))?;
         if self.secrets.is_empty() {
             return Err(partner_error(
@@ -222,30 +462,27 @@ impl RawPartner {
             }
         }
         let event_id = match self.event_id {
-            None => EventIdSource::BodyHash,
-            Some(RawEventId {
-                header: Some(h),
-                json_pointer: None,
-            }) if !h.trim().is_empty() => EventIdSource::Header(h.to_ascii_lowercase()),
-            Some(RawEventId {
-                header: None,
-                json_pointer: Some(p),
-            }) => {
-                check_pointer(name, "event_id.json_pointer", &p)?;
-                EventIdSource::JsonPointer(p)
-            }
-            Some(_) => {
-                return Err(partner_error(
-                    name,
-                    "event_id",
-                    "give exactly one of a non-empty \"header\" or \"json_pointer\" (or omit \
-                     event_id to use the body's sha256)",
-                ));
-            }
+            Some(raw) => match raw.field(name, "event_id", false)? {
+                FieldSource::Header(h) => EventIdSource::Header(h),
+                FieldSource::JsonPointer(p) => EventIdSource::JsonPointer(p),
+                FieldSource::Composite(parts) => EventIdSource::Composite(parts),
+            },
+            // the preset's, else the body's sha256
+            None => match preset.and_then(|p| FieldSource::of_preset(p.event_id)) {
+                Some(FieldSource::Header(h)) => EventIdSource::Header(h),
+                Some(FieldSource::JsonPointer(p)) => EventIdSource::JsonPointer(p),
+                Some(FieldSource::Composite(parts)) => EventIdSource::Composite(parts),
+                None => EventIdSource::BodyHash,
+            },
         };
-        if let Some(p) = &self.event_type {
-            check_pointer(name, "event_type", p)?;
-        }
+        let event_type = match self.event_type {
+            Some(RawEventType::Pointer(p)) => {
+                check_pointer(name, "event_type", &p)?;
+                Some(FieldSource::JsonPointer(p))
+            }
+            Some(RawEventType::Field(raw)) => Some(raw.field(name, "event_type", false)?),
+            None => preset.and_then(|p| FieldSource::of_preset(p.event_type)),
+        };
         if let Some(p) = &self.ordering_key {
             check_pointer(name, "ordering_key", p)?;
         }
@@ -276,9 +513,29 @@ impl RawPartner {
                 ),
             ));
         }
-        let keep_headers = self
-            .keep_headers
-            .unwrap_or_else(|| DEFAULT_KEEP_HEADERS.iter().map(|h| h.to_string()).collect())
+        // by default, also the headers its event id and type are read from
+        let keep_headers = self.keep_headers.unwrap_or_else(|| {
+            let mut keep: Vec<String> =
+                DEFAULT_KEEP_HEADERS.iter().map(|h| h.to_string()).collect();
+            let read = match &event_id {
+                EventIdSource::Header(h) => vec![h.as_str()],
+                EventIdSource::Composite(parts) => {
+                    parts.iter().flat_map(FieldSource::headers).collect()
+                }
+                EventIdSource::JsonPointer(_) | EventIdSource::BodyHash => Vec::new(),
+            };
+            let typed = event_type
+                .as_ref()
+                .map(FieldSource::headers)
+                .unwrap_or_default();
+            for header in read.into_iter().chain(typed) {
+                if !keep.iter().any(|k| k.eq_ignore_ascii_case(header)) {
+                    keep.push(header.to_owned());
+                }
+            }
+            keep
+        });
+        let keep_headers = keep_headers
             .into_iter()
             .map(|h| h.to_ascii_lowercase())
             .collect();
@@ -329,13 +586,15 @@ impl RawPartner {
             dedupe_on_body,
             verifier,
             secrets: self.secrets.into_iter().map(Secret::new).collect(),
+            preset: preset.map(|p| p.name),
             event_id,
-            event_type: self.event_type,
+            event_type,
             ordering_key: self.ordering_key,
             allowed_cidrs,
             max_body_bytes,
             keep_headers,
             public_url: self.public_url,
+            verify_tokens: self.verify_tokens.into_iter().map(Secret::new).collect(),
         })
     }
 }

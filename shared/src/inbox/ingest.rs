@@ -304,6 +304,48 @@ impl Ingest {
         response
     }
 
+    /// Answers a GET to `partner`'s webhook URL: only the handshake of a
+    /// provider that sends one by GET (Meta's `hub.challenge` with its
+    /// verify token, Dropbox's `challenge`), as
+    /// [`Partner::answer_get`](crate::config::Partner::answer_get) decides;
+    /// nothing is stored. `query`: the decoded query parameters.
+    pub async fn handle_get(
+        &self,
+        partner: &str,
+        query: &[(&str, &str)],
+        metrics: &mut Metrics,
+    ) -> IngestResponse {
+        let config = self.config.current().await;
+        let response = match config.partner(partner) {
+            None => {
+                tracing::info!(partner = %partner, "unknown partner");
+                IngestResponse::rejected(404, "unknown_partner", "no such partner")
+            }
+            Some(partner) => match partner.answer_get(query) {
+                Ok(answer) => {
+                    tracing::info!(partner = %partner.name, "GET handshake answered");
+                    IngestResponse::handshake(answer)
+                }
+                Err(e) => {
+                    let (status, code) = e.status_and_code();
+                    tracing::info!(partner = %partner.name, reason = code, error = %e, "GET refused");
+                    IngestResponse::rejected(status, code, e.to_string())
+                }
+            },
+        };
+        match response.outcome {
+            Outcome::Handshake => {
+                metrics.count("handshake", 1);
+            }
+            Outcome::Rejected(reason) => {
+                metrics.count("rejected", 1);
+                metrics.count(&format!("rejected_{reason}"), 1);
+            }
+            _ => {}
+        }
+        response
+    }
+
     async fn handle_inner(&self, request: &IngestRequest<'_>) -> IngestResponse {
         let config = self.config.current().await;
         let Some(partner) = config.partner(request.partner) else {

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use super::body::Body;
 use super::ingest::{IngestRequest, IngestResponse};
 use super::repo::NewInboxEvent;
-use crate::config::{EventIdSource, Partner};
+use crate::config::{EventIdSource, FieldSource, Partner};
 use crate::signature::Headers;
 
 /// Longest event id accepted (it is part of a unique index).
@@ -70,6 +70,48 @@ fn pointer_text(body: &serde_json::Value, pointer: &str) -> Option<String> {
     }
 }
 
+/// The value of `field` (`Ok(None)`: absent or empty; `Err(name)`: header
+/// `name` repeated with different values). A composite joins its parts
+/// with `:`, all of them present.
+fn read_field(
+    field: &FieldSource,
+    request: &IngestRequest<'_>,
+    json: Option<&serde_json::Value>,
+) -> Result<Option<String>, String> {
+    match field {
+        FieldSource::Header(name) => match request.headers.unique(name) {
+            Err(_) => Err(name.clone()),
+            Ok(value) => Ok(value
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)),
+        },
+        FieldSource::JsonPointer(pointer) => Ok(json
+            .and_then(|j| pointer_text(j, pointer))
+            .filter(|v| !v.is_empty())),
+        FieldSource::Composite(parts) => read_composite(parts, request, json),
+    }
+}
+
+/// The parts joined with `:` (`Ok(None)` when one is absent or empty).
+fn read_composite(
+    parts: &[FieldSource],
+    request: &IngestRequest<'_>,
+    json: Option<&serde_json::Value>,
+) -> Result<Option<String>, String> {
+    let mut joined = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        let Some(value) = read_field(part, request, json)? else {
+            return Ok(None);
+        };
+        if i > 0 {
+            joined.push(':');
+        }
+        joined.push_str(&value);
+    }
+    Ok(Some(joined))
+}
+
 /// The partner's `keep_headers`, each value cut to
 /// [`MAX_STORED_HEADER_VALUE_BYTES`], all of them within
 /// [`MAX_STORED_HEADERS_BYTES`] of JSON.
@@ -105,7 +147,7 @@ pub(super) fn build_event(
     partner: &Partner,
     request: &IngestRequest<'_>,
 ) -> Result<NewInboxEvent, IngestResponse> {
-    let needs_json = matches!(partner.event_id, EventIdSource::JsonPointer(_));
+    let needs_json = partner.event_id.reads_json();
     let json: Option<serde_json::Value> = if needs_json
         || partner.event_type.is_some()
         || partner.ordering_key.is_some()
@@ -157,6 +199,30 @@ pub(super) fn build_event(
                 }
             }
         }
+        EventIdSource::Composite(parts) => match read_composite(parts, request, json.as_ref()) {
+            Ok(Some(id)) => (id, false),
+            Ok(None) => {
+                return Err(IngestResponse::rejected(
+                    400,
+                    "missing_event_id",
+                    format!(
+                        "the event id is {}: a part is missing or empty",
+                        parts
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(" + ")
+                    ),
+                ));
+            }
+            Err(header) => {
+                return Err(IngestResponse::rejected(
+                    400,
+                    "ambiguous_event_id",
+                    format!("header {header} appears more than once with different values"),
+                ));
+            }
+        },
         EventIdSource::BodyHash => (hex::encode(Sha256::digest(request.body)), true),
     };
     let event_id = storable(&event_id).into_owned();
@@ -175,7 +241,23 @@ pub(super) fn build_event(
             .as_ref()
             .and_then(|p| json.as_ref().and_then(|j| pointer_text(j, p)))
     };
-    let event_type = extract(&partner.event_type).map(|t| storable(&t).into_owned());
+    // a type header repeated with different values is ambiguous: which
+    // routes apply would depend on which one is read
+    let event_type = match partner
+        .event_type
+        .as_ref()
+        .map(|field| read_field(field, request, json.as_ref()))
+    {
+        None | Some(Ok(None)) => None,
+        Some(Ok(Some(t))) => Some(storable(&t).into_owned()),
+        Some(Err(header)) => {
+            return Err(IngestResponse::rejected(
+                400,
+                "ambiguous_event_type",
+                format!("header {header} appears more than once with different values"),
+            ));
+        }
+    };
     let ordering_key = extract(&partner.ordering_key).map(|k| storable(&k).into_owned());
     for (field, value, max) in [
         ("event_type", &event_type, MAX_EVENT_TYPE_BYTES),

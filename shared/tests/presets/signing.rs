@@ -315,58 +315,32 @@ fn the_signer_reproduces_the_vectors_that_carry_one_signature() {
             reproduced.insert(vector.preset);
         }
     }
-    // Every vector with one signature of a preset that a secret signs, byte
-    // for byte, among them the published ones of GitHub, Slack, Twilio,
-    // Square, HubSpot, Svix and Standard Webhooks. Not here: the vectors
-    // with several signatures (Paddle's `h1=dummy`, Stripe's `v0` beside
-    // `v1`, rotation), DocuSign's (signed with its second key, in
-    // `X-DocuSign-Signature-2`), the timestamps written otherwise than the
-    // signer writes a whole second (Recurly's milliseconds, Box's `-07:00`
-    // offset, Twitch's fraction), the public-key presets (Discord,
-    // SendGrid) and Mailgun (in the body).
-    let expected: BTreeSet<&str> = [
-        "adyen",
-        "airtable",
-        "asana",
-        "bitbucket",
-        "calendly",
-        "chargebee",
-        "clerk",
-        "coinbase-commerce",
-        "dropbox",
-        "github",
-        "gitlab",
-        "hubspot",
-        "intercom",
-        "jira",
-        "lemon-squeezy",
-        "linear",
-        "meta",
-        "mollie",
-        "netlify",
-        "openai",
-        "pagerduty",
-        "paystack",
-        "postmark",
-        "razorpay",
-        "replicate",
-        "resend",
-        "segment",
-        "sentry",
-        "shopify",
-        "slack",
-        "square",
-        "standard-webhooks",
-        "svix",
-        "twilio",
-        "twilio-sha256",
-        "typeform",
-        "vercel",
-        "webflow",
-        "woocommerce",
-        "zoom",
-    ]
-    .into_iter()
-    .collect();
-    assert_eq!(reproduced, expected);
+    // Every vector with one signature of a preset that a secret signs is
+    // reproduced byte for byte (among them the published ones of GitHub,
+    // Slack, Twilio, Square, HubSpot, Svix and Standard Webhooks), so a new
+    // preset's vectors are checked without being listed here. The presets
+    // none of whose vectors is: those with several signatures (Paddle's
+    // `h1=dummy`, Stripe's `v0` beside `v1`), DocuSign's (signed with its
+    // second key, in `X-DocuSign-Signature-2`), the timestamps written
+    // otherwise than the signer writes a whole second (Recurly's
+    // milliseconds, Box's `-07:00` offset, Twitch's fraction), the
+    // public-key presets (Discord, SendGrid) and Mailgun (in the body).
+    let with_vectors: BTreeSet<&str> = all_vectors().map(|v| v.preset).collect();
+    let not_reproduced: BTreeSet<&str> = with_vectors.difference(&reproduced).copied().collect();
+    let expected: BTreeSet<&str> = EXCEPTIONS.iter().copied().collect();
+    assert_eq!(not_reproduced, expected);
+    assert!(reproduced.len() >= 35, "{reproduced:?}");
 }
+
+/// The presets the signer cannot reproduce a vector of (see above).
+const EXCEPTIONS: &[&str] = &[
+    "box",
+    "discord",
+    "docusign",
+    "mailgun",
+    "paddle",
+    "recurly",
+    "sendgrid",
+    "stripe",
+    "twitch-eventsub",
+];

@@ -13,7 +13,7 @@ use aws_lambda_events::encodings::Body as ApiBody;
 use aws_lambda_events::iam::IamPolicyEffect;
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, Path, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use hookbox::clock::Clock;
@@ -85,9 +85,11 @@ fn query_maps(uri: &Uri) -> (Value, Value) {
     (Value::Object(single), Value::Object(multi))
 }
 
-/// `POST /webhooks/{partner}`.
+/// `POST /webhooks/{partner}`, and `GET` for the providers' handshakes
+/// (the template routes both methods to the same authorizer and ingest).
 pub async fn webhook(
     State(gateway): State<Arc<Gateway>>,
+    method: Method,
     Path(partner): Path<String>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     uri: Uri,
@@ -112,17 +114,17 @@ pub async fn webhook(
         "stage": STAGE,
         "resourcePath": RESOURCE,
         "path": format!("/{STAGE}{path}"),
-        "httpMethod": "POST",
+        "httpMethod": method.as_str(),
         "requestId": request_id,
         "requestTimeEpoch": now.timestamp_millis(),
         "identity": { "sourceIp": source_ip, "userAgent": user_agent },
     });
     let auth_event = json!({
         "type": "REQUEST",
-        "methodArn": format!("arn:aws:execute-api:local:000000000000:local/{STAGE}/POST{path}"),
+        "methodArn": format!("arn:aws:execute-api:local:000000000000:local/{STAGE}/{method}{path}"),
         "resource": RESOURCE,
         "path": path,
-        "httpMethod": "POST",
+        "httpMethod": method.as_str(),
         "headers": single,
         "multiValueHeaders": multi,
         "queryStringParameters": if query.is_null() { json!({}) } else { query.clone() },
@@ -160,7 +162,7 @@ pub async fn webhook(
     let proxy_event = json!({
         "resource": RESOURCE,
         "path": path,
-        "httpMethod": "POST",
+        "httpMethod": method.as_str(),
         "headers": single,
         "multiValueHeaders": multi,
         "queryStringParameters": query,

@@ -335,6 +335,7 @@ impl LocalStack {
             .route(
                 "/webhooks/{partner}",
                 axum::routing::post(gateway::webhook)
+                    .get(gateway::webhook)
                     .with_state(gateway)
                     // API Gateway's limit, not axum's default 2 MiB
                     .layer(axum::extract::DefaultBodyLimit::max(

@@ -110,6 +110,29 @@ impl Handshake {
         matches!(self, Self::MetaVerifyToken | Self::DropboxChallenge)
     }
 
+    /// Whether it is authenticated by a configured verify token (Meta), which
+    /// the partner's configuration must then give.
+    pub fn checks_a_verify_token(self) -> bool {
+        matches!(self, Self::MetaVerifyToken)
+    }
+
+    /// Why `token` cannot be a verify token (`Err`: the reason, without the
+    /// token): it must be 1 to [`MAX_CHALLENGE_BYTES`] bytes of visible
+    /// ASCII, since it travels in a query string the provider builds.
+    pub fn usable_verify_token(token: &str) -> Result<(), String> {
+        if token.is_empty()
+            || token.len() > MAX_CHALLENGE_BYTES
+            || !token.bytes().all(|b| b.is_ascii_graphic())
+        {
+            return Err(format!(
+                "a verify token is 1 to {MAX_CHALLENGE_BYTES} bytes of visible ASCII (got {} \
+                 bytes)",
+                token.len()
+            ));
+        }
+        Ok(())
+    }
+
     /// Whether the provider authenticates it: signed like its events, or
     /// (Meta) with a verify token. Dropbox's challenge and Asana's first
     /// request are not: they are echoed, bounded, nothing else.

@@ -19,15 +19,22 @@ pub fn providers_page() -> String {
          you give the partner in the configuration (`docs/signatures.md` has the recipes, \
          their vectors and the table of all presets; `docs/forwarding.md` routes a \
          partner's events to destinations).\n\n\
+         A partner names its preset (`\"preset\": \"stripe\"`) and takes from it the \
+         signature, where the event id and type are and the handshake; `signature`, \
+         `event_id` and `event_type` in the partner override them.\n\n\
          Secrets go in the partner's `secrets` list, newest first. hookbox accepts a \
          request any listed secret verifies, so a rotation never drops a webhook: add the \
          new secret, switch the provider, remove the old one once no request needs it.\n\n\
          Handshakes: ingest answers the POST ones (Slack, Zoom, Twitch, Discord) once \
          they verify like the provider's events, byte for byte and without storing \
          anything; a wrongly signed one gets 401, a malformed one 400 `bad_handshake`. \
-         The GET ones (Meta, Dropbox) and Asana's unsigned first request are not \
-         answered yet (issue #28): until they are, those providers cannot be enabled \
-         against hookbox.\n",
+         The GET ones (Meta, Dropbox) reach ingest only when the authorizer would answer \
+         them too: Meta's `hub.verify_token` must be one of the partner's \
+         `verify_tokens`, a challenge must be 1 to 1,024 bytes of visible ASCII; any other \
+         GET, and a GET to a partner whose provider sends none, gets API Gateway's 403. \
+         Asana's unsigned first request is not answered: its `X-Hook-Secret` would have \
+         to be kept as the partner's secret, which hookbox does not do (issue #28), so \
+         Asana cannot be enabled against hookbox yet.\n",
     );
     for preset in PRESETS {
         page.push_str(&section(preset));
@@ -104,14 +111,7 @@ fn field(field: EventField, what: &str, of_id: bool) -> String {
             format!("none sent by the provider ({what}: the body's SHA-256 stands in)")
         }
         EventField::Absent => format!("none sent by the provider ({what}: none)"),
-        EventField::Composite(_) => format!(
-            "{field} ({what}; a partner's configuration cannot name a composite yet: \
-             without `event_id` the body's SHA-256 stands in)"
-        ),
-        EventField::Header(_) if !of_id => format!(
-            "{field} ({what}; a partner's `event_type` is a JSON pointer: reading it from \
-             a header is not configurable yet)"
-        ),
+        EventField::Composite(_) => format!("{field}, joined with `:` ({what})"),
         other => format!("{other} ({what})"),
     }
 }
@@ -128,7 +128,8 @@ fn answer(handshake: Handshake) -> &'static str {
         }
         Handshake::DiscordPing => "a signed PING answered with a PONG",
         Handshake::MetaVerifyToken => {
-            "a GET answered with `hub.challenge` when `hub.verify_token` matches"
+            "a GET answered with `hub.challenge` when `hub.verify_token` is one of the \
+             partner's `verify_tokens`, 403 otherwise"
         }
         Handshake::DropboxChallenge => "a GET whose `challenge` is echoed as text/plain",
         Handshake::AsanaHookSecret => {
@@ -137,31 +138,20 @@ fn answer(handshake: Handshake) -> &'static str {
     }
 }
 
-/// The partner configuration to start from.
+/// The partner configuration to start from: the preset, which brings the
+/// signature, the event id and type and the handshake.
 fn config(preset: &Preset) -> String {
     let mut partner = serde_json::Map::new();
-    partner.insert(
-        "signature".into(),
-        serde_json::json!({"scheme": "preset", "name": preset.name}),
-    );
+    partner.insert("preset".into(), serde_json::json!(preset.name));
     partner.insert("secrets".into(), serde_json::json!(["<secret>"]));
-    match preset.event_id {
-        EventField::Header(name) => {
-            partner.insert(
-                "event_id".into(),
-                serde_json::json!({"header": name.to_lowercase()}),
-            );
-        }
-        EventField::Json(pointer) => {
-            partner.insert(
-                "event_id".into(),
-                serde_json::json!({"json_pointer": pointer}),
-            );
-        }
-        EventField::Composite(_) | EventField::Absent => {}
-    }
-    if let EventField::Json(pointer) = preset.event_type {
-        partner.insert("event_type".into(), serde_json::json!(pointer));
+    if preset
+        .handshake
+        .is_some_and(Handshake::checks_a_verify_token)
+    {
+        partner.insert(
+            "verify_tokens".into(),
+            serde_json::json!(["<verify-token>"]),
+        );
     }
     let config = serde_json::json!({"partners": {preset.name: partner}});
     serde_json::to_string_pretty(&config).unwrap_or_default()
