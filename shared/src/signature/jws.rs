@@ -21,6 +21,7 @@ use super::config::{Algorithm, SchemeKind};
 use super::crypto;
 use super::error::SignatureError;
 use super::headers::Headers;
+use super::json;
 use super::secret::Secret;
 use super::verifier::{SignedRequest, Verified, match_raw_key};
 
@@ -52,42 +53,146 @@ struct Token<'a> {
     signature: [u8; 32],
 }
 
-fn json_object(
+/// Longest header or claims decoded on the stack (Netlify's claims are
+/// about a hundred bytes); longer ones are decoded on the heap.
+const INLINE_JSON: usize = 512;
+
+/// Calls `read` with the string fields at `pointers` (`"/name"`) of a
+/// base64url JSON object (`None` where absent or not a string): the
+/// fields `serde_json::Value` and `Value::pointer` find, with the same
+/// documents refused. Malformed (`what`) when `part` is not base64url or
+/// not a JSON object.
+///
+/// A flat object of plain strings (what providers send: `{"alg":"HS256",
+/// "typ":"JWT"}`) is read in place ([`flat_strings`]); any other document
+/// goes through `json::read`, without building the object either.
+fn with_fields<const N: usize, T>(
     header: &'static str,
     part: &str,
+    pointers: [&str; N],
     what: &'static str,
-) -> Result<serde_json::Map<String, serde_json::Value>, SignatureError> {
-    let bytes = BASE64URL
-        .decode(part)
-        .map_err(|_| malformed(header, what))?;
-    match serde_json::from_slice(&bytes) {
-        Ok(serde_json::Value::Object(map)) => Ok(map),
-        _ => Err(malformed(header, what)),
+    read: impl FnOnce([Option<&str>; N]) -> Result<T, SignatureError>,
+) -> Result<T, SignatureError> {
+    let mut inline = [0u8; INLINE_JSON];
+    let heap;
+    let bytes: &[u8] = match BASE64URL.decode_slice(part, &mut inline) {
+        Ok(len) => inline.get(..len).unwrap_or_default(),
+        Err(base64::DecodeSliceError::OutputSliceTooSmall) => {
+            heap = BASE64URL
+                .decode(part)
+                .map_err(|_| malformed(header, what))?;
+            &heap
+        }
+        Err(base64::DecodeSliceError::DecodeError(_)) => return Err(malformed(header, what)),
+    };
+    if let Some(fields) = flat_strings(bytes, pointers) {
+        return read(fields);
     }
+    let mut values: [Option<serde_json::Value>; N] = std::array::from_fn(|_| None);
+    match json::read(bytes, &pointers, &mut values) {
+        Ok(true) => {}
+        Ok(false) | Err(_) => return Err(malformed(header, what)),
+    }
+    read(values.each_ref().map(|value| match value {
+        Some(serde_json::Value::String(text)) => Some(text.as_str()),
+        _ => None,
+    }))
+}
+
+/// The fields at `pointers` of `document` when it is a flat JSON object
+/// of plain strings: `{"key":"value",...}`, no whitespace, no escapes, no
+/// control characters, UTF-8, no key repeated, each pointer `/key` with
+/// neither `/` nor `~` in `key`. Such a document is JSON and
+/// `Value::pointer` finds exactly these values in it; `None` for any
+/// other document (read in full then).
+fn flat_strings<'d, const N: usize>(
+    document: &'d [u8],
+    pointers: [&str; N],
+) -> Option<[Option<&'d str>; N]> {
+    let text = std::str::from_utf8(document).ok()?;
+    let mut names = [""; N];
+    for (name, pointer) in names.iter_mut().zip(pointers) {
+        *name = pointer.strip_prefix('/')?;
+        if name.contains(['/', '~']) {
+            return None;
+        }
+    }
+    // A string's content up to its closing quote, and what follows.
+    let string = |rest: &'d str| -> Option<(&'d str, &'d str)> {
+        let rest = rest.strip_prefix('"')?;
+        let end = rest
+            .bytes()
+            .position(|b| b == b'"' || b == b'\\' || b < 0x20)?;
+        let (content, after) = rest.split_at(end);
+        Some((content, after.strip_prefix('"')?))
+    };
+    let mut found: [Option<&'d str>; N] = [None; N];
+    let mut keys = 0usize;
+    let mut rest = text.strip_prefix('{')?;
+    if rest == "}" {
+        return Some(found);
+    }
+    loop {
+        let (key, after) = string(rest)?;
+        let (value, after) = string(after.strip_prefix(':')?)?;
+        keys += 1;
+        // Few keys: a repeated one (whose last value counts) is read in full.
+        if keys > 16 {
+            return None;
+        }
+        for (slot, name) in found.iter_mut().zip(names) {
+            if key == name {
+                if slot.is_some() {
+                    return None;
+                }
+                *slot = Some(value);
+            }
+        }
+        if after == "}" {
+            return Some(found);
+        }
+        rest = after.strip_prefix(',')?;
+    }
+}
+
+/// `header.claims.signature` split at its two dots; `None` unless there
+/// are exactly two.
+fn split3(value: &str) -> Option<(&str, &str, &str)> {
+    let dot = |text: &str| text.bytes().position(|b| b == b'.');
+    let first = dot(value)?;
+    let (protected, rest) = (value.get(..first)?, value.get(first + 1..)?);
+    let second = dot(rest)?;
+    let (claims, signature) = (rest.get(..second)?, rest.get(second + 1..)?);
+    if dot(signature).is_some() {
+        return None;
+    }
+    Some((protected, claims, signature))
 }
 
 fn parse<'a>(header: &'static str, headers: &Headers<'a>) -> Result<Token<'a>, SignatureError> {
     let value = headers.required(header)?;
-    let mut parts = value.split('.');
-    let (Some(protected), Some(claims), Some(signature), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
+    let Some((protected, claims, signature)) = split3(value) else {
         return Err(malformed(
             header,
             "expected a JWS `header.claims.signature`",
         ));
     };
-    let protected_json = json_object(header, protected, "JWS header is not base64url JSON")?;
-    if protected_json
-        .get("alg")
-        .and_then(serde_json::Value::as_str)
-        != Some(ALGORITHM)
-    {
-        return Err(SignatureError::UnsupportedSignatureVersion {
-            header: Cow::Borrowed(header),
-            reason: "only HS256 tokens are accepted",
-        });
-    }
+    with_fields(
+        header,
+        protected,
+        ["/alg"],
+        "JWS header is not base64url JSON",
+        |[alg]| {
+            if alg == Some(ALGORITHM) {
+                Ok(())
+            } else {
+                Err(SignatureError::UnsupportedSignatureVersion {
+                    header: Cow::Borrowed(header),
+                    reason: "only HS256 tokens are accepted",
+                })
+            }
+        },
+    )?;
     let mut mac = [0u8; 32];
     match BASE64URL.decode_slice(signature, &mut mac) {
         Ok(32) => {}
@@ -121,16 +226,21 @@ pub(crate) fn verify<'a>(
         [token.signature.as_slice()],
     )?;
     // Authentic from here on: the claims are the provider's.
-    let claims = json_object(header, token.claims, "JWS claims are not base64url JSON")?;
-    if claims.get("iss").and_then(serde_json::Value::as_str) != Some(issuer) {
-        return Err(malformed(header, "the token's issuer is not the provider"));
-    }
-    let expected = claims
-        .get("sha256")
-        .and_then(serde_json::Value::as_str)
-        .ok_or_else(|| malformed(header, "the token has no `sha256` claim"))?;
-    let expected: [u8; 32] = crypto::decode_hex_array(expected)
-        .map_err(|_| malformed(header, "the `sha256` claim is not 64 hexadecimal digits"))?;
+    let expected: [u8; 32] = with_fields(
+        header,
+        token.claims,
+        ["/iss", "/sha256"],
+        "JWS claims are not base64url JSON",
+        |[iss, sha256]| {
+            if iss != Some(issuer) {
+                return Err(malformed(header, "the token's issuer is not the provider"));
+            }
+            let expected =
+                sha256.ok_or_else(|| malformed(header, "the token has no `sha256` claim"))?;
+            crypto::decode_hex_array(expected)
+                .map_err(|_| malformed(header, "the `sha256` claim is not 64 hexadecimal digits"))
+        },
+    )?;
     if !crypto::ct_eq(Sha256::digest(request.body).as_slice(), &expected) {
         return Err(SignatureError::BodyHashMismatch);
     }
@@ -156,4 +266,72 @@ pub(crate) fn sign(issuer: &str, secret: &Secret, body: &[u8]) -> Option<String>
         "{signing_input}.{}",
         BASE64URL.encode(mac.finalize().into_bytes())
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `Value` and `Value::pointer` find (strings only), or `None`
+    /// when the document is not a JSON object.
+    fn reference<const N: usize>(
+        document: &str,
+        pointers: [&str; N],
+    ) -> Option<[Option<String>; N]> {
+        let value: serde_json::Value = serde_json::from_str(document).ok()?;
+        value.is_object().then(|| {
+            pointers.map(|p| {
+                value
+                    .pointer(p)
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_owned)
+            })
+        })
+    }
+
+    #[test]
+    fn flat_strings_read_what_value_reads_or_leave_the_document_to_it() {
+        let documents = [
+            r#"{"alg":"HS256","typ":"JWT"}"#,
+            r#"{"iss":"netlify","sha256":"00ff"}"#,
+            r#"{}"#,
+            r#"{"typ":"JWT"}"#,
+            r#"{"alg":"none","alg":"HS256"}"#,
+            r#"{"x":"1","x":"2","alg":"é"}"#,
+            r#"{"alg":"HS\u0032"}"#,
+            r#"{"alg":"HS256" }"#,
+            r#"{"alg":256}"#,
+            r#"{"alg":"HS256"}x"#,
+            r#"{"alg":"HS256",}"#,
+            r#"["alg"]"#,
+            r#"{"a/b":"1","m~n":"2"}"#,
+            "{\"alg\":\"a\u{1}\"}",
+        ];
+        for document in documents {
+            let pointers = ["/alg", "/typ"];
+            if let Some(fast) = flat_strings(document.as_bytes(), pointers) {
+                let expected = reference(document, pointers);
+                assert_eq!(
+                    Some(fast.map(|f| f.map(str::to_owned))),
+                    expected,
+                    "{document}"
+                );
+            }
+        }
+        // What providers send is read in place.
+        assert!(flat_strings(br#"{"alg":"HS256","typ":"JWT"}"#, ["/alg"]).is_some());
+        // Repeated wanted keys, escapes, other values, whitespace: in full.
+        for document in [
+            r#"{"alg":"none","alg":"HS256"}"#,
+            r#"{"alg":"HS\u0032"}"#,
+            r#"{"alg":256}"#,
+            r#"{"alg":"HS256" }"#,
+        ] {
+            assert!(
+                flat_strings(document.as_bytes(), ["/alg"]).is_none(),
+                "{document}"
+            );
+        }
+        assert!(flat_strings(br#"{"a/b":"1"}"#, ["/a~1b"]).is_none());
+    }
 }

@@ -46,6 +46,7 @@ mod config;
 mod crypto;
 mod error;
 mod few;
+mod form;
 mod generic;
 mod github;
 mod headers;

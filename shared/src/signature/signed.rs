@@ -3,6 +3,7 @@
 //! then the primitive over it with each secret.
 
 use std::borrow::Cow;
+use std::fmt;
 
 use base64::Engine as _;
 use chrono::{DateTime, Utc};
@@ -32,23 +33,63 @@ const INLINE_PARTS: usize = 8;
 const INLINE_FIELDS: usize = 4;
 
 /// A field of the JSON body, as a recipe reads it.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 enum Field {
     /// Absent.
+    #[default]
     Missing,
     /// A string as is, a number or boolean as JSON writes it.
     Text(String),
+    /// A number or boolean as JSON writes it, on the stack (a timestamp:
+    /// no allocation).
+    Short(Short),
     /// Another kind of value (object, array, null).
     Other,
+}
+
+/// A short text written on the stack (`fmt::Write`; an error when it
+/// does not fit).
+#[derive(Debug, Default)]
+struct Short {
+    bytes: [u8; 32],
+    len: usize,
+}
+
+impl Short {
+    fn as_str(&self) -> Option<&str> {
+        std::str::from_utf8(self.bytes.get(..self.len)?).ok()
+    }
+}
+
+impl fmt::Write for Short {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        let end = self.len + text.len();
+        self.bytes
+            .get_mut(self.len..end)
+            .ok_or(fmt::Error)?
+            .copy_from_slice(text.as_bytes());
+        self.len = end;
+        Ok(())
+    }
 }
 
 /// The fields of the JSON body a recipe reads, read in one pass over the
 /// body (`json::read`) when the recipe reads any. Errors are reported
 /// when a field is asked for, so the checks keep their order.
 struct Body {
-    /// `None`: the body is not JSON. Empty (no allocation) for the recipes
-    /// that read nothing in the body.
-    fields: Option<Vec<(&'static str, Field)>>,
+    fields: Fields,
+}
+
+/// What was read in the body. Lives on the stack for one verification
+/// (boxing the large variant would put back the allocation it saves).
+#[allow(clippy::large_enum_variant)]
+enum Fields {
+    /// Nothing: the recipe reads nothing in the body (nothing set up).
+    Nothing,
+    /// The body is not JSON.
+    NotJson,
+    /// The fields, inline (no allocation) up to [`INLINE_FIELDS`].
+    Read(Few<(&'static str, Field), INLINE_FIELDS>),
 }
 
 impl Body {
@@ -78,7 +119,7 @@ impl Body {
         }
         if pointers.is_empty() {
             return Self {
-                fields: Some(Vec::new()),
+                fields: Fields::Nothing,
             };
         }
         let all: Vec<&str>;
@@ -89,18 +130,25 @@ impl Body {
                 &all
             }
         };
-        let mut fields = Vec::with_capacity(pointers.len());
+        let mut fields = Few::new();
         let mut values: [Option<serde_json::Value>; INLINE_FIELDS] = Default::default();
         for chunk in pointers.chunks(INLINE_FIELDS) {
             if json::read(raw, chunk, &mut values).is_err() {
-                return Self { fields: None };
+                return Self {
+                    fields: Fields::NotJson,
+                };
             }
             for (pointer, value) in chunk.iter().zip(values.iter_mut()) {
                 let field = match value.take() {
                     None => Field::Missing,
                     Some(serde_json::Value::String(text)) => Field::Text(text),
                     Some(value @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_))) => {
-                        Field::Text(value.to_string())
+                        let mut short = Short::default();
+                        if fmt::Write::write_fmt(&mut short, format_args!("{value}")).is_ok() {
+                            Field::Short(short)
+                        } else {
+                            Field::Text(value.to_string())
+                        }
                     }
                     Some(_) => Field::Other,
                 };
@@ -108,19 +156,23 @@ impl Body {
             }
         }
         Self {
-            fields: Some(fields),
+            fields: Fields::Read(fields),
         }
     }
 
     /// The text of the field at `pointer`: a string as is, a number or
     /// boolean as JSON writes it.
     fn field(&self, pointer: &'static str) -> Result<&str, SignatureError> {
-        let fields = self
-            .fields
-            .as_ref()
-            .ok_or_else(|| malformed(pointer, "the body is not JSON"))?;
+        let fields = match &self.fields {
+            Fields::Read(fields) => fields,
+            Fields::Nothing => return Err(missing(pointer)),
+            Fields::NotJson => return Err(malformed(pointer, "the body is not JSON")),
+        };
         match fields.iter().find(|(p, _)| *p == pointer).map(|(_, f)| f) {
             Some(Field::Text(text)) => Ok(text),
+            Some(Field::Short(short)) => short
+                .as_str()
+                .ok_or_else(|| malformed(pointer, "body field is not a string or number")),
             Some(Field::Other) => Err(malformed(pointer, "body field is not a string or number")),
             Some(Field::Missing) | None => Err(missing(pointer)),
         }
@@ -128,14 +180,48 @@ impl Body {
 }
 
 /// A signature header value's items: split at `separator` and trimmed, or
-/// the whole value.
+/// the whole value. What `value.split(separator).map(str::trim)` gives,
+/// an ASCII separator found byte by byte (`str::split` with a `char`
+/// searches with `memchr`, costly on a header's few dozen bytes).
 fn items(value: &str, separator: Option<char>) -> impl Iterator<Item = &str> {
-    let mut split = separator.map(|sep| value.split(sep));
-    let mut whole = Some(value).filter(|_| separator.is_none());
-    std::iter::from_fn(move || match &mut split {
-        Some(split) => split.next().map(str::trim),
-        None => whole.take(),
+    let mut rest = Some(value);
+    std::iter::from_fn(move || {
+        let current = rest?;
+        let Some(separator) = separator else {
+            rest = None;
+            return Some(current);
+        };
+        let split = if separator.is_ascii() {
+            current
+                .bytes()
+                .position(|b| u32::from(b) == u32::from(separator))
+                .and_then(|at| Some((current.get(..at)?, current.get(at + 1..)?)))
+        } else {
+            current.split_once(separator)
+        };
+        let item = match split {
+            Some((item, after)) => {
+                rest = Some(after);
+                item
+            }
+            None => {
+                rest = None;
+                current
+            }
+        };
+        Some(trim(item))
     })
+}
+
+/// `str::trim`, without its Unicode scan when the text neither starts nor
+/// ends with whitespace (an ASCII byte other than tab to carriage return
+/// and space; anything else goes through `str::trim`).
+fn trim(text: &str) -> &str {
+    let plain = |b: &u8| b.is_ascii() && !matches!(*b, b'\t'..=b'\r' | b' ');
+    match (text.as_bytes().first(), text.as_bytes().last()) {
+        (Some(first), Some(last)) if plain(first) && plain(last) => text,
+        _ => text.trim(),
+    }
 }
 
 /// `item` after the first of `prefixes` it starts with. An empty prefix
@@ -562,4 +648,48 @@ fn match_ecdsa(
         }
     }
     Err(no_match(signatures.len(), secrets))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_split_and_trim_as_str_split_and_trim_do() {
+        let values = [
+            "",
+            ",",
+            "a",
+            " a ",
+            "t=1,v1=ab, v1=cd ,",
+            "\u{a0}x\u{a0},\x0by\x0b,\tz\r",
+            "é,ü ,  ",
+            "a;b;;c",
+            "a→b→c",
+        ];
+        for value in values {
+            for separator in [',', ';', ' ', '→'] {
+                let ours: Vec<&str> = items(value, Some(separator)).collect();
+                let reference: Vec<&str> = value.split(separator).map(str::trim).collect();
+                assert_eq!(ours, reference, "{value:?} {separator:?}");
+            }
+            assert_eq!(items(value, None).collect::<Vec<_>>(), vec![value]);
+        }
+    }
+
+    #[test]
+    fn short_fields_hold_what_to_string_writes() {
+        use std::fmt::Write as _;
+        for value in [
+            serde_json::json!(1_676_056_940_508u64),
+            serde_json::json!(-1.5e-300),
+            serde_json::json!(true),
+        ] {
+            let mut short = Short::default();
+            write!(short, "{value}").expect("fits");
+            assert_eq!(short.as_str(), Some(value.to_string().as_str()));
+        }
+        let mut short = Short::default();
+        assert!(write!(short, "{}", "x".repeat(33)).is_err());
+    }
 }

@@ -16,10 +16,13 @@ use std::borrow::Cow;
 use sha2::{Digest as _, Sha256};
 
 use super::config::{Algorithm, Encoding, SchemeKind};
-use super::crypto::{self, MacState, Tag};
+use super::crypto::{self, Tag};
 use super::error::SignatureError;
+use super::form::Form;
 use super::headers::Headers;
+use super::keys::{KeyUse, PreparedKey};
 use super::parse::{self, ParseError};
+use super::recipe::KeyFormat;
 use super::secret::Secret;
 use super::verifier::{SignedRequest, Verified, check_secrets, key_rejected};
 
@@ -89,33 +92,34 @@ pub(crate) fn verify_with<'a>(
     let variants = parse::twilio_url_variants(url).map_err(malformed_url)?;
     let body_hash = parse::twilio_body_sha256(url).map_err(malformed_url)?;
 
-    let params = if body_hash.is_some() {
-        Vec::new()
-    } else if is_form(&request.headers)? {
-        let mut params: Vec<(Cow<'_, str>, Cow<'_, str>)> =
-            form_urlencoded::parse(request.body).collect();
-        params.sort();
-        params.dedup();
-        params
-    } else if request.body.is_empty() {
-        Vec::new()
-    } else {
-        return Err(SignatureError::UnsignedBody {
-            reason: "not form-encoded, and the URL has no `bodySHA256`",
-        });
-    };
+    let mut form = None;
+    if body_hash.is_none() {
+        if is_form(&request.headers)? {
+            let mut params = Form::parse(request.body);
+            params.sort_and_dedup();
+            form = Some(params);
+        } else if !request.body.is_empty() {
+            return Err(SignatureError::UnsignedBody {
+                reason: "not form-encoded, and the URL has no `bodySHA256`",
+            });
+        }
+    }
 
     check_secrets(scheme, secrets)?;
     let urls = [variants.without_port.as_str(), variants.with_port.as_str()];
     let mut matched = None;
     'secrets: for (index, secret) in secrets.iter().enumerate() {
+        // The HMAC state keyed once per secret and kept with it.
+        let prepared = secret.prepared(KeyUse::Hmac(algorithm, KeyFormat::Utf8));
+        let Ok(PreparedKey::Hmac(keyed)) = prepared.as_ref() else {
+            return Err(key_rejected(scheme, index));
+        };
         for url in urls {
-            let mut mac = MacState::new(algorithm, secret.bytes())
-                .map_err(|_| key_rejected(scheme, index))?;
+            let mut mac = keyed.clone();
             mac.update(url.as_bytes());
-            for (key, value) in &params {
-                mac.update(key.as_bytes());
-                mac.update(value.as_bytes());
+            for (key, value) in form.iter().flat_map(Form::pairs) {
+                mac.update(key);
+                mac.update(value);
             }
             if crypto::ct_eq(mac.finalize().as_bytes(), signature.as_bytes()) {
                 matched = Some(index);
