@@ -408,4 +408,18 @@ pub(super) const VECTORS: &[Vector] = &[
         wrong_secret: "74F490DD33F7327BAECC88B2947C011FC02D014A473AAA33A8EC93E4DC069174",
         ..V
     },
+    Vector {
+        preset: "mux",
+        source: Source::Official(
+            "muxinc/mux-node-sdk tests/api-resources/webhooks.test.ts (verifySignature \"should pass for valid signature\")",
+        ),
+        headers: &[(
+            "Mux-Signature",
+            "t=1565125718,v1=854ece4c22acef7c66b57d4e504153bc512595e8e9c772ece2a68150548c19a7",
+        )],
+        body: r#"{"test":"body"}"#,
+        secrets: &["SuperSecret123"],
+        now: 1_565_125_718,
+        ..V
+    },
 ];

@@ -97,6 +97,36 @@ pub(crate) const META: Preset = Preset {
     },
 };
 
+pub(crate) const MUX: Preset = Preset {
+    name: "mux",
+    provider: "Mux (video)",
+    recipe: Recipe::Signed(Signed {
+        primitive: SHA256,
+        signature: SignatureAt::Headers {
+            names: &["Mux-Signature"],
+            prefixes: &["v1="],
+            separator: Some(','),
+        },
+        encoding: Encoding::Hex,
+        message: &[Part::Timestamp, Part::Text("."), Part::Body],
+        timestamp: Some(TimestampAt {
+            source: TimestampSource::SignatureItem("t"),
+            format: TimeFormat::Seconds,
+        }),
+    }),
+    // Mux's SDKs allow 5 minutes by default.
+    tolerance_secs: Some(300),
+    event_id: Json("/id"),
+    event_type: Json("/type"),
+    handshake: None,
+    secret: "the webhook's signing secret (text)",
+    docs: "https://docs.mux.com/core/verify-webhook-signatures",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"type":"video.asset.ready","object":{"type":"asset","id":"0201p02fGKPE7MrbC269XRD7LpcHhrmbu0002"},"id":"3a56ac3d-33da-4366-855b-f592d898409d","data":{"status":"ready"}}"#,
+    },
+};
+
 pub(crate) const POSTMARK: Preset = Preset {
     name: "postmark",
     provider: "Postmark",

@@ -78,6 +78,7 @@ pub static PRESETS: &[Preset] = &[
     messaging::MAILGUN,
     messaging::META,
     payments::MOLLIE,
+    messaging::MUX,
     developer::NETLIFY,
     standard::OPENAI,
     payments::PADDLE,
