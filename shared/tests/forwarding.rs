@@ -432,12 +432,69 @@ async fn an_event_without_an_ordering_key_is_its_own_aggregate(adapter: Adapter)
     );
 }
 
+/// Ingest spooled the event (the database was down): the processor stores
+/// it and routes it in the same invocation, once, however often the spooled
+/// message comes.
+async fn a_spooled_event_is_routed_when_the_processor_stores_it(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let h = Harness::new(
+        db.clone(),
+        config(serde_json::json!({"stripe": stripe(routes(), None)})).expect("valid"),
+        None,
+    );
+    let bytes = body("evt_s", "invoice.paid", "cus_S", true);
+    let event = NewInboxEvent {
+        partner: "stripe".into(),
+        event_id: "evt_s".into(),
+        event_id_derived: false,
+        event_type: Some("invoice.paid".into()),
+        ordering_key: Some("cus_S".into()),
+        body: Body::Inline(bytes),
+        headers: serde_json::json!({}),
+        signature_verified: true,
+    };
+    let spooled = InboxMessage::spooled(&event, h.clock.now())
+        .to_body()
+        .expect("body");
+    assert_eq!(
+        count(db.as_ref(), "SELECT count(*) AS n FROM inbox").await,
+        0,
+        "nothing stored before the processor runs"
+    );
+    h.memory.send(&spooled).await.expect("send");
+    assert_eq!(h.process().await, ["processed"]);
+    let forwarded = [
+        delivery("billing", "cus_S", "invoice.paid", "evt_s"),
+        delivery("all", "cus_S", "invoice.paid", "evt_s"),
+    ];
+    assert_eq!(h.deliveries().await, forwarded);
+    let ids = || async {
+        db.execute(
+            &sql("SELECT id::text AS id FROM outbox ORDER BY seq"),
+            &params! {},
+        )
+        .await
+        .expect("ids")
+        .rows
+        .iter()
+        .map(|r| r.text("id").expect("id"))
+        .collect::<Vec<_>>()
+    };
+    let first = ids().await;
+    // the same spooled message again (SQS redelivery, or ingest's retry)
+    h.memory.send(&spooled).await.expect("send");
+    assert_eq!(h.process().await, ["already_finished"]);
+    assert_eq!(h.deliveries().await, forwarded);
+    assert_eq!(ids().await, first, "the same delivery ids, none added");
+}
+
 for_each_adapter!(
     each_matching_route_gets_one_delivery_in_the_processing_transaction,
     an_unrouted_event_is_quarantined_by_default_or_dropped_when_the_partner_says_so,
     a_body_that_is_not_json_and_a_partner_without_routes_are_quarantined_naming_why,
     routes_and_a_rust_handler_share_one_transaction,
     an_event_without_an_ordering_key_is_its_own_aggregate,
+    a_spooled_event_is_routed_when_the_processor_stores_it,
 );
 
 // ------------------------------------------------------------ configuration
