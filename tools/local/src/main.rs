@@ -83,7 +83,7 @@ async fn main() -> anyhow::Result<()> {
         port: args.port,
         database_url: args.database_url,
         data_api: args.data_api,
-        config: args.config,
+        config: args.config.clone(),
         queue: match (args.sqs_endpoint, args.sqs_queue_url) {
             (Some(endpoint), Some(queue_url)) => QueueChoice::Sqs {
                 endpoint,
@@ -123,7 +123,17 @@ async fn main() -> anyhow::Result<()> {
         "HOOKBOX_BLOB_DIR={} (bodies over the inline threshold)",
         stack.blob_dir().display()
     );
-    println!("{}", try_it(stack.url())?);
+    match &args.config {
+        // the demo's partners and secrets: ready-to-paste signed requests
+        None => println!("{}", try_it(stack.url())?),
+        Some(path) => println!(
+            "send a webhook as one of {}'s partners, signed as its provider signs:\n  \
+             cargo run -q -p hookbox-cli -- send --preset <preset> --secret <its secret> \
+             --url {}/webhooks/<partner> --body '<json>'",
+            path.display(),
+            stack.url()
+        ),
+    }
     tokio::signal::ctrl_c()
         .await
         .context("waiting for Ctrl-C")?;
