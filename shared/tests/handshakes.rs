@@ -12,11 +12,9 @@ use common::{Adapter, count, migrated_db};
 use hookbox::blob::memory::MemoryBlobStore;
 use hookbox::clock::{Clock, ManualClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
-use hookbox::inbox::ingest::{Ingest, IngestRequest, IngestResponse, Outcome};
-use hookbox::metrics::Metrics;
+use hookbox::inbox::ingest::{Ingest, IngestResponse, Outcome};
 use hookbox::queue::memory::{MemoryQueue, MemoryQueueConfig};
-use hookbox::signature::presets::{self, Outgoing, SigningKey};
-use hookbox::signature::{Headers, Secret};
+use hookbox::signature::presets;
 use hookbox::store::Database;
 
 const SLACK_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
@@ -73,31 +71,16 @@ impl Rig {
         headers: &[(&str, &str)],
         body: &str,
     ) -> IngestResponse {
-        let signed = presets::get(preset)
-            .expect("preset")
-            .sign(
-                &Outgoing {
-                    body: body.as_bytes(),
-                    headers,
-                    url: None,
-                    method: "POST",
-                    timestamp: self.clock.now(),
-                },
-                SigningKey::Secret(&Secret::new(secret)),
-            )
-            .expect("sign");
-        let all: Vec<(String, String)> = headers
-            .iter()
-            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
-            .chain(signed.into_iter().map(|(n, v)| (n.to_owned(), v)))
-            .collect();
-        let request = IngestRequest {
+        common::ingest_signed_by_preset(
+            &self.ingest,
             partner,
-            headers: Headers::from_pairs(all.iter().map(|(n, v)| (n.as_str(), v.as_str()))),
-            body: body.as_bytes(),
-            url: None,
-        };
-        self.ingest.handle(&request, &mut Metrics::new()).await
+            presets::get(preset).expect("preset"),
+            secret,
+            headers,
+            body,
+            self.clock.now(),
+        )
+        .await
     }
 
     async fn rows(&self) -> i64 {

@@ -13,11 +13,10 @@ use common::{Adapter, migrated_db};
 use hookbox::blob::memory::MemoryBlobStore;
 use hookbox::clock::{Clock, ManualClock};
 use hookbox::config::{ConfigStore, EventIdSource, FieldSource, HookboxConfig};
-use hookbox::inbox::ingest::{Ingest, IngestRequest, IngestResponse};
-use hookbox::metrics::Metrics;
+use hookbox::inbox::ingest::{Ingest, IngestResponse};
 use hookbox::queue::memory::{MemoryQueue, MemoryQueueConfig};
-use hookbox::signature::presets::{self, Outgoing, SigningKey};
-use hookbox::signature::{Headers, SchemeKind, Secret};
+use hookbox::signature::presets;
+use hookbox::signature::{Headers, SchemeKind};
 use hookbox::store::Database;
 use serde_json::json;
 
@@ -213,30 +212,16 @@ impl Rig {
         let preset = self
             .ingest_preset(partner)
             .unwrap_or_else(|| panic!("{partner}"));
-        let signed = preset
-            .sign(
-                &Outgoing {
-                    body: body.as_bytes(),
-                    headers,
-                    url: None,
-                    method: "POST",
-                    timestamp: self.clock.now(),
-                },
-                SigningKey::Secret(&Secret::new(secret)),
-            )
-            .expect("sign");
-        let all: Vec<(String, String)> = headers
-            .iter()
-            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
-            .chain(signed.into_iter().map(|(n, v)| (n.to_owned(), v)))
-            .collect();
-        let request = IngestRequest {
+        common::ingest_signed_by_preset(
+            &self.ingest,
             partner,
-            headers: Headers::from_pairs(all.iter().map(|(n, v)| (n.as_str(), v.as_str()))),
-            body: body.as_bytes(),
-            url: None,
-        };
-        self.ingest.handle(&request, &mut Metrics::new()).await
+            preset,
+            secret,
+            headers,
+            body,
+            self.clock.now(),
+        )
+        .await
     }
 
     fn ingest_preset(&self, partner: &str) -> Option<&'static presets::Preset> {

@@ -351,3 +351,44 @@ pub async fn process_visible(
     }
     report.results.iter().map(|r| r.outcome.kind()).collect()
 }
+
+/// `body` with `headers`, signed as `preset` signs with `secret` at `now`,
+/// handed to `ingest` for `partner` (as the ingest function would).
+pub async fn ingest_signed_by_preset(
+    ingest: &hookbox::inbox::ingest::Ingest,
+    partner: &str,
+    preset: &hookbox::signature::presets::Preset,
+    secret: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    now: DateTime<Utc>,
+) -> hookbox::inbox::ingest::IngestResponse {
+    use hookbox::signature::presets::{Outgoing, SigningKey};
+    use hookbox::signature::{Headers, Secret};
+    let signed = preset
+        .sign(
+            &Outgoing {
+                body: body.as_bytes(),
+                headers,
+                url: None,
+                method: "POST",
+                timestamp: now,
+            },
+            SigningKey::Secret(&Secret::new(secret)),
+        )
+        .expect("sign");
+    let all: Vec<(String, String)> = headers
+        .iter()
+        .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+        .chain(signed.into_iter().map(|(n, v)| (n.to_owned(), v)))
+        .collect();
+    let request = hookbox::inbox::ingest::IngestRequest {
+        partner,
+        headers: Headers::from_pairs(all.iter().map(|(n, v)| (n.as_str(), v.as_str()))),
+        body: body.as_bytes(),
+        url: None,
+    };
+    ingest
+        .handle(&request, &mut hookbox::metrics::Metrics::new())
+        .await
+}
