@@ -2,7 +2,9 @@
 //! the real ingest use case: a provider's handshake, signed as the provider
 //! signs it, is answered byte for byte and stores nothing; a wrongly
 //! signed one is a 401 and stores nothing; a malformed one is a 400 naming
-//! the field; the partner's ordinary events are still stored.
+//! the field; the partner's ordinary events are still stored. Asana's
+//! unsigned first request is answered only while the partner enrols, and
+//! the secret it hands over leaves ingest only sealed to the operator's key.
 
 mod common;
 
@@ -11,10 +13,12 @@ use std::sync::Arc;
 use common::{Adapter, count, migrated_db};
 use hookbox::blob::memory::MemoryBlobStore;
 use hookbox::clock::{Clock, ManualClock};
+use hookbox::config::enroll::EnrollPrivateKey;
 use hookbox::config::{ConfigStore, HookboxConfig};
-use hookbox::inbox::ingest::{Ingest, IngestResponse, Outcome};
+use hookbox::inbox::ingest::{Ingest, IngestRequest, IngestResponse, Outcome};
+use hookbox::metrics::Metrics;
 use hookbox::queue::memory::{MemoryQueue, MemoryQueueConfig};
-use hookbox::signature::presets;
+use hookbox::signature::{Headers, presets};
 use hookbox::store::Database;
 
 const SLACK_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
@@ -48,9 +52,13 @@ struct Rig {
 
 impl Rig {
     fn new(db: Arc<dyn Database>) -> Self {
+        Self::with(db, config())
+    }
+
+    fn with(db: Arc<dyn Database>, config: HookboxConfig) -> Self {
         let clock = Arc::new(ManualClock::new(common::t0()));
         let queue = MemoryQueue::new(MemoryQueueConfig::default(), clock.clone());
-        let store = Arc::new(ConfigStore::fixed(config(), clock.clone()));
+        let store = Arc::new(ConfigStore::fixed(config, clock.clone()));
         let ingest = Ingest::new(
             store,
             db.clone(),
@@ -81,6 +89,17 @@ impl Rig {
             self.clock.now(),
         )
         .await
+    }
+
+    /// An unsigned POST.
+    async fn raw(&self, partner: &str, headers: &[(&str, &str)], body: &str) -> IngestResponse {
+        let request = IngestRequest {
+            partner,
+            headers: Headers::from_pairs(headers.iter().copied()),
+            body: body.as_bytes(),
+            url: None,
+        };
+        self.ingest.handle(&request, &mut Metrics::new()).await
     }
 
     async fn rows(&self) -> i64 {
@@ -221,4 +240,86 @@ async fn handshakes_are_answered_byte_for_byte_and_store_nothing(adapter: Adapte
     assert_eq!(rig.rows().await, 2);
 }
 
-for_each_adapter!(handshakes_are_answered_byte_for_byte_and_store_nothing);
+/// The secret of Asana's documented handshake (developers.asana.com,
+/// "Establish a webhook").
+const ASANA_SECRET: &str = "b537207f20cbfa02357cf448134da559e8bd39d61597dcd5631b8012eae53e81";
+
+async fn asana_enrols_only_with_a_key_and_its_secret_leaves_only_sealed(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let operator = EnrollPrivateKey::generate();
+    let config = HookboxConfig::parse(
+        &serde_json::json!({"partners": {
+            "asana": {"preset": "asana", "enroll_key": operator.public().to_base64()},
+            "asana-enrolled": {"preset": "asana", "secrets": [ASANA_SECRET]},
+        }})
+        .to_string(),
+        "test",
+    )
+    .expect("valid");
+    let rig = Rig::with(db, config);
+    let handshake = [("X-Hook-Secret", ASANA_SECRET)];
+
+    // the handshake: the header echoed, 200, no body, as Asana documents
+    let r = rig.raw("asana", &handshake, "").await;
+    assert_eq!(answered(&r), (None, String::new()));
+    let answer = r.handshake.as_ref().expect("answer");
+    assert_eq!(
+        answer.headers,
+        vec![("X-Hook-Secret", ASANA_SECRET.to_owned())]
+    );
+    // the secret is kept nowhere in clear: only sealed, for the operator
+    let sealed = r.sealed_secret.as_deref().expect("sealed");
+    assert!(!sealed.contains(ASANA_SECRET));
+    assert!(!r.body.to_string().contains(ASANA_SECRET), "{r:?}");
+    assert_eq!(operator.open(sealed).expect("opens"), ASANA_SECRET);
+    assert!(EnrollPrivateKey::generate().open(sealed).is_err());
+    assert_eq!(rig.rows().await, 0, "a handshake stores nothing");
+
+    // until the operator adds it, the partner's events cannot verify: 401
+    let event = r#"{"events":[{"action":"changed","resource":{"gid":"1"}}]}"#;
+    let r = rig.post("asana", "asana", ASANA_SECRET, &[], event).await;
+    assert_eq!(
+        (r.status, r.body["error"].as_str()),
+        (401, Some("no_secret_yet")),
+        "{r:?}"
+    );
+
+    // a secret that could not be echoed: 400 naming the header
+    let r = rig
+        .raw("asana", &[("X-Hook-Secret", "two words")], "")
+        .await;
+    assert_eq!(
+        (r.status, r.body["error"].as_str()),
+        (400, Some("bad_handshake")),
+        "{r:?}"
+    );
+    assert!(
+        r.body["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("X-Hook-Secret"))
+    );
+
+    // a partner that is not enrolling answers no handshake: 403, no echo
+    let r = rig.raw("asana-enrolled", &handshake, "").await;
+    assert_eq!(
+        (r.status, r.body["error"].as_str()),
+        (403, Some("not_enrolling")),
+        "{r:?}"
+    );
+    assert!(r.handshake.is_none() && r.sealed_secret.is_none());
+    assert!(!r.body.to_string().contains(ASANA_SECRET), "{r:?}");
+
+    // an unsigned event is still refused, a signed one stored
+    let r = rig.raw("asana-enrolled", &[], event).await;
+    assert_eq!(r.status, 401, "{r:?}");
+    let r = rig
+        .post("asana-enrolled", "asana", ASANA_SECRET, &[], event)
+        .await;
+    assert!(matches!(r.outcome, Outcome::Accepted { .. }), "{r:?}");
+    assert_eq!(rig.rows().await, 1);
+}
+
+for_each_adapter!(
+    handshakes_are_answered_byte_for_byte_and_store_nothing,
+    asana_enrols_only_with_a_key_and_its_secret_leaves_only_sealed,
+);

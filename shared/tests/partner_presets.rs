@@ -126,6 +126,21 @@ fn what_a_partner_gives_overrides_its_preset() {
 
 #[test]
 fn a_bad_preset_field_is_refused_naming_the_partner_and_field() {
+    let operator = hookbox::config::enroll::EnrollPrivateKey::generate();
+    let enroll_key = operator.public().to_base64();
+    const ENROLL_KEY: &str = "9kS7bdvCYPSYrnk5SUAiuc5GA3zuhR/iH3pFqNjsvUU=";
+    // an enrolling partner needs no secret; an enrolled one may keep both
+    for partner in [
+        json!({"preset": "asana", "enroll_key": enroll_key}),
+        json!({"preset": "asana", "enroll_key": enroll_key, "secrets": ["old"]}),
+    ] {
+        let config = parse(json!({ "p": partner })).expect("valid");
+        let p = config.partner("p").expect("partner");
+        assert_eq!(
+            p.enroll_key.as_ref().map(|k| k.to_base64()),
+            Some(enroll_key.clone())
+        );
+    }
     for (partner, want) in [
         (
             json!({"preset": "strype", "secrets": ["s"]}),
@@ -164,6 +179,28 @@ fn a_bad_preset_field_is_refused_naming_the_partner_and_field() {
         (
             json!({"preset": "github", "secrets": ["s"], "event_type": "type"}),
             "partner \"p\": event_type: \"type\" is not a JSON pointer",
+        ),
+        // enrolment (Asana hands its secret over in the handshake)
+        (
+            json!({"preset": "github", "enroll_key": ENROLL_KEY}),
+            "partner \"p\": enroll_key: only a partner whose provider hands its secret over",
+        ),
+        (
+            json!({"preset": "asana", "enroll_key": "has space"}),
+            "partner \"p\": enroll_key: an enroll key must be standard base64 of 32 bytes",
+        ),
+        (
+            json!({"preset": "asana", "enroll_key": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}),
+            "partner \"p\": enroll_key: an enroll key must be the public key `hookbox enroll-key new` prints",
+        ),
+        (
+            json!({"preset": "asana"}),
+            "partner \"p\": secrets: at least one secret is required; to get it from the \
+             provider's handshake, give \"enroll_key\"",
+        ),
+        (
+            json!({"preset": "github", "secrets": []}),
+            "partner \"p\": secrets: at least one secret is required",
         ),
     ] {
         let error = parse(json!({ "p": partner })).expect_err("refused");

@@ -11,7 +11,10 @@
 //! provider sends its handshake by GET (Meta, Dropbox), and only when the
 //! handshake would be answered ([`hookbox::config::Partner::answer_get`]:
 //! Meta's verify token matches, the challenge is bounded). Any other method
-//! than POST and GET is denied.
+//! than POST and GET is denied. A POST that carries no signature passes only
+//! as the handshake of a provider that hands its secret over (Asana's
+//! `X-Hook-Secret`), and only while the partner has an `enroll_key`
+//! ([`hookbox::config::Partner::enrollment`]).
 //!
 //! Configure the authorizer with result TTL 0: the decision depends on the
 //! timestamp header, which changes on every request.
@@ -159,6 +162,14 @@ impl Authorizer {
             }
         }
         let headers = Headers::from_pairs(pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+        // Asana's unsigned first request, which hands the signing secret
+        // over: through only while the partner enrols (ingest seals it)
+        if let Some(enrollment) = partner.enrollment(&headers) {
+            return match enrollment {
+                Ok(_) => (Decision::Allow, partner_name),
+                Err(e) => (Decision::Deny(e.status_and_code().1), partner_name),
+            };
+        }
         if let Err(e) = partner.verifier.precheck(&headers, self.clock.now()) {
             return (Decision::Deny(signature_reason(&e)), partner_name);
         }

@@ -258,3 +258,81 @@ async fn a_get_is_allowed_only_as_the_handshake_of_a_provider_that_sends_one() {
         );
     }
 }
+
+#[tokio::test]
+async fn an_unsigned_post_passes_only_as_the_handshake_of_an_enrolling_partner() {
+    let clock = Arc::new(ManualClock::new(
+        chrono::Utc.timestamp_opt(T, 0).single().expect("valid"),
+    ));
+    let key = hookbox::config::enroll::EnrollPrivateKey::generate()
+        .public()
+        .to_base64();
+    let config = hookbox::config::HookboxConfig::parse(
+        &serde_json::json!({"partners": {
+            "asana": {"preset": "asana", "enroll_key": key},
+            "asana-enrolled": {"preset": "asana", "secrets": ["asana-secret"]},
+            "asana-office": {"preset": "asana", "enroll_key": key,
+                             "allowed_cidrs": ["198.51.100.0/24"]},
+            "github": {"preset": "github", "secrets": ["gh-secret"]},
+        }})
+        .to_string(),
+        "test",
+    )
+    .expect("config");
+    let a = Authorizer::new(Arc::new(ConfigStore::fixed(config, clock.clone())), clock);
+    let post = |partner: &str, headers: &[(&str, &str)]| {
+        let mut e: serde_json::Value =
+            serde_json::to_value(event("apigw-authorizer-allow.json")).expect("event");
+        e["httpMethod"] = serde_json::json!("POST");
+        e["pathParameters"]["partner"] = serde_json::json!(partner);
+        e["headers"] = serde_json::Value::Object(
+            headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), serde_json::json!(v)))
+                .collect(),
+        );
+        e["multiValueHeaders"] = serde_json::json!({});
+        serde_json::from_value::<ApiGatewayCustomAuthorizerRequestTypeRequest>(e).expect("event")
+    };
+    let secret = ("X-Hook-Secret", "b537207f20cbfa02357cf448134da559");
+    for (partner, headers, decision) in [
+        ("asana", &[secret][..], Decision::Allow),
+        // not enrolling: the unsigned handshake is denied, nothing echoed
+        (
+            "asana-enrolled",
+            &[secret][..],
+            Decision::Deny("not_enrolling"),
+        ),
+        (
+            "asana",
+            &[("X-Hook-Secret", "two words")][..],
+            Decision::Deny("bad_handshake"),
+        ),
+        // the partner's CIDRs apply to its handshake too
+        (
+            "asana-office",
+            &[secret][..],
+            Decision::Deny("source_ip_not_allowed"),
+        ),
+        // X-Hook-Secret means nothing to another provider
+        (
+            "github",
+            &[secret][..],
+            Decision::Deny("missing_signature_header"),
+        ),
+        // an event of the enrolling partner goes on to ingest (which answers
+        // 401 no_secret_yet); one without a signature does not
+        (
+            "asana",
+            &[(
+                "X-Hook-Signature",
+                "0eb9a12b79a295c1d785376a8bbef343d79f5b1d300d4b99e1862ab3d60e1f41",
+            )][..],
+            Decision::Allow,
+        ),
+        ("asana", &[][..], Decision::Deny("missing_signature_header")),
+    ] {
+        let e = post(partner, headers);
+        assert_eq!(a.decide(&e).await.0, decision, "{partner} {headers:?}");
+    }
+}

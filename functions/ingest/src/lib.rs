@@ -200,6 +200,7 @@ impl IngestFunction {
                         retry_after: None,
                         outcome: Outcome::Rejected("body_not_base64"),
                         handshake: None,
+                        sealed_secret: None,
                     };
                     return (response, metrics);
                 }

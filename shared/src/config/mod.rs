@@ -64,6 +64,7 @@
 
 mod cache;
 mod destination;
+pub mod enroll;
 mod partner;
 mod redact;
 pub mod route;

@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 use serde::Deserialize;
 
+use super::enroll::EnrollKey;
 use super::route::{MAX_ROUTES, RawRoute, Route, Unrouted};
 use super::{ConfigError, is_name};
 use crate::signature::presets::{self, Handshake, HandshakeAnswer, HandshakeError};
@@ -189,6 +190,10 @@ pub struct Partner {
     /// answered only when its `hub.verify_token` is one of them. Required
     /// for, and only for, a partner whose handshake checks one.
     pub verify_tokens: Vec<Secret>,
+    /// While set, the handshake of a provider that hands its secret over
+    /// (Asana) is answered and the secret logged sealed to this key
+    /// ([`super::enroll`]); `secrets` may then be empty.
+    pub enroll_key: Option<EnrollKey>,
 }
 
 impl fmt::Debug for Partner {
@@ -212,6 +217,7 @@ impl fmt::Debug for Partner {
                 "verify_tokens",
                 &format_args!("[{} redacted]", self.verify_tokens.len()),
             )
+            .field("enroll_key", &self.enroll_key)
             .finish_non_exhaustive()
     }
 }
@@ -278,6 +284,7 @@ pub(super) struct RawPartner {
     preset: Option<String>,
     #[serde(default)]
     signature: Option<SchemeConfig>,
+    #[serde(default)]
     secrets: Vec<String>,
     #[serde(default)]
     event_id: Option<RawEventId>,
@@ -301,6 +308,8 @@ pub(super) struct RawPartner {
     unrouted: Option<Unrouted>,
     #[serde(default)]
     verify_tokens: Vec<String>,
+    #[serde(default)]
+    enroll_key: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -440,11 +449,31 @@ impl RawPartner {
         }
         let verifier = Verifier::new(signature)
             .map_err(|e| partner_error(name, "signature", e.to_string()))?;
-        if self.secrets.is_empty() {
+        let enroll_key = match &self.enroll_key {
+            None => None,
+            Some(_) if !handshake.is_some_and(Handshake::hands_over_a_secret) => {
+                return Err(partner_error(
+                    name,
+                    "enroll_key",
+                    "only a partner whose provider hands its secret over in a handshake \
+                     (Asana) enrols with a key",
+                ));
+            }
+            Some(key) => Some(
+                EnrollKey::from_base64(key)
+                    .map_err(|e| partner_error(name, "enroll_key", e.to_string()))?,
+            ),
+        };
+        if self.secrets.is_empty() && enroll_key.is_none() {
             return Err(partner_error(
                 name,
                 "secrets",
-                "at least one secret is required",
+                if handshake.is_some_and(Handshake::hands_over_a_secret) {
+                    "at least one secret is required; to get it from the provider's handshake, \
+                     give \"enroll_key\" (`hookbox enroll-key new`) and no secrets"
+                } else {
+                    "at least one secret is required"
+                },
             ));
         }
         for (i, secret) in self.secrets.iter().enumerate() {
@@ -595,6 +624,7 @@ impl RawPartner {
             keep_headers,
             public_url: self.public_url,
             verify_tokens: self.verify_tokens.into_iter().map(Secret::new).collect(),
+            enroll_key,
         })
     }
 }

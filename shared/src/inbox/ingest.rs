@@ -29,6 +29,7 @@ pub use super::request::{
 use super::routed::{self, AtIngest, Stored};
 use crate::blob::BlobStore;
 use crate::clock::Clock;
+use crate::config::enroll::{EnrollFailed, Enrolled};
 use crate::config::{ConfigStore, Partner};
 use crate::metrics::{Metrics, Unit};
 use crate::queue::Queue;
@@ -125,6 +126,9 @@ pub struct IngestResponse {
     pub outcome: Outcome,
     /// A handshake's answer, sent as it is instead of `body`.
     pub handshake: Option<Box<HandshakeAnswer>>,
+    /// The secret a handshake handed over (Asana's), sealed to the
+    /// partner's `enroll_key`; also logged. Never sent to the partner.
+    pub sealed_secret: Option<String>,
 }
 
 impl IngestResponse {
@@ -135,6 +139,7 @@ impl IngestResponse {
             retry_after: None,
             outcome,
             handshake: None,
+            sealed_secret: None,
         }
     }
 
@@ -160,6 +165,7 @@ impl IngestResponse {
             retry_after: Some(RETRY_AFTER_SECS),
             outcome: Outcome::Unavailable,
             handshake: None,
+            sealed_secret: None,
         }
     }
 }
@@ -360,6 +366,52 @@ impl Ingest {
                     "body of {} bytes is over the limit of {} bytes",
                     request.body.len(),
                     partner.max_body_bytes
+                ),
+            );
+        }
+        // Asana's unsigned first request, which hands the signing secret
+        // over: answered only while the partner enrols, the secret logged
+        // sealed to the operator's key and kept nowhere
+        if let Some(enrolled) = partner.enroll(&request.headers) {
+            return match enrolled {
+                Ok(Enrolled {
+                    answer,
+                    sealed_secret,
+                }) => {
+                    // warn: the operator must act (and the local stack
+                    // shows warnings only)
+                    tracing::warn!(
+                        partner = %partner.name,
+                        sealed_secret = %sealed_secret,
+                        "handshake answered: the secret it handed over is sealed to the \
+                         partner's enroll_key; open it with `hookbox enroll-key open`"
+                    );
+                    IngestResponse {
+                        sealed_secret: Some(sealed_secret),
+                        ..IngestResponse::handshake(answer)
+                    }
+                }
+                Err(EnrollFailed::Refused(e)) => {
+                    let (status, code) = e.status_and_code();
+                    tracing::info!(partner = %partner.name, reason = code, error = %e, "handshake refused");
+                    IngestResponse::rejected(status, code, e.to_string())
+                }
+                Err(EnrollFailed::Seal(e)) => {
+                    tracing::error!(partner = %partner.name, error = %e, "handshake not answered");
+                    IngestResponse::unavailable()
+                }
+            };
+        }
+        if partner.secrets.is_empty() {
+            // enrolling, and the operator has not added the secret yet
+            tracing::info!(partner = %partner.name, "no secret yet: the partner is enrolling");
+            return IngestResponse::rejected(
+                401,
+                "no_secret_yet",
+                format!(
+                    "partner {} is enrolling and has no secret to verify with yet: add the one \
+                     its handshake handed over to \"secrets\"",
+                    partner.name
                 ),
             );
         }

@@ -6,8 +6,9 @@
 //! GET ones (Meta's `hub.challenge` with its verify token, Dropbox's
 //! `challenge`). A wrongly signed POST handshake, a GET with the wrong
 //! verify token, an over-long challenge and a GET to a partner whose
-//! provider sends none are refused with a 4xx. Through PostgreSQL and
-//! through the Data API.
+//! provider sends none are refused with a 4xx. Asana's unsigned first
+//! request is echoed only for a partner that enrols (`enroll_key`), 403
+//! otherwise. Through PostgreSQL and through the Data API.
 
 use hookbox::signature::Secret;
 use hookbox::signature::presets::{self, Outgoing, SigningKey};
@@ -24,6 +25,8 @@ const DROPBOX_APP_SECRET: &str = "dropbox-app-secret";
 /// Discord signs with the application's private key; its public key is
 /// the partner's secret.
 const DISCORD_SEED: [u8; 32] = [7; 32];
+/// The secret of Asana's documented handshake ("Establish a webhook").
+const ASANA_SECRET: &str = "b537207f20cbfa02357cf448134da559e8bd39d61597dcd5631b8012eae53e81";
 
 /// The answer: status, content type, `X-Content-Type-Options`, body.
 type Answer = (u16, Option<String>, Option<String>, String);
@@ -130,6 +133,9 @@ async fn handshakes_on_the_local_stack(data_api: bool) {
                               "verify_tokens": ["old-token", META_VERIFY_TOKEN]});
     partners["dropbox"] = json!({"signature": {"scheme": "preset", "name": "dropbox"},
                                  "secrets": [DROPBOX_APP_SECRET]});
+    let operator = hookbox::config::enroll::EnrollPrivateKey::generate();
+    partners["asana"] = json!({"preset": "asana", "enroll_key": operator.public().to_base64()});
+    partners["asana-enrolled"] = json!({"preset": "asana", "secrets": [ASANA_SECRET]});
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("hookbox.json");
     std::fs::write(&path, config.to_string()).expect("write config");
@@ -216,6 +222,31 @@ async fn handshakes_on_the_local_stack(data_api: bool) {
             r#"{"type":1}"#.into()
         )
     );
+
+    // Asana's unsigned first request, to a partner that enrols: the header
+    // echoed, 200, no body; to one that does not: 403, nothing echoed
+    let asana = |partner: &'static str| {
+        client
+            .http
+            .post(format!("{}/webhooks/{partner}", client.base))
+            .header("X-Hook-Secret", ASANA_SECRET)
+            .send()
+    };
+    let echoed = asana("asana").await.expect("POST");
+    assert_eq!(echoed.status(), 200);
+    assert_eq!(
+        echoed
+            .headers()
+            .get("x-hook-secret")
+            .and_then(|v| v.to_str().ok()),
+        Some(ASANA_SECRET)
+    );
+    assert!(echoed.headers().get("content-type").is_none());
+    assert_eq!(echoed.text().await.expect("body"), "");
+    let refused = asana("asana-enrolled").await.expect("POST");
+    assert_eq!(refused.status(), 403);
+    assert!(refused.headers().get("x-hook-secret").is_none());
+    assert!(!refused.text().await.expect("body").contains(ASANA_SECRET));
 
     // GET handshakes: Meta's example request, Dropbox's challenge
     let meta = [

@@ -12,6 +12,7 @@
 mod common;
 mod destination;
 mod dlq;
+mod enroll;
 mod inbox;
 mod outbox;
 mod send;
@@ -74,6 +75,10 @@ enum Command {
     /// The provider presets, one a line: name, provider, signature recipe
     /// (tab-separated).
     Presets,
+    /// The key pair that enrols a partner whose provider hands its secret
+    /// over in a handshake (Asana): new, open.
+    #[command(subcommand)]
+    EnrollKey(enroll::EnrollKeyCommand),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -291,6 +296,7 @@ fn main() -> ExitCode {
         Command::Dlq(command) => common::block_on(dlq::run(command)),
         Command::Send(args) => common::block_on(send::run(args)),
         Command::Presets => Ok(list_presets()),
+        Command::EnrollKey(command) => enroll::run(command),
     };
     result.unwrap_or_else(common::Failure::report)
 }

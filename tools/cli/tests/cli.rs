@@ -746,3 +746,87 @@ fn an_unknown_preset_or_a_preset_with_a_scheme_is_a_usage_error() {
     ]);
     assert_eq!(code(&both), 2);
 }
+
+#[test]
+fn enroll_key_new_then_open_gives_back_the_sealed_secret() {
+    use hookbox::config::enroll::EnrollKey;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let key = dir.path().join("asana.key");
+    let key_arg = key.to_str().expect("utf-8 path");
+    let out = hookbox(&["enroll-key", "new", "--out", key_arg]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let public = stdout(&out).trim().to_owned();
+    let private = std::fs::read_to_string(&key).expect("key file");
+    assert!(
+        !stdout(&out).contains(private.trim()),
+        "the private key is not printed"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&key).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    // never overwritten
+    let again = hookbox(&["enroll-key", "new", "--out", key_arg]);
+    assert_eq!(code(&again), 2, "{}", stderr(&again));
+    assert_eq!(std::fs::read_to_string(&key).expect("key file"), private);
+
+    // what ingest logs, opened by the operator: as an argument or on stdin
+    let secret = "b537207f20cbfa02357cf448134da559e8bd39d61597dcd5631b8012eae53e81";
+    let sealed = EnrollKey::from_base64(&public)
+        .expect("public key")
+        .seal(secret)
+        .expect("sealed");
+    let out = hookbox(&["enroll-key", "open", "--key", key_arg, &sealed]);
+    assert_eq!(
+        (code(&out), stdout(&out)),
+        (0, format!("{secret}\n")),
+        "{}",
+        stderr(&out)
+    );
+    let mut child = Command::new(BIN)
+        .args(["enroll-key", "open", "--key", key_arg])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().expect("stdin");
+        writeln!(stdin, "{sealed}").expect("write");
+    }
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!((code(&out), stdout(&out)), (0, format!("{secret}\n")));
+
+    // another key, an altered or unreadable value: refused, nothing shown
+    let other = dir.path().join("other.key");
+    let out = hookbox(&["enroll-key", "new", "--out", other.to_str().expect("path")]);
+    assert_eq!(code(&out), 0);
+    let out = hookbox(&[
+        "enroll-key",
+        "open",
+        "--key",
+        other.to_str().expect("path"),
+        &sealed,
+    ]);
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains("does not open with this private key"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).is_empty());
+    let out = hookbox(&["enroll-key", "open", "--key", key_arg, "not base64!"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("standard base64"), "{}", stderr(&out));
+    let missing = dir.path().join("missing.key");
+    let out = hookbox(&[
+        "enroll-key",
+        "open",
+        "--key",
+        missing.to_str().expect("path"),
+        &sealed,
+    ]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+}

@@ -2,8 +2,11 @@
 //! for byte as each documents it. Pure: the caller decides when a request
 //! is a handshake's and sends the [`HandshakeAnswer`]; nothing here stores
 //! anything. Ingest calls [`Handshake::answer_post`] once a partner's
-//! request verified (`inbox::ingest`); [`Handshake::answer_get`] (Meta,
-//! Dropbox) is not routed yet, nor is Asana's unsigned first request.
+//! request verified (`inbox::ingest`), [`Handshake::answer_get`] (Meta,
+//! Dropbox) for a GET the authorizer let through, and
+//! [`Handshake::answer_enrollment`] for Asana's unsigned first request, only
+//! while the partner is enrolling (`config::enroll`: the secret it hands
+//! over is sealed to the operator's key, never kept).
 //!
 //! A challenge that is echoed is bounded ([`MAX_CHALLENGE_BYTES`]) and must
 //! be visible ASCII: what the providers send, and nothing a browser or a
@@ -140,6 +143,38 @@ impl Handshake {
         !matches!(self, Self::DropboxChallenge | Self::AsanaHookSecret)
     }
 
+    /// Whether the provider hands its signing secret over in the handshake
+    /// (Asana's `X-Hook-Secret`): answered only while the partner has an
+    /// `enroll_key`, see [`Handshake::answer_enrollment`].
+    pub fn hands_over_a_secret(self) -> bool {
+        matches!(self, Self::AsanaHookSecret)
+    }
+
+    /// Asana's first request, which carries the secret that will sign its
+    /// events in `X-Hook-Secret` and is not signed itself (`None`: not
+    /// that handshake). The answer echoes the header, 200 with no body, as
+    /// Asana's documentation shows; the `&str` is the secret, for the
+    /// caller to seal. The caller decides whether the partner may enrol.
+    pub fn answer_enrollment<'h>(
+        self,
+        headers: &Headers<'h>,
+    ) -> Option<Result<(HandshakeAnswer, &'h str), HandshakeError>> {
+        if !self.hands_over_a_secret() {
+            return None;
+        }
+        let name = self.as_str();
+        let echoed = headers.get("X-Hook-Secret")?;
+        Some(visible(name, "X-Hook-Secret", echoed).map(|echoed| {
+            let answer = HandshakeAnswer {
+                status: 200,
+                content_type: None,
+                headers: vec![("X-Hook-Secret", echoed.to_owned())],
+                body: Vec::new(),
+            };
+            (answer, echoed)
+        }))
+    }
+
     /// The answer to a POST, when it is this handshake (`None`: an ordinary
     /// event). For an authenticated handshake, call it only once the
     /// request verified; `secret` is the secret that verified it (Zoom
@@ -182,17 +217,9 @@ impl Handshake {
                 let body = json()?;
                 (body["type"] == 1).then(|| Ok(HandshakeAnswer::json(r#"{"type":1}"#.to_owned())))
             }
-            Self::AsanaHookSecret => {
-                let echoed = headers.get("X-Hook-Secret")?;
-                Some(
-                    visible(name, "X-Hook-Secret", echoed).map(|echoed| HandshakeAnswer {
-                        status: 200,
-                        content_type: None,
-                        headers: vec![("X-Hook-Secret", echoed.to_owned())],
-                        body: Vec::new(),
-                    }),
-                )
-            }
+            // unsigned: answered before verification, and only while
+            // enrolling (`answer_enrollment`)
+            Self::AsanaHookSecret => None,
             Self::MetaVerifyToken | Self::DropboxChallenge => {
                 Some(Err(HandshakeError::WrongMethod {
                     handshake: name,
@@ -408,26 +435,43 @@ mod tests {
     }
 
     #[test]
-    fn asana_hook_secret_is_echoed_in_its_header() {
-        let answer = post(
-            Handshake::AsanaHookSecret,
-            &[("X-Hook-Secret", "b537207f20cbfa02357cf448134da559")],
-            "",
-        )
-        .expect("a handshake")
-        .expect("answered");
-        assert_eq!(
-            answer.headers,
-            vec![(
-                "X-Hook-Secret",
-                "b537207f20cbfa02357cf448134da559".to_owned()
-            )]
-        );
+    fn asana_hook_secret_is_echoed_in_its_header_only_as_an_enrollment() {
+        // Asana's documented example (developers.asana.com, "Establish a
+        // webhook"): the header echoed, 200, no body
+        let secret = "b537207f20cbfa02357cf448134da559e8bd39d61597dcd5631b8012eae53e81";
+        let headers = Headers::from_pairs([("X-Hook-Secret", secret)]);
+        let (answer, handed) = Handshake::AsanaHookSecret
+            .answer_enrollment(&headers)
+            .expect("a handshake")
+            .expect("answered");
+        assert_eq!(handed, secret);
+        assert_eq!(answer.status, 200);
+        assert_eq!(answer.content_type, None);
+        assert_eq!(answer.headers, vec![("X-Hook-Secret", secret.to_owned())]);
         assert!(answer.body.is_empty());
+        // an event is not a handshake; nor is it one of `answer_post`'s
+        let event = Headers::from_pairs([("X-Hook-Signature", "00")]);
+        assert_eq!(Handshake::AsanaHookSecret.answer_enrollment(&event), None);
         assert_eq!(
-            post(Handshake::AsanaHookSecret, &[], r#"{"events":[]}"#),
+            post(Handshake::AsanaHookSecret, &[("X-Hook-Secret", secret)], ""),
             None
         );
+        // only Asana hands a secret over
+        assert_eq!(
+            Handshake::SlackUrlVerification.answer_enrollment(&headers),
+            None
+        );
+        // a secret that could not be a header value or is unbounded
+        for bad in ["", "a b", &"a".repeat(MAX_CHALLENGE_BYTES + 1)] {
+            let headers = Headers::from_pairs([("X-Hook-Secret", bad)]);
+            assert!(matches!(
+                Handshake::AsanaHookSecret.answer_enrollment(&headers),
+                Some(Err(HandshakeError::Unusable {
+                    field: "X-Hook-Secret",
+                    ..
+                }))
+            ));
+        }
     }
 
     #[test]

@@ -32,9 +32,9 @@ pub fn providers_page() -> String {
          them too: Meta's `hub.verify_token` must be one of the partner's \
          `verify_tokens`, a challenge must be 1 to 1,024 bytes of visible ASCII; any other \
          GET, and a GET to a partner whose provider sends none, gets API Gateway's 403. \
-         Asana's unsigned first request is not answered: its `X-Hook-Secret` would have \
-         to be kept as the partner's secret, which hookbox does not do (issue #28), so \
-         Asana cannot be enabled against hookbox yet.\n",
+         Asana's first request is unsigned and hands over the secret that signs what \
+         follows: it is answered only while the partner has an `enroll_key`, and the \
+         secret is logged sealed to that key, never kept (see Asana below).\n",
     );
     for preset in PRESETS {
         page.push_str(&section(preset));
@@ -61,17 +61,55 @@ fn section(preset: &Preset) -> String {
          - **Event id:** {event_id}.\n\
          - **Event type:** {event_type}.\n\
          - **Handshake:** {handshake}.\n\n\
-         ```json\n{config}\n```\n",
+         ```json\n{config}\n```\n{enrolment}",
         provider = preset.provider,
         name = preset.name,
         recipe = preset.recipe,
         proves = proves(preset.recipe),
         docs = preset.docs,
         secret = preset.secret.trim_end_matches('.'),
-        rotation = rotation(preset.recipe),
+        rotation = if preset.handshake.is_some_and(Handshake::hands_over_a_secret) {
+            "the provider makes the secret: enrol again (below) with a new webhook, put \
+             its secret first in `secrets`, then delete the old webhook and remove its \
+             secret."
+        } else {
+            rotation(preset.recipe)
+        },
         event_id = field(preset.event_id, "the dedupe key", true),
         event_type = field(preset.event_type, "what routes match", false),
         config = config(preset),
+        enrolment = enrolment(preset),
+    )
+}
+
+/// How to enrol a partner whose provider hands its secret over in the
+/// handshake (Asana), step by step.
+fn enrolment(preset: &Preset) -> String {
+    if !preset.handshake.is_some_and(Handshake::hands_over_a_secret) {
+        return String::new();
+    }
+    format!(
+        "\n**Enrolment.** The provider makes the secret and hands it over in the \
+         handshake, which is unsigned: hookbox never adopts it by itself (anyone who knows \
+         the URL could send one) and never keeps it in clear.\n\n\
+         1. `hookbox enroll-key new --out {name}.key` writes a private key (mode 0600) and \
+         prints its public key.\n\
+         2. Configure the partner with `\"enroll_key\": \"<that public key>\"` instead of \
+         `secrets` (beside them if it has some), deploy.\n\
+         3. Create the webhook in the provider. Ingest echoes the handshake and logs \
+         `handshake answered` with `sealed_secret`: the secret sealed to your key \
+         (libsodium's `crypto_box_seal`). Until step 5 the new webhook's events get 401 \
+         (`no_secret_yet` while the partner has no secret), and the provider retries \
+         them.\n\
+         4. `hookbox enroll-key open --key {name}.key <sealed_secret>` prints the secret.\n\
+         5. Put it first in the partner's `secrets`, remove `enroll_key`, deploy (or \
+         update the Secrets Manager secret): the configuration above. A handshake to a \
+         partner without `enroll_key` gets 403 `not_enrolling`.\n\n\
+         Only you can open the log line. Expect exactly one while you create the \
+         webhook: if there are more, someone else knows the URL, so adopt none, delete \
+         the webhook and enrol again (`allowed_cidrs` with the provider's addresses \
+         narrows who can send one).\n",
+        name = preset.name
     )
 }
 
@@ -133,7 +171,9 @@ fn answer(handshake: Handshake) -> &'static str {
         }
         Handshake::DropboxChallenge => "a GET whose `challenge` is echoed as text/plain",
         Handshake::AsanaHookSecret => {
-            "the first POST's `X-Hook-Secret` echoed; it becomes the signing secret"
+            "the first POST's `X-Hook-Secret` echoed (200, no body) while the partner has an \
+             `enroll_key`, 403 `not_enrolling` otherwise; the secret is logged sealed to that \
+             key, never kept"
         }
     }
 }
