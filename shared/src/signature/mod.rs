@@ -42,6 +42,7 @@
 //!
 //! [`Clock`]: crate::clock::Clock
 
+mod body_fields;
 mod config;
 mod crypto;
 mod error;
