@@ -65,6 +65,7 @@ mod standard_webhooks;
 mod stripe;
 mod timestamp;
 mod twilio;
+mod twilio_url;
 mod verifier;
 
 #[cfg(test)]
