@@ -32,9 +32,29 @@ const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 /// The high bit of each byte of `word` equal to `byte` (exact: no false
 /// positives, whatever the other bytes).
-fn equal_bytes(word: u64, byte: u8) -> u64 {
+pub(crate) fn equal_bytes(word: u64, byte: u8) -> u64 {
     let x = word ^ (ONES * u64::from(byte));
     !(((x & !HIGHS) + !HIGHS) | x) & HIGHS
+}
+
+/// The index of the first `byte` in `bytes`, eight bytes at a time.
+pub(crate) fn find_byte(bytes: &[u8], byte: u8) -> Option<usize> {
+    let mut words = bytes.chunks_exact(8);
+    let mut at = 0;
+    for chunk in &mut words {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let found = equal_bytes(u64::from_le_bytes(word), byte);
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    words
+        .remainder()
+        .iter()
+        .position(|&b| b == byte)
+        .map(|i| at + i)
 }
 
 /// A hex digit's value (either case).

@@ -116,9 +116,13 @@ impl<'a> Headers<'a> {
     /// The value of header `name`, or `None` when absent; an error when it
     /// appears more than once with different values.
     pub(crate) fn unique(&self, name: &str) -> Result<Option<&'a str>, &'static str> {
+        // The cheap key first, as in `unique_many`: a request's other
+        // headers often have the name's length (Twitch sends four of 33
+        // bytes), and comparing those in full cost more than the key.
+        let wanted = key(name);
         let mut found: Option<&'a str> = None;
         for (n, v) in &self.pairs {
-            if n.eq_ignore_ascii_case(name) {
+            if key(n) == wanted && same_name(n, name) {
                 let v = trim_ows(v);
                 match found {
                     None => found = Some(v),
@@ -222,11 +226,25 @@ fn same_name(a: &str, b: &str) -> bool {
     a == b || a.eq_ignore_ascii_case(b)
 }
 
-/// Length and lower-cased last byte: different keys, different names
-/// (ignoring ASCII case).
-fn key(name: &str) -> (usize, u8) {
-    let last = name.as_bytes().last().map_or(0, u8::to_ascii_lowercase);
-    (name.len(), last)
+/// Length and the last four bytes with bit 5 set (which lower-cases
+/// ASCII letters and maps equal names, ignoring ASCII case, to equal
+/// keys): different keys, different names. Names differ most at their
+/// end (`-Signature`, `-Timestamp`, `-Id`).
+fn key(name: &str) -> (usize, u32) {
+    let bytes = name.as_bytes();
+    // One load for the usual name (a copy of a variable length would
+    // call `memcpy` for every header compared).
+    let tail = match bytes
+        .len()
+        .checked_sub(4)
+        .and_then(|start| bytes.get(start..))
+    {
+        Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]),
+        _ => bytes
+            .iter()
+            .fold(0u32, |word, &byte| (word << 8) | u32::from(byte)),
+    };
+    (bytes.len(), tail | 0x2020_2020)
 }
 
 #[cfg(test)]
@@ -266,6 +284,42 @@ mod tests {
         assert!(!same_name("webhook-id", "webhook-i"));
         let clash = Headers::from_pairs([("x-two", "2"), ("X-TWO", "3")]);
         assert!(clash.unique_many(["x-one", "x-two"]).is_err());
+    }
+
+    #[test]
+    fn names_equal_ignoring_ascii_case_have_equal_keys() {
+        let names = [
+            "",
+            "a",
+            "A",
+            "ab",
+            "x-Id",
+            "X-ID",
+            "@",
+            "`",
+            "Twitch-Eventsub-Message-Signature",
+            "twitch-eventsub-message-signature",
+            "Twitch-Eventsub-Message-Timestamp",
+        ];
+        for a in names {
+            for b in names {
+                if a.eq_ignore_ascii_case(b) {
+                    assert_eq!(key(a), key(b), "{a:?} {b:?}");
+                }
+            }
+        }
+        assert_ne!(
+            key("Twitch-Eventsub-Message-Signature"),
+            key("Twitch-Eventsub-Message-Timestamp")
+        );
+        let twitch = Headers::from_pairs([
+            ("Twitch-Eventsub-Message-Timestamp", "t"),
+            ("twitch-eventsub-message-signature", "s"),
+        ]);
+        assert_eq!(
+            twitch.unique("Twitch-Eventsub-Message-Signature"),
+            Ok(Some("s"))
+        );
     }
 }
 

@@ -20,6 +20,7 @@ use sha2::{Digest as _, Sha256};
 use super::config::{Algorithm, SchemeKind};
 use super::crypto;
 use super::error::SignatureError;
+use super::form::find_byte;
 use super::headers::Headers;
 use super::json;
 use super::secret::Secret;
@@ -158,7 +159,9 @@ fn flat_strings<'d, const N: usize>(
 /// `header.claims.signature` split at its two dots; `None` unless there
 /// are exactly two.
 fn split3(value: &str) -> Option<(&str, &str, &str)> {
-    let dot = |text: &str| text.bytes().position(|b| b == b'.');
+    // Eight bytes at a time: byte by byte, finding the dots of a 200-byte
+    // token cost about a thousand instructions.
+    let dot = |text: &str| find_byte(text.as_bytes(), b'.');
     let first = dot(value)?;
     let (protected, rest) = (value.get(..first)?, value.get(first + 1..)?);
     let second = dot(rest)?;

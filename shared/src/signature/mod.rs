@@ -42,6 +42,7 @@
 //!
 //! [`Clock`]: crate::clock::Clock
 
+mod body_fields;
 mod config;
 mod crypto;
 mod error;
@@ -64,6 +65,7 @@ mod standard_webhooks;
 mod stripe;
 mod timestamp;
 mod twilio;
+mod twilio_url;
 mod verifier;
 
 #[cfg(test)]

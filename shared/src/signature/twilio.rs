@@ -24,6 +24,7 @@ use super::keys::{KeyUse, PreparedKey};
 use super::parse::{self, ParseError};
 use super::recipe::KeyFormat;
 use super::secret::Secret;
+use super::twilio_url::TwilioUrl;
 use super::verifier::{SignedRequest, Verified, check_secrets, key_rejected};
 
 const SCHEME: SchemeKind = SchemeKind::Twilio;
@@ -89,8 +90,8 @@ pub(crate) fn verify_with<'a>(
     let url = request.url.ok_or(SignatureError::MissingUrl {
         scheme: SCHEME.as_str(),
     })?;
-    let variants = parse::twilio_url_variants(url).map_err(malformed_url)?;
-    let body_hash = parse::twilio_body_sha256(url).map_err(malformed_url)?;
+    let url = TwilioUrl::parse(url).map_err(malformed_url)?;
+    let body_hash = url.body_sha256().map_err(malformed_url)?;
 
     let mut form = None;
     if body_hash.is_none() {
@@ -106,7 +107,9 @@ pub(crate) fn verify_with<'a>(
     }
 
     check_secrets(scheme, secrets)?;
-    let urls = [variants.without_port.as_str(), variants.with_port.as_str()];
+    // The URL's two spellings, in pieces (no string built for them).
+    let (without_port, with_port) = (url.without_port(), url.with_port());
+    let urls: [&[&str]; 2] = [&without_port, &with_port];
     let mut matched = None;
     'secrets: for (index, secret) in secrets.iter().enumerate() {
         // The HMAC state keyed once per secret and kept with it.
@@ -116,7 +119,9 @@ pub(crate) fn verify_with<'a>(
         };
         for url in urls {
             let mut mac = keyed.clone();
-            mac.update(url.as_bytes());
+            for piece in url {
+                mac.update(piece.as_bytes());
+            }
             for (key, value) in form.iter().flat_map(Form::pairs) {
                 mac.update(key);
                 mac.update(value);
