@@ -7,7 +7,7 @@
 use hookbox_torture::{Adapter, Scenario, quiet_injected_crashes, run};
 
 const SEEDS: [u64; 3] = [1, 2, 3];
-const WEBHOOKS: usize = 2_000;
+const WEBHOOKS: usize = 1_000;
 
 async fn bounded(adapter: Adapter) {
     // failpoints are process-wide: one scenario at a time
