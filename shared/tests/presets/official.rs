@@ -155,6 +155,29 @@ pub(super) const VECTORS: &[Vector] = &[
         wrong_secret: "whsec_c2VjcmV0",
         ..V
     },
+    // GitLab's signing token follows the Standard Webhooks specification
+    // (gitlab-org/gitlab merge request 230944, "Add webhook HMAC signing
+    // token": `webhook-signature` is `v1,<base64>` of HMAC-SHA256 over
+    // `{webhook-id}.{timestamp}.{body}`, checked there with the
+    // standardwebhooks library), so the specification's vector is the
+    // signature GitLab sends.
+    Vector {
+        preset: "gitlab-signed",
+        source: Source::Official(
+            "standard-webhooks/standard-webhooks libraries/python/tests/test_webhooks.py (GitLab signs as the specification: gitlab-org/gitlab!230944)",
+        ),
+        headers: &[
+            ("webhook-id", SW_ID),
+            ("webhook-timestamp", "1614265330"),
+            ("webhook-signature", SW_SIGNATURE),
+            ("X-Gitlab-Event", "Push Hook"),
+        ],
+        body: SW_BODY,
+        secrets: &[SW_SECRET],
+        now: 1_614_265_330,
+        wrong_secret: "whsec_c2VjcmV0",
+        ..V
+    },
     svix_vector(
         "svix",
         "svix/svix-webhooks javascript/src/webhook.test.ts (the fixed vector, svix-* headers)",

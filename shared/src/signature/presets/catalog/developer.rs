@@ -64,6 +64,27 @@ pub(crate) const GITLAB: Preset = Preset {
     },
 };
 
+/// GitLab's signing token (Standard Webhooks: `webhook-id`, which is the
+/// request's `Idempotency-Key`, `webhook-timestamp`, `webhook-signature`).
+pub(crate) const GITLAB_SIGNED: Preset = Preset {
+    name: "gitlab-signed",
+    provider: "GitLab (webhooks with a signing token)",
+    recipe: Recipe::Scheme(SchemeKind::StandardWebhooks),
+    tolerance_secs: Some(300),
+    event_id: Header("webhook-id"),
+    event_type: Header("X-Gitlab-Event"),
+    handshake: None,
+    secret: "the webhook's signing token (`whsec_…`, a 32-byte key)",
+    docs: "https://docs.gitlab.com/user/project/integrations/webhooks/",
+    sample: Sample {
+        headers: &[
+            ("webhook-id", "3b5a0b9e-8f65-4d4f-9a57-0c2f0e0d6c11"),
+            ("X-Gitlab-Event", "Push Hook"),
+        ],
+        body: r#"{"object_kind":"push","ref":"refs/heads/main"}"#,
+    },
+};
+
 pub(crate) const JIRA: Preset = Preset {
     name: "jira",
     provider: "Jira / Atlassian (webhooks with a secret)",

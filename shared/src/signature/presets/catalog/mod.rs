@@ -70,6 +70,7 @@ pub static PRESETS: &[Preset] = &[
     business::DROPBOX,
     developer::GITHUB,
     developer::GITLAB,
+    developer::GITLAB_SIGNED,
     business::HUBSPOT,
     messaging::INTERCOM,
     developer::JIRA,
