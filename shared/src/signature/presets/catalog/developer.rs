@@ -50,7 +50,7 @@ pub(crate) const GITLAB: Preset = Preset {
     event_id: Header("X-Gitlab-Event-UUID"),
     event_type: Header("X-Gitlab-Event"),
     handshake: None,
-    secret: "the webhook's secret token (sent as is in `X-Gitlab-Token`)",
+    secret: "the webhook's secret token (sent as is in `X-Gitlab-Token`); where the GitLab instance offers a signing token, prefer it and the `gitlab-signed` preset, which proves the body",
     docs: "https://docs.gitlab.com/user/project/integrations/webhooks/",
     sample: Sample {
         headers: &[
