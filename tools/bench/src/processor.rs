@@ -261,22 +261,39 @@ pub async fn run(
         elapsed += took;
         own_cpu += cpu.0 * n as f64;
         pg_cpu += cpu.1 * n as f64;
-        // pgbench on its own rows, with as many again as a margin
-        let base = to;
-        insert_pending(db.as_ref(), base, base + 2 * per_run).await?;
-        db.execute(
-            &Statement::new(
-                "bench.sequence_reset",
-                "ALTER SEQUENCE bench_batch RESTART WITH 1",
-            ),
-            &hookbox::params! {},
-        )
-        .await?;
-        let pgb = bench.pgbench(&url, &pgbench_script(base), CONCURRENCY, slice_seconds)?;
-        anyhow::ensure!(
-            pgb.transactions * (BATCH as u64) < 2 * per_run,
-            "pgbench ran out of rows"
-        );
+        // pgbench on its own rows, with as many again as a margin. The
+        // margin follows hookbox's rate, and pgbench's C client can go far
+        // faster (the --quick run's hookbox is a debug build): a slice that
+        // used up its rows measured empty claims, so it is run again on
+        // fresh rows, four times as many, rather than counted.
+        let (mut base, mut rows) = (to, 2 * per_run);
+        let mut tries = 0;
+        let pgb = loop {
+            insert_pending(db.as_ref(), base, base + rows).await?;
+            db.execute(
+                &Statement::new(
+                    "bench.sequence_reset",
+                    "ALTER SEQUENCE bench_batch RESTART WITH 1",
+                ),
+                &hookbox::params! {},
+            )
+            .await?;
+            let pgb = bench.pgbench(&url, &pgbench_script(base), CONCURRENCY, slice_seconds)?;
+            if pgb.transactions * (BATCH as u64) < rows {
+                break pgb;
+            }
+            tries += 1;
+            anyhow::ensure!(
+                tries < 4,
+                "pgbench ran out of rows {tries} times (last: {rows} rows in {slice_seconds} s)"
+            );
+            eprintln!(
+                "   processor slice: pgbench used all {rows} rows; again with {}",
+                4 * rows
+            );
+            base += rows;
+            rows *= 4;
+        };
         eprintln!(
             "   processor slice: hookbox {:.0}/s (PostgreSQL {:.0} µs each), pgbench {:.0}/s ({:.0} µs)",
             n as f64 / took.as_secs_f64(),
@@ -287,7 +304,7 @@ pub async fn run(
         pg_messages += pgb.transactions * BATCH as u64;
         pg_seconds += pgb.transactions as f64 / pgb.tps.max(1e-9);
         pgbench_cpu += pgb.pg_cpu_us * pgb.transactions as f64;
-        next_row = base + 2 * per_run;
+        next_row = base + rows;
     }
     let best_rate = processed as f64 / elapsed.as_secs_f64().max(1e-9);
     let best_pg = pg_messages as f64 / pg_seconds.max(1e-9);
