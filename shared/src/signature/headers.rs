@@ -21,27 +21,6 @@ pub fn is_usable_header_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
-/// The values of a group of names read by [`Headers::unique_each`], or
-/// the error a pass over the headers for these names alone stops at: the
-/// name repeated with different values first, in header order.
-pub(crate) fn settle<'a, const N: usize>(
-    names: [&'static str; N],
-    each: [Result<Option<&'a str>, usize>; N],
-) -> Result<[Option<&'a str>; N], SignatureError> {
-    let first = names
-        .iter()
-        .zip(&each)
-        .filter_map(|(name, result)| result.err().map(|at| (at, *name)))
-        .min_by_key(|&(at, _)| at);
-    if let Some((_, name)) = first {
-        return Err(SignatureError::MalformedHeader {
-            header: Cow::Borrowed(name),
-            reason: "repeated with different values",
-        });
-    }
-    Ok(each.map(|result| result.ok().flatten()))
-}
-
 /// Removes from an API Gateway event's JSON (`headers` and
 /// `multiValueHeaders`) the headers and values the `http` crate refuses:
 /// otherwise the whole event fails to deserialize before any hookbox code
@@ -155,32 +134,16 @@ impl<'a> Headers<'a> {
         Ok(found)
     }
 
-    /// [`Self::unique`] for several names in one pass over the headers
-    /// (stopping at the first conflict in header order).
-    #[cfg(test)]
+    /// [`Self::unique`] for several names in one pass over the headers.
     pub(crate) fn unique_many<const N: usize>(
         &self,
         names: [&'static str; N],
     ) -> Result<[Option<&'a str>; N], SignatureError> {
-        settle(names, self.unique_each(names))
-    }
-
-    /// Each of `names`' value (as [`Self::unique`]) in one pass over the
-    /// headers, without stopping at a conflict: `Err` with the index of
-    /// the header where the name was first repeated with a different
-    /// value. [`settle`] turns a group of them into what
-    /// [`Self::unique_many`] gives for that group alone, so that a caller
-    /// can read two families of names in one pass and report only the
-    /// conflicts of the one it uses.
-    pub(crate) fn unique_each<const N: usize>(
-        &self,
-        names: [&'static str; N],
-    ) -> [Result<Option<&'a str>, usize>; N] {
         // Cheap keys first (length, last letter), the full comparison only
         // when they match.
         let keys = names.map(key);
-        let mut found: [Result<Option<&'a str>, usize>; N] = [Ok(None); N];
-        for (at, (n, v)) in self.pairs.iter().enumerate() {
+        let mut found: [Option<&'a str>; N] = [None; N];
+        for (n, v) in &self.pairs {
             let k = key(n);
             for i in 0..N {
                 if keys[i] != k || !same_name(n, names[i]) {
@@ -188,14 +151,18 @@ impl<'a> Headers<'a> {
                 }
                 let v = trim_ows(v);
                 match found[i] {
-                    Ok(None) => found[i] = Ok(Some(v)),
-                    Ok(Some(prev)) if prev == v => {}
-                    Ok(Some(_)) => found[i] = Err(at),
-                    Err(_) => {}
+                    None => found[i] = Some(v),
+                    Some(prev) if prev == v => {}
+                    Some(_) => {
+                        return Err(SignatureError::MalformedHeader {
+                            header: Cow::Borrowed(names[i]),
+                            reason: "repeated with different values",
+                        });
+                    }
                 }
             }
         }
-        found
+        Ok(found)
     }
 
     /// Like [`Self::unique`], with the scheme's errors: missing or ambiguous.
@@ -317,39 +284,6 @@ mod tests {
         assert!(!same_name("webhook-id", "webhook-i"));
         let clash = Headers::from_pairs([("x-two", "2"), ("X-TWO", "3")]);
         assert!(clash.unique_many(["x-one", "x-two"]).is_err());
-    }
-
-    #[test]
-    fn settled_groups_report_their_first_conflict_in_header_order() {
-        fn repeated<const N: usize>(
-            name: &'static str,
-        ) -> Result<[Option<&'static str>; N], SignatureError> {
-            Err(SignatureError::MalformedHeader {
-                header: Cow::Borrowed(name),
-                reason: "repeated with different values",
-            })
-        }
-        let headers = Headers::from_pairs([
-            ("b", "1"),
-            ("a", "1"),
-            ("c", "1"),
-            ("a", "2"),
-            ("b", "2"),
-            ("a", "3"),
-            ("x", "1"),
-            ("x", "1"),
-        ]);
-        // `a` is repeated (fourth header) before `b` (fifth): as a pass
-        // that stops at the first conflict reports it.
-        assert_eq!(headers.unique_many(["b", "a", "x"]), repeated("a"));
-        assert_eq!(headers.unique_many(["b", "x"]), repeated("b"));
-        let [a, b, c, x, y] = headers.unique_each(["a", "b", "c", "x", "y"]);
-        assert_eq!(
-            settle(["c", "x", "y"], [c, x, y]),
-            Ok([Some("1"), Some("1"), None])
-        );
-        assert_eq!(settle(["b", "a"], [b, a]), repeated("a"));
-        assert_eq!(settle(["b"], [b]), repeated("b"));
     }
 
     #[test]

@@ -20,7 +20,7 @@ use zeroize::Zeroizing;
 use super::config::SchemeKind;
 use super::crypto::{self, BASE64, BASE64_OUT};
 use super::error::{SignError, SignatureError};
-use super::headers::{Headers, settle};
+use super::headers::Headers;
 use super::parse::{self, StandardSignatures};
 use super::secret::Secret;
 use super::timestamp::{self, check_tolerance};
@@ -62,33 +62,12 @@ struct Parsed<'a> {
 
 fn parse<'a>(headers: &Headers<'a>) -> Result<Parsed<'a>, SignatureError> {
     // `svix-*` only when the request has a `svix-signature` and no
-    // `webhook-signature`; a conflict among the `svix-*` headers is
-    // reported only then (both families read in one pass).
-    let [
-        id,
-        timestamp,
-        signature,
-        svix_id,
-        svix_timestamp,
-        svix_signature,
-    ] = headers.unique_each([
-        WEBHOOK.id,
-        WEBHOOK.timestamp,
-        WEBHOOK.signature,
-        SVIX.id,
-        SVIX.timestamp,
-        SVIX.signature,
-    ]);
-    let [id, timestamp, signature] = settle(
-        [WEBHOOK.id, WEBHOOK.timestamp, WEBHOOK.signature],
-        [id, timestamp, signature],
-    )?;
+    // `webhook-signature`.
+    let [id, timestamp, signature] =
+        headers.unique_many([WEBHOOK.id, WEBHOOK.timestamp, WEBHOOK.signature])?;
     let (names, id, timestamp, signature) = match signature {
         Some(_) => (&WEBHOOK, id, timestamp, signature),
-        None => match settle(
-            [SVIX.id, SVIX.timestamp, SVIX.signature],
-            [svix_id, svix_timestamp, svix_signature],
-        )? {
+        None => match headers.unique_many([SVIX.id, SVIX.timestamp, SVIX.signature])? {
             [svix_id, svix_timestamp, Some(svix_signature)] => {
                 (&SVIX, svix_id, svix_timestamp, Some(svix_signature))
             }
