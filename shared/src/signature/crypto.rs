@@ -314,10 +314,11 @@ fn decode_base64_into(text: &str, out: &mut [u8]) -> Result<(), &'static str> {
     } else if bytes.len() == padded_len && bytes[unpadded_len..].iter().all(|&b| b == b'=') {
         &bytes[..unpadded_len]
     } else {
+        let [.., values] = &STANDARD.0;
         return Err(
             if bytes
                 .iter()
-                .all(|&b| B64[usize::from(b)] != INVALID || b == b'=')
+                .all(|&b| values[usize::from(b)] != BAD || b == b'=')
             {
                 "signature has the wrong length"
             } else {
@@ -325,70 +326,123 @@ fn decode_base64_into(text: &str, out: &mut [u8]) -> Result<(), &'static str> {
             },
         );
     };
-    let mut invalid = 0u8;
-    let quads = data.chunks_exact(4);
-    let tail = quads.remainder();
-    let (full, rest) = out.split_at_mut(data.len() / 4 * 3);
-    for (triple, quad) in full.chunks_exact_mut(3).zip(quads) {
-        let v = [
-            B64[usize::from(quad[0])],
-            B64[usize::from(quad[1])],
-            B64[usize::from(quad[2])],
-            B64[usize::from(quad[3])],
-        ];
-        invalid |= (v[0] | v[1] | v[2] | v[3]) & INVALID;
-        let n = (u32::from(v[0]) << 18)
-            | (u32::from(v[1]) << 12)
-            | (u32::from(v[2]) << 6)
-            | u32::from(v[3]);
-        triple.copy_from_slice(&n.to_be_bytes()[1..]);
+    match decode_unpadded(&STANDARD, data, out) {
+        Ok(()) => Ok(()),
+        Err(Refused::NotCanonical) => Err("signature is not canonical base64"),
+        Err(Refused::Invalid) => Err("signature is not valid base64"),
     }
-    match (tail, rest) {
-        ([], []) => {}
-        (&[c0, c1], [a]) => {
-            let (v0, v1) = (B64[usize::from(c0)], B64[usize::from(c1)]);
-            invalid |= (v0 | v1) & INVALID;
-            if v1 & 0x0f != 0 {
-                return Err("signature is not canonical base64");
-            }
-            *a = (v0 << 2) | (v1 >> 4);
-        }
-        (&[c0, c1, c2], [a, b]) => {
-            let (v0, v1, v2) = (
-                B64[usize::from(c0)],
-                B64[usize::from(c1)],
-                B64[usize::from(c2)],
-            );
-            invalid |= (v0 | v1 | v2) & INVALID;
-            if v2 & 0x03 != 0 {
-                return Err("signature is not canonical base64");
-            }
-            *a = (v0 << 2) | (v1 >> 4);
-            *b = (v1 << 4) | (v2 >> 2);
-        }
-        // Other shapes cannot happen for the lengths computed above.
-        _ => return Err("signature has the wrong length"),
-    }
-    if invalid != 0 {
-        return Err("signature is not valid base64");
-    }
-    Ok(())
 }
 
-/// Marks a byte that is not in the base64 alphabet.
-const INVALID: u8 = 0x80;
+/// Why [`decode_unpadded`] refused its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// A character outside the alphabet (`=` included), or a length
+    /// that does not fill the output exactly.
+    Invalid,
+    /// Non-zero unused bits in the last character.
+    NotCanonical,
+}
 
-/// Standard base64 alphabet values; [`INVALID`] elsewhere (including `=`).
-const B64: [u8; 256] = {
-    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut table = [INVALID; 256];
-    let mut i = 0;
-    while i < 64 {
-        table[alphabet[i] as usize] = i as u8;
-        i += 1;
+/// Decodes unpadded base64 `data` (with `alphabet`'s characters) that
+/// must fill `out` exactly (`out.len()` is `data.len() * 3 / 4`), with
+/// the unused low bits of a last partial group zero (canonical, as the
+/// `base64` crate requires). Each character is read through a table of
+/// its value already shifted into place ([`BAD`] outside the alphabet),
+/// so that a group of four is four loads and three ORs; the characters
+/// are checked once, at the end (a signature is not secret: refusing it
+/// early or late tells nothing). Inlined for loops of constant length.
+#[inline(always)]
+pub(crate) fn decode_unpadded(
+    alphabet: &Alphabet,
+    data: &[u8],
+    out: &mut [u8],
+) -> Result<(), Refused> {
+    let [t18, t12, t6, t0] = &alphabet.0;
+    let at = |table: &[u32; 256], c: u8| table[usize::from(c)];
+    let quads = data.chunks_exact(4);
+    let tail = quads.remainder();
+    let whole = data.len() / 4 * 3;
+    if whole > out.len() {
+        return Err(Refused::Invalid);
     }
-    table
-};
+    let (full, rest) = out.split_at_mut(whole);
+    let mut bad = 0u32;
+    for (triple, quad) in full.chunks_exact_mut(3).zip(quads) {
+        let &[c0, c1, c2, c3] = quad else {
+            return Err(Refused::Invalid);
+        };
+        let n = at(t18, c0) | at(t12, c1) | at(t6, c2) | at(t0, c3);
+        bad |= n;
+        triple.copy_from_slice(&n.to_be_bytes()[1..]);
+    }
+    // A last partial group: its unused low bits must be zero.
+    let unused = match (tail, rest) {
+        ([], []) => 0,
+        (&[c0, c1], [a]) => {
+            let n = at(t18, c0) | at(t12, c1);
+            bad |= n;
+            *a = (n >> 16) as u8;
+            n & 0xffff
+        }
+        (&[c0, c1, c2], [a, b]) => {
+            let n = at(t18, c0) | at(t12, c1) | at(t6, c2);
+            bad |= n;
+            *a = (n >> 16) as u8;
+            *b = (n >> 8) as u8;
+            n & 0xff
+        }
+        _ => return Err(Refused::Invalid),
+    };
+    // Non-canonical first (whatever the other characters), as before.
+    if unused != 0 {
+        Err(Refused::NotCanonical)
+    } else if bad & BAD != 0 {
+        Err(Refused::Invalid)
+    } else {
+        Ok(())
+    }
+}
+
+/// Marks a byte that is not in the alphabet, in [`Alphabet`]'s tables.
+const BAD: u32 = 1 << 31;
+
+/// A base64 alphabet as four tables: each character's value shifted
+/// left by 18, 12, 6 and 0 bits (its place in a group of four), [`BAD`]
+/// for any other byte.
+pub(crate) struct Alphabet([[u32; 256]; 4]);
+
+impl Alphabet {
+    const fn new(characters: &[u8; 64]) -> Self {
+        let shifts = [18, 12, 6, 0];
+        let mut tables = [[BAD; 256]; 4];
+        let mut t = 0;
+        while t < 4 {
+            let mut i = 0;
+            while i < 64 {
+                tables[t][characters[i] as usize] = (i as u32) << shifts[t];
+                i += 1;
+            }
+            t += 1;
+        }
+        Self(tables)
+    }
+
+    /// The length decoded from `len` unpadded characters, `None` for a
+    /// length no encoding has (one more than a multiple of four).
+    pub(crate) fn decoded_len(len: usize) -> Option<usize> {
+        match len % 4 {
+            1 => None,
+            rest => Some(len / 4 * 3 + rest.saturating_sub(1)),
+        }
+    }
+}
+
+/// Standard base64 (`+/`).
+pub(crate) static STANDARD: Alphabet =
+    Alphabet::new(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
+/// Base64url (`-_`).
+pub(crate) static URL_SAFE: Alphabet =
+    Alphabet::new(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_");
 
 #[cfg(test)]
 mod tests {
@@ -462,6 +516,80 @@ mod tests {
         assert!(decode_base64("AP9=", 2).is_err());
         assert!(decode_base64("AP8==", 2).is_err());
         assert!(decode_base64("AP==", 2).is_err());
+    }
+
+    #[test]
+    fn base64_refuses_a_bad_character_at_every_position() {
+        use base64::Engine as _;
+        for len in [1, 2, 3, 20, 32, 64] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+            let padded = BASE64_OUT.encode(&bytes);
+            let unpadded = padded.trim_end_matches('=');
+            assert_eq!(
+                decode_base64(&padded, len).expect("valid").as_bytes(),
+                bytes
+            );
+            assert_eq!(
+                decode_base64(unpadded, len).expect("valid").as_bytes(),
+                bytes
+            );
+            for i in 0..unpadded.len() {
+                for bad in ["$", "=", "-", "_", "\u{e9}", "\0"] {
+                    let text = format!("{}{bad}{}", &padded[..i], &padded[i + 1..]);
+                    assert!(decode_base64(&text, len).is_err(), "{text:?}");
+                }
+            }
+            // Any other length: refused as such.
+            for n in 0..padded.len() + 3 {
+                if n != padded.len() && n != unpadded.len() {
+                    let text = "A".repeat(n);
+                    assert_eq!(
+                        decode_base64(&text, len).err(),
+                        Some("signature has the wrong length"),
+                        "{text:?}"
+                    );
+                }
+            }
+        }
+        // The unused bits of the last character, each in turn.
+        let mut text = BASE64_OUT.encode([0u8; 32]);
+        for (c, ok) in [
+            ("A", true),
+            ("B", false),
+            ("C", false),
+            ("D", false),
+            ("E", true),
+        ] {
+            text.replace_range(42..43, c);
+            let result = decode_base64(&text, 32);
+            assert_eq!(result.is_ok(), ok, "{text}");
+            if !ok {
+                assert_eq!(result.err(), Some("signature is not canonical base64"));
+            }
+        }
+        for (text, ok) in [
+            ("AA==", true),
+            ("AB==", false),
+            ("AI==", false),
+            ("AQ==", true),
+        ] {
+            assert_eq!(decode_base64(text, 1).is_ok(), ok, "{text}");
+        }
+        // Base64url: the other two characters.
+        let mut out = [0u8; 3];
+        assert_eq!(decode_unpadded(&URL_SAFE, b"-_-_", &mut out), Ok(()));
+        assert_eq!(out, [0xfb, 0xff, 0xbf]);
+        assert_eq!(
+            decode_unpadded(&URL_SAFE, b"+/+/", &mut out),
+            Err(Refused::Invalid)
+        );
+        assert_eq!(
+            decode_unpadded(&STANDARD, b"-_-_", &mut out),
+            Err(Refused::Invalid)
+        );
+        assert_eq!(Alphabet::decoded_len(5), None);
+        assert_eq!(Alphabet::decoded_len(43), Some(32));
+        assert_eq!(Alphabet::decoded_len(0), Some(0));
     }
 
     proptest::proptest! {

@@ -12,18 +12,16 @@
 //!
 //! What is saved is the per-byte percent-decoding iterator and an
 //! allocation for every parameter with a `+` or an escape: the names and
-//! values are decoded into one buffer the size of the body, sixteen bytes
-//! at a time while a block has no `%`, `&` or `=` (a branch-free loop the
-//! compiler vectorises, its `+`s turned into spaces), eight at a time in
-//! a block that has one, byte by byte at an escape. At 64 KiB of SMS text
-//! (an escape every fifty bytes or so) that is about 5 instructions a
-//! byte, 7.5 with words alone (callgrind); Twilio's recipe then reads
-//! about 0.55 of the bare HMAC rate. Going further needs wider vectors or
-//! finding escapes without a branch per block; the workspace forbids
-//! `unsafe` intrinsics.
+//! values are decoded, back to back, into one buffer the size of the
+//! body, sixteen bytes at a time (a branch-free loop the compiler
+//! vectorises, its `+`s turned into spaces, the position of the first
+//! `%`, `&` or `=` taken from the block's flags), byte by byte only at an
+//! escape; UTF-8 is checked only for a name or value with a byte that is
+//! not ASCII. The parameters are sorted as small records (the first eight
+//! bytes of the name and three offsets), and each one's name and value
+//! are fed to the MAC as one slice.
 
 use std::cmp::Ordering;
-use std::ops::Range;
 
 /// Each byte's lowest bit.
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -67,142 +65,172 @@ fn hex_digit(byte: u8) -> Option<u8> {
     }
 }
 
-/// Bytes copied per step of [`block`].
+/// Bytes decoded per step of [`block`].
 const BLOCK: usize = 16;
 
-/// Copies `chunk` into `slot` with each `+` turned into a space, and
-/// returns `true` when none of its bytes is special (`%`, `&`, and `=` in
-/// a name): then the copy is the decoded text. Written as a loop of
-/// constant length with no early exit and no branch in its body, which
-/// the compiler turns into a few vector instructions for the sixteen
-/// bytes (compare, blend, store, one test of the combined mask): an SMS
-/// text, whose words are joined by `+`, is copied at that rate between
-/// its escapes.
+/// Copies `chunk` into `slot` with each `+` turned into a space. Returns
+/// the index of its first special byte (`%`, `&`, or `=` in a name; the
+/// bytes before it are decoded text as copied), if any, and whether any
+/// byte has its high bit set (not ASCII). The copy and the test are a
+/// loop of constant length with no early exit and no branch in its body,
+/// which the compiler turns into a few vector instructions for the
+/// sixteen bytes (compare, blend, store, one test of the combined flags):
+/// an SMS text, whose words are joined by `+`, is copied at that rate.
+/// Only a block with a special byte then looks for it, in two words
+/// ([`first_special`]). (Marking the bytes in an array, or a mask built
+/// bit by bit, is not vectorised: measured 14-16 instructions a byte.)
 #[inline(always)]
-fn block(chunk: &[u8; BLOCK], slot: &mut [u8; BLOCK], name: bool) -> bool {
+fn block(chunk: &[u8; BLOCK], slot: &mut [u8; BLOCK], name: bool) -> (Option<usize>, bool) {
     let equals = if name { b'=' } else { b'&' };
     let mut special = 0u8;
+    let mut high = 0u8;
     for (out, &byte) in slot.iter_mut().zip(chunk) {
         *out = if byte == b'+' { b' ' } else { byte };
         special |= u8::from(byte == b'%') | u8::from(byte == b'&') | u8::from(byte == equals);
+        high |= byte;
     }
-    special == 0
+    let first = if special == 0 {
+        None
+    } else {
+        Some(first_special(chunk, equals))
+    };
+    (first, high >= 0x80)
 }
 
-/// A decoded name or value: where it is in the buffer, or the text it
-/// became when its bytes were not UTF-8 (replaced as
-/// `String::from_utf8_lossy` does).
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Piece {
-    At(Range<usize>),
-    Replaced(String),
+/// The index of the first `%`, `&` or `equals` in `chunk` (which has
+/// one), eight bytes at a time.
+#[inline(never)]
+fn first_special(chunk: &[u8; BLOCK], equals: u8) -> usize {
+    let mut at = 0;
+    for word in chunk.chunks_exact(8) {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(word);
+        let word = u64::from_le_bytes(bytes);
+        let found = equal_bytes(word, b'%') | equal_bytes(word, b'&') | equal_bytes(word, equals);
+        if found != 0 {
+            return at + (found.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    // Not reached (the block has a special byte): its end.
+    BLOCK
+}
+
+/// The body's last bytes from `start` (fewer than [`BLOCK`]) followed by
+/// `&`s: the end of the body reads as the end of a parameter.
+fn padded(body: &[u8], start: usize) -> [u8; BLOCK] {
+    let mut chunk = [b'&'; BLOCK];
+    for (slot, &byte) in chunk.iter_mut().zip(body.get(start..).unwrap_or_default()) {
+        *slot = byte;
+    }
+    chunk
 }
 
 /// Decodes `body[start..]` up to its first `&` (or `=` when `name`) into
 /// `out[at..]`: `+` a space, `%` and two hex digits their byte, anything
-/// else itself. Returns where it stopped in `body` and where the decoded
-/// text ends in `out`. `out` must have eight bytes to spare past the
-/// decoded text (the word stores); the decoded text is never longer than
-/// what it decodes.
-fn decode(body: &[u8], start: usize, out: &mut [u8], at: usize, name: bool) -> (usize, usize) {
+/// else itself. Returns where it stopped in `body`, where the decoded
+/// text ends in `out`, and whether it may not be ASCII. Sixteen bytes at
+/// a time: each block is stored whole at `at` and `at` moves past the
+/// bytes before its first special byte (all sixteen when it has none);
+/// at an escape, its byte is written and the blocks resume after it.
+/// `out` must have [`BLOCK`] bytes to spare past the decoded text, which
+/// is never longer than what it decodes. (A vector grown by `extend`
+/// instead measured slower at 64 KiB: its length went through memory on
+/// every block.)
+fn decode(
+    body: &[u8],
+    start: usize,
+    out: &mut [u8],
+    at: usize,
+    name: bool,
+) -> (usize, usize, bool) {
     let mut i = start;
     let mut at = at;
-    let stops = if name {
-        [b'%', b'&', b'=']
-    } else {
-        [b'%', b'&', b'&']
-    };
+    let mut high = false;
     loop {
-        // Sixteen bytes at a time while none is special (see `block`).
-        while let (Some(chunk), Some(slot)) = (body.get(i..i + BLOCK), out.get_mut(at..at + BLOCK))
-        {
-            let (Ok(chunk), Ok(slot)) = (<&[u8; BLOCK]>::try_from(chunk), slot.try_into()) else {
-                break;
-            };
-            if !block(chunk, slot, name) {
-                // A special byte: found by the words below.
-                break;
+        let tail;
+        let chunk: &[u8; BLOCK] = match body.get(i..i + BLOCK).and_then(|b| b.try_into().ok()) {
+            Some(chunk) => chunk,
+            None => {
+                tail = padded(body, i);
+                &tail
             }
-            i += BLOCK;
-            at += BLOCK;
-        }
-        // Then the block that has a special byte (or the body's last
-        // bytes), eight at a time while none is special: one store, `+`
-        // turned into a space in the register. The bytes before the
-        // first special one are right either way. At most a block's
-        // worth, so that the blocks resume after the special byte.
-        for _ in 0..BLOCK / 8 {
-            let (Some(chunk), Some(slot)) = (body.get(i..i + 8), out.get_mut(at..at + 8)) else {
-                break;
-            };
-            let mut bytes = [0u8; 8];
-            bytes.copy_from_slice(chunk);
-            let word = u64::from_le_bytes(bytes);
-            let plus = equal_bytes(word, b'+');
-            let spaced = word ^ ((plus >> 7) * u64::from(b'+' ^ b' '));
-            slot.copy_from_slice(&spaced.to_le_bytes());
-            let special = equal_bytes(word, stops[0])
-                | equal_bytes(word, stops[1])
-                | equal_bytes(word, stops[2]);
-            if special != 0 {
-                let before = (special.trailing_zeros() / 8) as usize;
-                i += before;
-                at += before;
-                break;
-            }
-            i += 8;
-            at += 8;
-        }
-        // One byte: a special one, or one of the last few of the body.
-        let Some(&byte) = body.get(i) else {
-            return (body.len(), at);
         };
-        if byte == b'&' || (name && byte == b'=') {
-            return (i, at);
-        }
-        let (decoded, used) = match byte {
-            b'+' => (b' ', 1),
-            b'%' => match (
-                body.get(i + 1).copied().and_then(hex_digit),
-                body.get(i + 2).copied().and_then(hex_digit),
-            ) {
-                (Some(high), Some(low)) => ((high << 4) | low, 3),
-                _ => (b'%', 1),
-            },
-            other => (other, 1),
-        };
-        match out.get_mut(at) {
-            Some(slot) => *slot = decoded,
+        let Some(slot) = out
+            .get_mut(at..at + BLOCK)
+            .and_then(|slot| <&mut [u8; BLOCK]>::try_from(slot).ok())
+        else {
             // Not reached: `out` has room (see above). Stop rather than
             // write elsewhere; the MAC then simply does not match.
-            None => return (body.len(), at),
+            return (body.len(), at, high);
+        };
+        let (special, non_ascii) = block(chunk, slot, name);
+        high |= non_ascii;
+        let Some(before) = special else {
+            i += BLOCK;
+            at += BLOCK;
+            continue;
+        };
+        i += before;
+        at += before;
+        // The special byte: `&` (or the padding past the body's end),
+        // `=` in a name, or `%`.
+        let Some(&byte) = body.get(i) else {
+            return (body.len(), at, high);
+        };
+        if byte != b'%' {
+            return (i, at, high);
+        }
+        let (decoded, used) = match (
+            body.get(i + 1).copied().and_then(hex_digit),
+            body.get(i + 2).copied().and_then(hex_digit),
+        ) {
+            (Some(digit_high), Some(low)) => ((digit_high << 4) | low, 3),
+            _ => (b'%', 1),
+        };
+        high |= decoded >= 0x80;
+        match out.get_mut(at) {
+            Some(slot) => *slot = decoded,
+            None => return (body.len(), at, high),
         }
         at += 1;
         i += used;
     }
 }
 
+/// A parameter: its name at `text[start..mid]` and its value at
+/// `text[mid..end]` (decoded, back to back), and the first eight bytes
+/// of its name (big-endian, zero-padded: `a < b` implies
+/// `prefix(a) <= prefix(b)`, so names are compared by one integer first).
+#[derive(Debug, Clone, Copy)]
+struct Param {
+    prefix: u64,
+    start: usize,
+    mid: usize,
+    end: usize,
+}
+
 /// The parameters of a form body, decoded.
 #[derive(Debug, Default)]
 pub(crate) struct Form {
-    /// The decoded names and values, back to back (with eight bytes to
-    /// spare for the last word's store).
+    /// The decoded names and values, back to back (a name or value that
+    /// is not UTF-8 as `String::from_utf8_lossy` replaces it).
     text: Vec<u8>,
-    /// Each parameter: the first eight bytes of its name (big-endian,
-    /// zero-padded: `a < b` implies `prefix(a) <= prefix(b)`, so names
-    /// are compared by one integer first), its name and its value.
-    params: Vec<(u64, Piece, Piece)>,
+    /// How much of `text` is decoded text (the rest is room for the
+    /// block stores).
+    len: usize,
+    params: Vec<Param>,
 }
 
 impl Form {
     /// Decodes `body`'s parameters, in their order.
     pub(crate) fn parse(body: &[u8]) -> Self {
         let mut form = Form {
-            text: vec![0; body.len() + 8],
+            text: vec![0; body.len() + BLOCK],
+            len: 0,
             // Twilio's SMS webhook has about twenty.
             params: Vec::with_capacity(32),
         };
-        let mut at = 0usize;
         let mut i = 0usize;
         while i < body.len() {
             if body.get(i) == Some(&b'&') {
@@ -210,78 +238,102 @@ impl Form {
                 i += 1;
                 continue;
             }
-            let (name, stop) = form.piece(body, i, &mut at, true);
-            let (value, stop) = if body.get(stop) == Some(&b'=') {
-                form.piece(body, stop + 1, &mut at, false)
+            let start = form.len;
+            let stop = form.piece(body, i, true);
+            let mid = form.len;
+            let stop = if body.get(stop) == Some(&b'=') {
+                form.piece(body, stop + 1, false)
             } else {
-                (Piece::At(at..at), stop)
+                stop
             };
-            form.params.push((form.prefix(&name), name, value));
+            let end = form.len;
+            let prefix = prefix(form.text.get(start..mid).unwrap_or_default());
+            form.params.push(Param {
+                prefix,
+                start,
+                mid,
+                end,
+            });
             // `stop` is at the `&` that ends the sequence, or the end.
             i = stop + 1;
         }
-        form.text.truncate(at);
+        form.text.truncate(form.len);
         form
     }
 
     /// Decodes the name (`name`: up to `=` or `&`) or value (up to `&`)
-    /// that starts at `body[start..]`, writing it at `text[*at..]`.
-    /// Returns it and the index where it stopped (the `=`, the `&`, or the
-    /// body's length).
-    fn piece(&mut self, body: &[u8], start: usize, at: &mut usize, name: bool) -> (Piece, usize) {
-        let begin = *at;
-        let (stop, out) = decode(body, start, &mut self.text, begin, name);
-        let decoded = self.text.get(begin..out).unwrap_or_default();
-        let piece = match std::str::from_utf8(decoded) {
-            Ok(_) => {
-                *at = out;
-                Piece::At(begin..out)
+    /// that starts at `body[start..]` into `text` at `len`. Returns the
+    /// index where it stopped (the `=`, the `&`, or the body's length).
+    fn piece(&mut self, body: &[u8], start: usize, name: bool) -> usize {
+        let begin = self.len;
+        let (stop, end, high) = decode(body, start, &mut self.text, begin, name);
+        self.len = end;
+        if high {
+            let decoded = self.text.get(begin..end).unwrap_or_default();
+            if std::str::from_utf8(decoded).is_err() {
+                // The replacement can be longer than the bytes: room is
+                // made for the rest of the body again.
+                let replaced = String::from_utf8_lossy(decoded).into_owned();
+                self.text.truncate(begin);
+                self.text.extend_from_slice(replaced.as_bytes());
+                self.len = self.text.len();
+                let room = self.len + body.len().saturating_sub(stop) + BLOCK;
+                self.text.resize(room.max(self.text.len()), 0);
             }
-            Err(_) => Piece::Replaced(String::from_utf8_lossy(decoded).into_owned()),
-        };
-        (piece, stop)
-    }
-
-    fn bytes<'s>(&'s self, piece: &'s Piece) -> &'s [u8] {
-        match piece {
-            Piece::At(range) => self.text.get(range.clone()).unwrap_or_default(),
-            Piece::Replaced(text) => text.as_bytes(),
         }
+        stop
     }
 
-    /// The first eight bytes of `piece`, big-endian, zero-padded: if
-    /// `a < b` then `prefix(a) <= prefix(b)`.
-    fn prefix(&self, piece: &Piece) -> u64 {
-        let bytes = self.bytes(piece);
-        let mut word = [0u8; 8];
-        let n = bytes.len().min(8);
-        word[..n].copy_from_slice(&bytes[..n]);
-        u64::from_be_bytes(word)
+    fn name(&self, param: &Param) -> &[u8] {
+        self.text.get(param.start..param.mid).unwrap_or_default()
+    }
+
+    fn value(&self, param: &Param) -> &[u8] {
+        self.text.get(param.mid..param.end).unwrap_or_default()
     }
 
     /// Sorts the parameters by name, then value (bytes), and drops the
     /// repeated ones: `Vec::sort` then `Vec::dedup` of the pairs.
     pub(crate) fn sort_and_dedup(&mut self) {
         let mut params = std::mem::take(&mut self.params);
-        params.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| self.compare(a, b)));
+        params.sort_unstable_by(|a, b| a.prefix.cmp(&b.prefix).then_with(|| self.compare(a, b)));
         // Names with different first eight bytes differ: no need to
         // compare them in full.
-        params.dedup_by(|b, a| a.0 == b.0 && self.compare(a, b) == Ordering::Equal);
+        params.dedup_by(|b, a| a.prefix == b.prefix && self.compare(a, b) == Ordering::Equal);
         self.params = params;
     }
 
-    fn compare(&self, a: &(u64, Piece, Piece), b: &(u64, Piece, Piece)) -> Ordering {
-        self.bytes(&a.1)
-            .cmp(self.bytes(&b.1))
-            .then_with(|| self.bytes(&a.2).cmp(self.bytes(&b.2)))
+    fn compare(&self, a: &Param, b: &Param) -> Ordering {
+        self.name(a)
+            .cmp(self.name(b))
+            .then_with(|| self.value(a).cmp(self.value(b)))
     }
 
     /// Each parameter's name and value, in order.
-    pub(crate) fn pairs(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+    #[cfg(test)]
+    fn pairs(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         self.params
             .iter()
-            .map(|(_, name, value)| (self.bytes(name), self.bytes(value)))
+            .map(|param| (self.name(param), self.value(param)))
     }
+
+    /// Each parameter's name followed by its value, in order: what
+    /// Twilio signs (one slice a parameter, the two being back to back).
+    pub(crate) fn signed(&self) -> impl Iterator<Item = &[u8]> {
+        self.params
+            .iter()
+            .map(|param| self.text.get(param.start..param.end).unwrap_or_default())
+    }
+}
+
+/// The first eight bytes of `bytes`, big-endian, zero-padded: if `a < b`
+/// then `prefix(a) <= prefix(b)`.
+fn prefix(bytes: &[u8]) -> u64 {
+    let mut word = [0u8; 8];
+    for (slot, &byte) in word.iter_mut().zip(bytes) {
+        *slot = byte;
+    }
+    u64::from_be_bytes(word)
 }
 
 #[cfg(test)]
@@ -363,19 +415,46 @@ mod tests {
                 }
             }
         }
-        // And the block alone: `+` becomes a space, specials are seen.
+        // And the block alone: `+` becomes a space, each special byte
+        // is in the mask, non-ASCII bytes are seen.
         let mut slot = [0u8; BLOCK];
-        assert!(block(b"ab+cd+efgh+ijklm", &mut slot, true));
+        assert_eq!(block(b"ab+cd+efgh+ijklm", &mut slot, true), (None, false));
         assert_eq!(&slot, b"ab cd efgh ijklm");
         for special in [b'%', b'&', b'='] {
             let mut chunk = *b"abcdefghijklmnop";
             for i in 0..BLOCK {
                 chunk[i] = special;
-                assert!(!block(&chunk, &mut slot, true), "{i}");
+                assert_eq!(block(&chunk, &mut slot, true), (Some(i), false), "{i}");
                 // `=` ends only a name.
-                assert_eq!(block(&chunk, &mut slot, false), special == b'=', "{i}");
+                let first = (special != b'=').then_some(i);
+                assert_eq!(block(&chunk, &mut slot, false), (first, false), "{i}");
+                // Two special bytes: the first one counts.
+                let other = (i + 5) % BLOCK;
+                chunk[other] = b'%';
+                assert_eq!(block(&chunk, &mut slot, true).0, Some(i.min(other)), "{i}");
+                chunk[other] = 0xc3;
+                assert_eq!(block(&chunk, &mut slot, true), (Some(i), true), "{i}");
+                chunk[other] = b'a';
                 chunk[i] = b'a';
             }
+        }
+    }
+
+    #[test]
+    fn replaced_names_and_values_sort_as_their_replacement() {
+        // `from_utf8_lossy` makes `\xff` U+FFFD (EF BF BD), which sorts
+        // after `\xc3\xa9` and before `\xf0...`; and a replaced name
+        // next to a valid value.
+        for body in [
+            &b"\xff=1&\xc3\xa9=2&\xf0\x9f\x98\x80=3&%FF=4&%ef%bf%bd=4&z=%ff%c3"[..],
+            b"a=%ff&a=%EF%BF%BD&a=\xef\xbf\xbd&b=%e9t%C3%A9",
+        ] {
+            assert_eq!(
+                ours(body),
+                reference(body),
+                "{:?}",
+                String::from_utf8_lossy(body)
+            );
         }
     }
 
@@ -391,8 +470,16 @@ mod tests {
                 ),
                 0..80,
             ),
+            // And the same in runs long enough for whole blocks.
+            long in proptest::collection::vec(
+                proptest::sample::select(
+                    b"&=+%%0aAfFgzzzzzzzzzzzz \xc3\xa9\xff".to_vec()
+                ),
+                0..300,
+            ),
         ) {
             proptest::prop_assert_eq!(ours(&body), reference(&body));
+            proptest::prop_assert_eq!(ours(&long), reference(&long));
         }
     }
 }

@@ -76,15 +76,23 @@ fn with_fields<const N: usize, T>(
 ) -> Result<T, SignatureError> {
     let mut inline = [0u8; INLINE_JSON];
     let heap;
-    let bytes: &[u8] = match BASE64URL.decode_slice(part, &mut inline) {
-        Ok(len) => inline.get(..len).unwrap_or_default(),
-        Err(base64::DecodeSliceError::OutputSliceTooSmall) => {
+    // Decoded by the table-driven decoder of `crypto` (strict as the
+    // `base64` crate: no `=`, canonical last character), on the heap by
+    // the crate when too long for the stack.
+    let bytes: &[u8] = match crypto::Alphabet::decoded_len(part.len()) {
+        Some(len) if len <= INLINE_JSON => {
+            let out = inline.get_mut(..len).unwrap_or_default();
+            crypto::decode_unpadded(&crypto::URL_SAFE, part.as_bytes(), out)
+                .map_err(|_| malformed(header, what))?;
+            out
+        }
+        Some(_) => {
             heap = BASE64URL
                 .decode(part)
                 .map_err(|_| malformed(header, what))?;
             &heap
         }
-        Err(base64::DecodeSliceError::DecodeError(_)) => return Err(malformed(header, what)),
+        None => return Err(malformed(header, what)),
     };
     if let Some(fields) = flat_strings(bytes, pointers) {
         return read(fields);
@@ -197,9 +205,11 @@ fn parse<'a>(header: &'static str, headers: &Headers<'a>) -> Result<Token<'a>, S
         },
     )?;
     let mut mac = [0u8; 32];
-    match BASE64URL.decode_slice(signature, &mut mac) {
-        Ok(32) => {}
-        _ => return Err(malformed(header, "signature is not 32 bytes of base64url")),
+    // 43 characters are 32 bytes (unpadded).
+    if signature.len() != 43
+        || crypto::decode_unpadded(&crypto::URL_SAFE, signature.as_bytes(), &mut mac).is_err()
+    {
+        return Err(malformed(header, "signature is not 32 bytes of base64url"));
     }
     let signing_input = &value[..protected.len() + 1 + claims.len()];
     Ok(Token {
@@ -336,5 +346,36 @@ mod tests {
             );
         }
         assert!(flat_strings(br#"{"a/b":"1"}"#, ["/a~1b"]).is_none());
+    }
+
+    proptest::proptest! {
+        /// The table-driven base64url decoding refuses and accepts what
+        /// the crate (`BASE64URL`) does, with the same bytes, at every
+        /// length, and for a 43-character signature.
+        #[test]
+        fn base64url_decoding_agrees_with_the_crate(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..70),
+            noise in "[A-Za-z0-9_=+/$-]{0,70}",
+            position in proptest::prelude::any::<proptest::sample::Index>(),
+            replacement in "[A-Za-z0-9_=+/$-]",
+        ) {
+            let encoded = BASE64URL.encode(&bytes);
+            let mutated = if encoded.is_empty() {
+                replacement.clone()
+            } else {
+                let i = position.index(encoded.len());
+                format!("{}{replacement}{}", &encoded[..i], &encoded[i + 1..])
+            };
+            for text in [encoded.as_str(), mutated.as_str(), noise.as_str()] {
+                let reference = BASE64URL.decode(text).ok();
+                let ours = crypto::Alphabet::decoded_len(text.len()).and_then(|len| {
+                    let mut out = vec![0u8; len];
+                    crypto::decode_unpadded(&crypto::URL_SAFE, text.as_bytes(), &mut out)
+                        .ok()
+                        .map(|()| out)
+                });
+                proptest::prop_assert_eq!(&ours, &reference, "{:?}", text);
+            }
+        }
     }
 }

@@ -122,9 +122,8 @@ pub(crate) fn verify_with<'a>(
             for piece in url {
                 mac.update(piece.as_bytes());
             }
-            for (key, value) in form.iter().flat_map(Form::pairs) {
-                mac.update(key);
-                mac.update(value);
+            for param in form.iter().flat_map(Form::signed) {
+                mac.update(param);
             }
             if crypto::ct_eq(mac.finalize().as_bytes(), signature.as_bytes()) {
                 matched = Some(index);

@@ -131,6 +131,39 @@ fn svix_header_names_are_accepted() {
 }
 
 #[test]
+fn conflicting_svix_headers_count_only_without_webhook_signature() {
+    fn repeated(name: &str, result: Result<Verified<'static>, SignatureError>) -> bool {
+        matches!(result, Err(SignatureError::MalformedHeader { header, reason })
+            if header == name && reason == "repeated with different values")
+    }
+    // `webhook-*` in use: repeated `svix-*` headers are not read.
+    let mut both = headers(SIGNATURE);
+    both.push(("svix-id", "a".to_owned()));
+    both.push(("svix-id", "b".to_owned()));
+    assert!(run(&both, PAYLOAD, &[SECRET], TIMESTAMP).is_ok());
+    // `svix-*` in use: they are.
+    let svix = vec![
+        ("svix-id", MSG_ID.to_owned()),
+        ("svix-timestamp", TIMESTAMP_TEXT.to_owned()),
+        ("svix-signature", SIGNATURE.to_owned()),
+        ("svix-timestamp", "1".to_owned()),
+        ("svix-id", "b".to_owned()),
+    ];
+    assert!(repeated(
+        "svix-timestamp",
+        run(&svix, PAYLOAD, &[SECRET], TIMESTAMP)
+    ));
+    // A repeated `webhook-*` header always counts, even beside `svix-*`.
+    let mut webhook = svix.clone();
+    webhook.insert(0, ("webhook-id", "x".to_owned()));
+    webhook.push(("webhook-id", "y".to_owned()));
+    assert!(repeated(
+        "webhook-id",
+        run(&webhook, PAYLOAD, &[SECRET], TIMESTAMP)
+    ));
+}
+
+#[test]
 fn any_valid_entry_passes_and_unknown_versions_are_ignored() {
     // As in the reference libraries' test_multi_sig_payload_is_valid.
     let header = format!(
