@@ -45,6 +45,7 @@
 mod body_fields;
 mod config;
 mod crypto;
+mod decode;
 mod error;
 mod few;
 mod form;
