@@ -25,7 +25,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use base64::Engine as _;
-use chrono::DateTime;
+use chrono::{DateTime, NaiveDateTime};
 use sha2::{Digest as _, Sha256};
 use zeroize::Zeroizing;
 
@@ -190,6 +190,9 @@ pub enum TimeFormat {
     Millis,
     /// RFC 3339, e.g. `2024-01-01T00:00:00.123456789Z`.
     Rfc3339,
+    /// An ISO 8601 date and time in UTC written without an offset, e.g.
+    /// `2024-01-01T00:00:00.123456` (Orb); an RFC 3339 value is read too.
+    UtcDateTime,
 }
 
 /// The verification inputs a recipe needs beyond the request.
@@ -255,6 +258,13 @@ pub(crate) fn parse_time(text: &str, format: TimeFormat) -> Result<i64, &'static
         TimeFormat::Rfc3339 => DateTime::parse_from_rfc3339(text)
             .map(|t| t.timestamp())
             .map_err(|_| "timestamp is not RFC 3339"),
+        TimeFormat::UtcDateTime => DateTime::parse_from_rfc3339(text)
+            .map(|t| t.timestamp())
+            .or_else(|_| {
+                NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f")
+                    .map(|t| t.and_utc().timestamp())
+            })
+            .map_err(|_| "timestamp is not an ISO 8601 date and time"),
     }
 }
 
@@ -412,6 +422,7 @@ impl fmt::Display for Signed {
                 TimeFormat::Seconds => "s",
                 TimeFormat::Millis => "ms",
                 TimeFormat::Rfc3339 => "RFC 3339",
+                TimeFormat::UtcDateTime => "ISO 8601, UTC",
             };
             match at.source {
                 TimestampSource::Header(name) => write!(f, "; timestamp `{name}` ({format})")?,

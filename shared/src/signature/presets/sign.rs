@@ -302,6 +302,11 @@ impl Signer<'_, '_> {
                 .outgoing
                 .timestamp
                 .to_rfc3339_opts(SecondsFormat::AutoSi, true),
+            TimeFormat::UtcDateTime => self
+                .outgoing
+                .timestamp
+                .format("%Y-%m-%dT%H:%M:%S%.6f")
+                .to_string(),
         })
     }
 

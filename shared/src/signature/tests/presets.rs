@@ -172,3 +172,32 @@ fn signed_message_refuses_what_has_no_primitive() {
         }
     }
 }
+
+#[test]
+fn a_utc_date_time_is_read_with_or_without_an_offset() {
+    use crate::signature::recipe::{TimeFormat, parse_time};
+    // Orb's `X-Orb-Timestamp`: no offset, microseconds; read as UTC.
+    for text in [
+        "2023-11-14T22:13:20.000000",
+        "2023-11-14T22:13:20",
+        "2023-11-14T22:13:20Z",
+        "2023-11-15T00:13:20.5+02:00",
+    ] {
+        assert_eq!(
+            parse_time(text, TimeFormat::UtcDateTime),
+            Ok(1_700_000_000),
+            "{text}"
+        );
+    }
+    for text in [
+        "",
+        "2023-11-14",
+        "1700000000",
+        "2023-11-14 22:13:20",
+        "2023-11-14T25:13:20",
+    ] {
+        assert!(parse_time(text, TimeFormat::UtcDateTime).is_err(), "{text}");
+    }
+    // RFC 3339 itself still wants the offset.
+    assert!(parse_time("2023-11-14T22:13:20", TimeFormat::Rfc3339).is_err());
+}
