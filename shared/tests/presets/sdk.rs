@@ -139,4 +139,299 @@ pub(super) const VECTORS: &[Vector] = &[
         wrong_secret: "hookbox-sdk:other",
         ..V
     },
+    Vector {
+        preset: "line",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: verify only, @line/bot-sdk@11.0.0 validateSignature accepts it (HMAC by node:crypto) and refuses a changed body",
+        ),
+        headers: &[(
+            "x-line-signature",
+            "M+8TlrA/6ytkcAUV/lFxxQhvQutAthO0zqVy6658PDY=",
+        )],
+        body: r#"{"destination":"U0123456789abcdef0123456789abcdef","events":[{"type":"message","message":{"type":"text","id":"480000000000000001","text":"Hello"},"webhookEventId":"01HF6J2Q1Y7V9K3M5N8P0R2T4W","deliveryContext":{"isRedelivery":false},"timestamp":1700000000000,"source":{"type":"user","userId":"U4af4980629aabbccddeeff0011223344"},"replyToken":"b60d1f2a3c4e5f60718293a4b5c6d7e8","mode":"active"}]}"#,
+        secrets: &["hookbox-sdk-line-secret"],
+        now: 1_700_000_000,
+        ..V
+    },
+    Vector {
+        // Pusher Channels: X-Pusher-Key names the app key whose secret signed.
+        preset: "pusher",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: pusher@5.3.4 Token#sign signs it; Pusher#webhook({ headers, rawBody }).isValid accepts it",
+        ),
+        headers: &[
+            ("X-Pusher-Key", "hookboxsdkpusherkey0"),
+            (
+                "X-Pusher-Signature",
+                "dbd8fd44bfd3e98b34b357506a63a2a6392a7ac35568b71dc1e0870c7fed3ad1",
+            ),
+            ("Content-Type", "application/json"),
+        ],
+        body: r#"{"time_ms":1700000000000,"events":[{"name":"channel_occupied","channel":"presence-room"}]}"#,
+        secrets: &["hookbox-sdk-pusher-secret"],
+        now: 1_700_000_000,
+        ..V
+    },
+    Vector {
+        preset: "stream-chat",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: verify only, stream-chat@9.53.0 StreamChat#verifyWebhook accepts it (HMAC by node:crypto) and refuses a changed body",
+        ),
+        headers: &[
+            ("X-Webhook-Id", "6f1c2d3e-4a5b-4c6d-8e7f-9a0b1c2d3e4f"),
+            ("X-Webhook-Attempt", "1"),
+            ("X-Api-Key", "hookboxsdkkey"),
+            (
+                "X-Signature",
+                "c9f44b64cb15b14fc975f8cea4972f47b060d58337dd9054156fa0425522626b",
+            ),
+        ],
+        body: r#"{"type":"message.new","cid":"messaging:general","channel_type":"messaging","channel_id":"general","message":{"id":"msg-1700000000","text":"Hello","type":"regular","user":{"id":"alice"}},"user":{"id":"alice"},"created_at":"2023-11-14T22:13:20.000000Z"}"#,
+        secrets: &["hookbox-sdk-stream-chat-secret"],
+        now: 1_700_000_000,
+        ..V
+    },
+    Vector {
+        preset: "gocardless",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: verify only, gocardless-nodejs@10.1.2 webhooks.parse accepts it (HMAC by node:crypto) and refuses a changed body",
+        ),
+        headers: &[(
+            "Webhook-Signature",
+            "292f044a297faa744bff0cc16d6ff9bf1370295970a116d31e9c2929fd0280d2",
+        )],
+        body: r#"{"events":[{"id":"EV00AB12CD34EF","created_at":"2023-11-14T22:13:20.000Z","resource_type":"payments","action":"confirmed","links":{"payment":"PM00AB12CD34EF"},"details":{"origin":"gocardless","cause":"payment_confirmed","description":"Payment confirmed."},"metadata":{}}],"meta":{"webhook_id":"WB00AB12CD34EF"}}"#,
+        secrets: &["hookbox-sdk-gocardless-secret"],
+        now: 1_700_000_000,
+        ..V
+    },
+    Vector {
+        preset: "onfido",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: verify only, @onfido/api@6.2.0 WebhookEventVerifier#readPayload accepts it (HMAC by node:crypto) and refuses a changed body",
+        ),
+        headers: &[(
+            "X-SHA2-Signature",
+            "847c7b90281e5f33a2b6c93025746b54885882ad4bb139cd268e016e1e8b48b8",
+        )],
+        body: r#"{"payload":{"resource_type":"check","action":"check.completed","object":{"id":"8546b5d1-5ef0-4a11-9d2f-3b8c1f2e0a4d","status":"complete","completed_at_iso8601":"2023-11-14T22:13:20Z","href":"https://api.eu.onfido.com/v3.6/checks/8546b5d1-5ef0-4a11-9d2f-3b8c1f2e0a4d"}}}"#,
+        secrets: &["hookbox-sdk-onfido-webhook-token"],
+        now: 1_700_000_000,
+        ..V
+    },
+    Vector {
+        // No "weight" key: the SDK rewrites integer weights before hashing.
+        preset: "easypost",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: verify only, @easypost/api@8.9.0 EasyPostClient#Utils.validateWebhook accepts it (HMAC by node:crypto) and refuses a changed body",
+        ),
+        headers: &[(
+            "X-Hmac-Signature",
+            "hmac-sha256-hex=54f5e3f9d08f912b7a3053df397ad3fa2012fd5f7224611a07845b838bee92eb",
+        )],
+        body: r#"{"id":"evt_0a1b2c3d4e5f60718293a4b5c6d7e8f9","object":"Event","created_at":"2023-11-14T22:13:20Z","updated_at":"2023-11-14T22:13:20Z","description":"tracker.updated","mode":"test","previous_attributes":{"status":"pre_transit"},"result":{"id":"trk_0a1b2c3d4e5f60718293a4b5c6d7e8f9","object":"Tracker","mode":"test","tracking_code":"EZ1000000001","status":"in_transit","carrier":"USPS"},"status":"pending","pending_urls":[],"completed_urls":[]}"#,
+        secrets: &["hookbox-sdk-easypost-secret"],
+        now: 1_700_000_000,
+        ..V
+    },
+    Vector {
+        // A form-encoded body; the key is the account's API key.
+        preset: "acuity-scheduling",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: verify only, acuityscheduling@0.1.9 verifyMessageSignature accepts it (HMAC by node:crypto) and refuses a changed body",
+        ),
+        headers: &[
+            (
+                "X-Acuity-Signature",
+                "TCT3Z3M9x3zkG9extkcqpL9mxFzJ0vHEnJRqdV6j+nE=",
+            ),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        body: "action=scheduled&id=1234567890&calendarID=1234&appointmentTypeID=5678",
+        secrets: &["hookbox-sdk-acuity-api-key"],
+        now: 1_700_000_000,
+        ..V
+    },
+    Vector {
+        preset: "modern-treasury",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: modern-treasury@3.3.0 client.webhooks.getSignature signs it; client.webhooks.validateSignature accepts it",
+        ),
+        headers: &[
+            (
+                "X-Signature",
+                "49af9856c551944878644c96fde21aba71bbcf72a8b968bc9400dffd0eefd77c",
+            ),
+            ("X-Webhook-ID", "3f2e1d0c-9b8a-4765-8432-10fedcba9876"),
+        ],
+        body: r#"{"event":"completed","data":{"id":"7c1a2b3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d","object":"payment_order","type":"ach","amount":10000,"direction":"credit","currency":"USD","status":"completed","live_mode":false,"created_at":"2023-11-14T22:13:20Z","updated_at":"2023-11-14T22:13:20Z"}}"#,
+        secrets: &["hookbox-sdk-modern-treasury-webhook-key"],
+        now: 1_700_000_000,
+        ..V
+    },
+    Vector {
+        // Secret base64 (no prefix), decoded for the key.
+        preset: "finch",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: @tryfinch/finch-api@10.7.0 client.webhooks.signPayload signs it; client.webhooks.verifySignature accepts it",
+        ),
+        headers: &[
+            ("finch-event-id", "msg_2YbW1Fq4hkRyhPDWzbVXi1nJvTc"),
+            ("finch-timestamp", "1700000000"),
+            (
+                "finch-signature",
+                "v1,ur97Bw+r/GDtk3y7mmsKrl+HGFXdPIdJE14EW8ESSjw=",
+            ),
+        ],
+        body: r#"{"company_id":"5a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d","account_id":"6b2c3d4e-5f60-4b7c-8d9e-0f1a2b3c4d5e","connection_id":"7c3d4e5f-6071-4c8d-9e0f-1a2b3c4d5e6f","event_type":"job.benefit_create.completed","data":{"job_id":"8d4e5f60-7182-4d9e-8f1a-2b3c4d5e6f70","job_url":"https://api.tryfinch.com/jobs/automated/8d4e5f60-7182-4d9e-8f1a-2b3c4d5e6f70"}}"#,
+        secrets: &["zoVpvhhZyTC/Bjlr7uQBUk+pXNzzZid7XsZJo9FjQTA="],
+        // A valid base64 secret, not the signer's.
+        wrong_secret: "1G1+N0PLWKLTfPuY6D7SWzuQOUnNkFBUxP10Y+qHvkg=",
+        now: 1_700_000_000,
+        ..V
+    },
+    Vector {
+        // x-webhook-timestamp in milliseconds, concatenated before the body.
+        preset: "cashfree",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: verify only, cashfree-pg@6.0.6 Cashfree#PGVerifyWebhookSignature accepts it (HMAC by node:crypto) and refuses a changed body",
+        ),
+        headers: &[
+            (
+                "x-webhook-signature",
+                "XgCHIpuUcT/6QSB7/lIizIxixYWjUurJs/5K8GkUnZU=",
+            ),
+            ("x-webhook-timestamp", "1700000000000"),
+            ("x-webhook-version", "2025-01-01"),
+            ("x-idempotency-key", "hookbox-sdk-cashfree-idempotency-1"),
+        ],
+        body: r#"{"data":{"order":{"order_id":"order_hookbox_sdk_1","order_amount":1.00,"order_currency":"INR","order_tags":null},"payment":{"cf_payment_id":"5114910000001","payment_status":"SUCCESS","payment_amount":1.00,"payment_currency":"INR","payment_time":"2023-11-15T03:43:20+05:30","payment_group":"upi"}},"event_time":"2023-11-15T03:43:20+05:30","type":"PAYMENT_SUCCESS_WEBHOOK"}"#,
+        secrets: &["hookbox-sdk-cashfree-client-secret"],
+        now: 1_700_000_000,
+        ..V
+    },
+    Vector {
+        preset: "elevenlabs",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: verify only, @elevenlabs/elevenlabs-js@2.73.0 client.webhooks.constructEvent accepts it (HMAC by node:crypto) and refuses a changed body",
+        ),
+        headers: &[(
+            "ElevenLabs-Signature",
+            "t=1700000000,v0=0a577c082156096903560f79eff14f4c8140275cc7fe6254a51f6366af0279df",
+        )],
+        body: r#"{"type":"post_call_transcription","event_timestamp":1700000000,"data":{"agent_id":"agent_01hf6j2q1y7v9k3m5n8p0r2t4w","conversation_id":"conv_01hf6j2q1y7v9k3m5n8p0r2t4x","status":"done"}}"#,
+        secrets: &["hookbox-sdk-elevenlabs-secret"],
+        now: 1_700_000_000,
+        ..V
+    },
+    Vector {
+        // The secret is used as UTF-8 as shown, "whsec_" included (not base64-decoded).
+        preset: "imagekit",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: verify only, imagekit@6.0.0 ImageKit#verifyWebhookEvent accepts it (HMAC by node:crypto) and refuses a changed body",
+        ),
+        headers: &[(
+            "x-ik-signature",
+            "t=1700000000000,v1=623c37b76f8fe479c5ff5f812bd46ccf053763a5ea47b4083954f0135a92996f",
+        )],
+        body: r#"{"type":"video.transformation.accepted","id":"58e6d24d-6098-4319-be8d-40c3cb0a402d","created_at":"2023-11-14T22:13:20.000Z","request":{"x_request_id":"fa98fa2e-d6cd-45b4-acf5-bc1d2bbb8ba9","url":"https://ik.imagekit.io/hookbox/sample.mp4?tr=f-webm","user_agent":"Mozilla/5.0"},"data":{"asset":{"url":"https://ik.imagekit.io/hookbox/sample.mp4"},"transformation":{"type":"video-transformation","options":{"video_codec":"vp9","audio_codec":"opus","format":"webm"}}}}"#,
+        secrets: &["whsec_hookbox-sdk-imagekit-secret"],
+        // Same format (the whole string is the key), not the signer's.
+        wrong_secret: "whsec_hookbox-sdk-imagekit-other",
+        now: 1_700_000_000,
+        ..V
+    },
+    Vector {
+        preset: "retell",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: retell-sdk@5.66.1 Retell.sign signs it; Retell.verify accepts it",
+        ),
+        headers: &[(
+            "x-retell-signature",
+            "v=1700000000000,d=bf2912b4c5b3dac4a78278855b01bbb80d4cb90340cb1a60362ac72f49011059",
+        )],
+        body: r#"{"event":"call_ended","call":{"call_id":"Jabr9TXYYJHfvl6Syypi88rdAHYHmcq6","agent_id":"oBeDLoLOeuAbiuaMFXRtDOLriTJ5tSxD","call_type":"phone_call","call_status":"ended","start_timestamp":1699999940000,"end_timestamp":1700000000000}}"#,
+        secrets: &["key_hookbox_sdk_retell_webhook"],
+        now: 1_700_000_000,
+        ..V
+    },
+    Vector {
+        preset: "lithic",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: verify only, lithic@0.145.0 client.webhooks.verifySignature accepts it (Standard Webhooks HMAC by node:crypto) and refuses a changed body",
+        ),
+        headers: &[
+            ("webhook-id", "msg_2YbW1Fq4hkRyhPDWzbVXi1nJvTd"),
+            ("webhook-timestamp", "1700000000"),
+            (
+                "webhook-signature",
+                "v1,VG7JHpswYCN0LadMRfVT2R2ehx3+DxNGCnCZUdXPcjg=",
+            ),
+        ],
+        body: r#"{"event_type":"card.created","token":"0f1e2d3c-4b5a-4697-8887-a9b8c7d6e5f4","card_token":"1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d","created":"2023-11-14T22:13:20Z"}"#,
+        secrets: &["whsec_YMASqVuHTvvJNoHforWDh8LE+IC30hB09fPqZSVFN5I="],
+        // A valid whsec_ secret, not the signer's.
+        wrong_secret: "whsec_58oIY04EhdhXBgcCs+2IGhhMlLykIAt0i1cv8sAMA2U=",
+        now: 1_700_000_000,
+        ..V
+    },
+    Vector {
+        preset: "dodo-payments",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: verify only, dodopayments@2.52.0 client.webhooks.unwrap accepts it (Standard Webhooks HMAC by node:crypto) and refuses a changed body",
+        ),
+        headers: &[
+            ("webhook-id", "evt_2YbW1Fq4hkRyhPDWzbVXi1"),
+            ("webhook-timestamp", "1700000000"),
+            (
+                "webhook-signature",
+                "v1,5/0u2HG/DwxAUIrn/IEikpvJMdgUxDxMaGLJ/uWtqu8=",
+            ),
+        ],
+        body: r#"{"business_id":"bus_0a1b2c3d4e5f6g7h8i9j","type":"payment.succeeded","timestamp":"2023-11-14T22:13:20Z","data":{"payload_type":"Payment","payment_id":"pay_0a1b2c3d4e5f6g7h8i9j","status":"succeeded","total_amount":1000,"currency":"USD"}}"#,
+        secrets: &["whsec_MO51EfSA/XmQ0XkbmvVta2iuwRxkNd+35NP/siuINDY="],
+        // A valid whsec_ secret, not the signer's.
+        wrong_secret: "whsec_ANvDD4ewS4LHyhYgt7DHXQxOfKX/rDY6xC3odp+73Q4=",
+        now: 1_700_000_000,
+        ..V
+    },
+    Vector {
+        preset: "liveblocks",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: verify only, @liveblocks/node@3.24.2 WebhookHandler#verifyRequest accepts it (Standard Webhooks HMAC by node:crypto) and refuses a changed body",
+        ),
+        headers: &[
+            ("webhook-id", "msg_2YbW1Fq4hkRyhPDWzbVXi1nJvTe"),
+            ("webhook-timestamp", "1700000000"),
+            (
+                "webhook-signature",
+                "v1,2x1Q7YZmM+omWgGbR8X04BIJasF4p5UMJ9bzlaaRtt0=",
+            ),
+        ],
+        body: r#"{"type":"storageUpdated","data":{"roomId":"hookbox-room","projectId":"605a50b01a36d5ea7a2e9104","updatedAt":"2023-11-14T22:13:20.000Z"}}"#,
+        secrets: &["whsec_3l6acBEjhcta4UPr6KzwidAFkNJLNiRI8PFwunCiWTM="],
+        // A valid whsec_ secret, not the signer's.
+        wrong_secret: "whsec_nsVaCWP/h8zKrpSfuh+gTNC/vhYljOW2pkGY/pnb8hs=",
+        now: 1_700_000_000,
+        ..V
+    },
+    Vector {
+        // X-Orb-Timestamp is ISO 8601 without a zone (UTC); the key is the secret's UTF-8 bytes.
+        preset: "orb",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: orb-billing@6.11.0 client.webhooks.signPayload signs it; client.webhooks.verifySignature accepts it",
+        ),
+        headers: &[
+            ("X-Orb-Timestamp", "2023-11-14T22:13:20.000000"),
+            (
+                "X-Orb-Signature",
+                "v1=803d72fd9a640d0e30251f326ce9f0737d300f59fc4cc185dad2d29ee642fcbe",
+            ),
+        ],
+        body: r#"{"id":"evt_hookboxSdkOrb0001","created_at":"2023-11-14T22:13:20.000000+00:00","type":"customer.created","customer":{"id":"cus_hookboxSdkOrb0001","external_customer_id":"acme-1","name":"Acme"},"properties":{}}"#,
+        secrets: &["hookbox-sdk-orb-secret"],
+        now: 1_700_000_000,
+        ..V
+    },
+
 ];

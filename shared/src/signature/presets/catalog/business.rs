@@ -2,6 +2,23 @@
 
 use super::*;
 
+pub(crate) const ACUITY_SCHEDULING: Preset = Preset {
+    name: "acuity-scheduling",
+    provider: "Acuity Scheduling",
+    recipe: body_hmac(SHA256, &["X-Acuity-Signature"], &[""], Encoding::Base64),
+    tolerance_secs: None,
+    // A form body (`action=scheduled&id=…`): nothing to read by JSON pointer.
+    event_id: Absent,
+    event_type: Absent,
+    handshake: None,
+    secret: "the account's API key (Integrations, API)",
+    docs: "https://developers.acuityscheduling.com/docs/webhooks",
+    sample: Sample {
+        headers: &[("Content-Type", "application/x-www-form-urlencoded")],
+        body: "action=scheduled&id=1234567890&calendarID=1234&appointmentTypeID=5678",
+    },
+};
+
 pub(crate) const AIRTABLE: Preset = Preset {
     name: "airtable",
     provider: "Airtable",
@@ -152,6 +169,60 @@ pub(crate) const DROPBOX: Preset = Preset {
     },
 };
 
+pub(crate) const EASYPOST: Preset = Preset {
+    name: "easypost",
+    provider: "EasyPost",
+    recipe: body_hmac(
+        SHA256,
+        &["X-Hmac-Signature"],
+        &["hmac-sha256-hex="],
+        Encoding::Hex,
+    ),
+    tolerance_secs: None,
+    event_id: Json("/id"),
+    event_type: Json("/description"),
+    handshake: None,
+    secret: "the webhook's secret (set when the webhook is created; the key is its NFKD form, as typed for ASCII)",
+    docs: "https://docs.easypost.com/guides/webhooks-guide",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"id":"evt_01","object":"Event","description":"tracker.updated","mode":"test","result":{"id":"trk_01","object":"Tracker","status":"in_transit"}}"#,
+    },
+};
+
+pub(crate) const FINCH: Preset = Preset {
+    name: "finch",
+    provider: "Finch",
+    recipe: Recipe::Signed(Signed {
+        primitive: Primitive::Hmac(Algorithm::Sha256, KeyFormat::Base64),
+        signature: SignatureAt::Headers {
+            names: &["finch-signature"],
+            prefixes: &["v1,"],
+            separator: Some(' '),
+        },
+        encoding: Encoding::Base64,
+        message: &[
+            Part::Header("finch-event-id"),
+            Part::Text("."),
+            Part::Timestamp,
+            Part::Text("."),
+            Part::Body,
+        ],
+        timestamp: in_header("finch-timestamp", TimeFormat::Seconds),
+    }),
+    // The official SDK's `verifySignature` allows 5 minutes.
+    tolerance_secs: Some(300),
+    event_id: Header("finch-event-id"),
+    event_type: Json("/event_type"),
+    handshake: None,
+    secret: "the webhook's secret (base64; the key is its decoded bytes)",
+    docs: "https://developer.tryfinch.com/developer-resources/Webhooks",
+    sample: Sample {
+        headers: &[("finch-event-id", "evt_01")],
+        body: r#"{"company_id":"00000000-0000-0000-0000-000000000001","account_id":"00000000-0000-0000-0000-000000000002","event_type":"job.benefit_create.completed","data":{"job_id":"job_01"}}"#,
+    },
+};
+
 pub(crate) const HUBSPOT: Preset = Preset {
     name: "hubspot",
     provider: "HubSpot (signature v3)",
@@ -175,6 +246,52 @@ pub(crate) const HUBSPOT: Preset = Preset {
     sample: Sample {
         headers: NO_HEADERS,
         body: r#"[{"eventId":100,"subscriptionType":"contact.creation","objectId":123}]"#,
+    },
+};
+
+pub(crate) const IMAGEKIT: Preset = Preset {
+    name: "imagekit",
+    provider: "ImageKit",
+    recipe: Recipe::Signed(Signed {
+        primitive: SHA256,
+        signature: SignatureAt::Headers {
+            names: &["x-ik-signature"],
+            prefixes: &["v1="],
+            separator: Some(','),
+        },
+        encoding: Encoding::Hex,
+        message: &[Part::Timestamp, Part::Text("."), Part::Body],
+        timestamp: Some(TimestampAt {
+            source: TimestampSource::SignatureItem("t"),
+            format: TimeFormat::Millis,
+        }),
+    }),
+    // ImageKit's SDK checks no window; 5 minutes, as Standard Webhooks.
+    tolerance_secs: Some(300),
+    event_id: Json("/id"),
+    event_type: Json("/type"),
+    handshake: None,
+    secret: "the webhook endpoint's secret (`whsec_…`; the whole text, prefix included, is the key)",
+    docs: "https://imagekit.io/docs/webhooks",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"type":"video.transformation.accepted","id":"58e6d24d-6098-4319-be8d-40c3cb0a402d","created_at":"2023-11-14T22:13:20.000Z","data":{"asset":{"url":"https://ik.imagekit.io/demo/video.mp4"}}}"#,
+    },
+};
+
+pub(crate) const ONFIDO: Preset = Preset {
+    name: "onfido",
+    provider: "Onfido (Entrust)",
+    recipe: body_hmac(SHA256, &["X-SHA2-Signature"], &[""], Encoding::Hex),
+    tolerance_secs: None,
+    event_id: Composite(&[Json("/payload/object/id"), Json("/payload/action")]),
+    event_type: Json("/payload/action"),
+    handshake: None,
+    secret: "the webhook's token (shown when the webhook is created)",
+    docs: "https://documentation.identity.entrust.com/api/manual-webhook-signature-verification/",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"payload":{"resource_type":"check","action":"check.completed","object":{"id":"chk_01","status":"complete","completed_at_iso8601":"2023-11-14T22:13:20Z","href":"https://api.eu.onfido.com/v3.6/checks/chk_01"}}}"#,
     },
 };
 

@@ -29,6 +29,37 @@ pub(crate) const DISCORD: Preset = Preset {
     },
 };
 
+pub(crate) const ELEVENLABS: Preset = Preset {
+    name: "elevenlabs",
+    provider: "ElevenLabs",
+    recipe: Recipe::Signed(Signed {
+        primitive: SHA256,
+        signature: SignatureAt::Headers {
+            names: &["ElevenLabs-Signature"],
+            prefixes: &["v0="],
+            separator: Some(','),
+        },
+        encoding: Encoding::Hex,
+        message: &[Part::Timestamp, Part::Text("."), Part::Body],
+        timestamp: Some(TimestampAt {
+            source: TimestampSource::SignatureItem("t"),
+            format: TimeFormat::Seconds,
+        }),
+    }),
+    // The official SDK's `constructEvent` refuses a signature over 30
+    // minutes old.
+    tolerance_secs: Some(1800),
+    event_id: Composite(&[Json("/data/conversation_id"), Json("/type")]),
+    event_type: Json("/type"),
+    handshake: None,
+    secret: "the webhook's HMAC secret (its text is the key)",
+    docs: "https://elevenlabs.io/docs/eleven-agents/workflows/post-call-webhooks",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"type":"post_call_transcription","event_timestamp":1700000000,"data":{"agent_id":"agent_01","conversation_id":"conv_01"}}"#,
+    },
+};
+
 pub(crate) const INTERCOM: Preset = Preset {
     name: "intercom",
     provider: "Intercom",
@@ -42,6 +73,22 @@ pub(crate) const INTERCOM: Preset = Preset {
     sample: Sample {
         headers: NO_HEADERS,
         body: r#"{"type":"notification_event","id":"notif_ccd8a4d0","topic":"conversation.user.created","data":{}}"#,
+    },
+};
+
+pub(crate) const LINE: Preset = Preset {
+    name: "line",
+    provider: "LINE Messaging API",
+    recipe: body_hmac(SHA256, &["x-line-signature"], &[""], Encoding::Base64),
+    tolerance_secs: None,
+    event_id: Json("/events/0/webhookEventId"),
+    event_type: Json("/events/0/type"),
+    handshake: None,
+    secret: "the channel secret (text, Basic settings of the channel)",
+    docs: "https://developers.line.biz/en/docs/messaging-api/verify-webhook-signature/",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"destination":"U0000000000000000000000000000000","events":[{"type":"message","webhookEventId":"01HBKZ0000000000000000000","timestamp":1700000000000,"mode":"active","message":{"type":"text","id":"1","text":"hi"}}]}"#,
     },
 };
 
@@ -143,6 +190,53 @@ pub(crate) const POSTMARK: Preset = Preset {
     },
 };
 
+pub(crate) const PUSHER: Preset = Preset {
+    name: "pusher",
+    provider: "Pusher Channels",
+    recipe: body_hmac(SHA256, &["X-Pusher-Signature"], &[""], Encoding::Hex),
+    tolerance_secs: None,
+    event_id: Absent,
+    event_type: Json("/events/0/name"),
+    handshake: None,
+    secret: "the app's secret (App Keys; `X-Pusher-Key` names the key)",
+    docs: "https://pusher.com/docs/channels/server_api/webhooks/",
+    sample: Sample {
+        headers: &[("X-Pusher-Key", "hookbox-app-key")],
+        body: r#"{"time_ms":1700000000000,"events":[{"name":"channel_occupied","channel":"presence-room"}]}"#,
+    },
+};
+
+pub(crate) const RETELL: Preset = Preset {
+    name: "retell",
+    provider: "Retell AI",
+    recipe: Recipe::Signed(Signed {
+        primitive: SHA256,
+        signature: SignatureAt::Headers {
+            names: &["x-retell-signature"],
+            prefixes: &["d="],
+            separator: Some(','),
+        },
+        encoding: Encoding::Hex,
+        // `v=<ms>,d=<hex>`: the body, then the timestamp, no separator.
+        message: &[Part::Body, Part::Timestamp],
+        timestamp: Some(TimestampAt {
+            source: TimestampSource::SignatureItem("v"),
+            format: TimeFormat::Millis,
+        }),
+    }),
+    // The official SDK's `verify` allows 5 minutes.
+    tolerance_secs: Some(300),
+    event_id: Composite(&[Json("/call/call_id"), Json("/event")]),
+    event_type: Json("/event"),
+    handshake: None,
+    secret: "the API key that has the webhook badge (Retell signs with it)",
+    docs: "https://docs.retellai.com/features/secure-webhook",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"event":"call_ended","call":{"call_id":"call_01","agent_id":"agent_01"}}"#,
+    },
+};
+
 pub(crate) const SENDGRID: Preset = Preset {
     name: "sendgrid",
     provider: "Twilio SendGrid (Event Webhook)",
@@ -186,6 +280,22 @@ pub(crate) const SLACK: Preset = Preset {
     sample: Sample {
         headers: NO_HEADERS,
         body: r#"{"type":"event_callback","event_id":"Ev08MFMKH6","event":{"type":"app_mention","text":"hi"}}"#,
+    },
+};
+
+pub(crate) const STREAM_CHAT: Preset = Preset {
+    name: "stream-chat",
+    provider: "Stream Chat",
+    recipe: body_hmac(SHA256, &["X-Signature"], &[""], Encoding::Hex),
+    tolerance_secs: None,
+    event_id: Header("X-Webhook-Id"),
+    event_type: Json("/type"),
+    handshake: None,
+    secret: "the app's API secret",
+    docs: "https://getstream.io/chat/docs/php/webhooks_overview/",
+    sample: Sample {
+        headers: &[("X-Webhook-Id", "6a1f0c3e-6d6b-4a43-9a25-9e3f5d3c2b10")],
+        body: r#"{"type":"message.new","cid":"messaging:general","message":{"id":"msg_01","text":"hi"}}"#,
     },
 };
 

@@ -31,6 +31,35 @@ pub(crate) const ADYEN: Preset = Preset {
     },
 };
 
+pub(crate) const CASHFREE: Preset = Preset {
+    name: "cashfree",
+    provider: "Cashfree Payments",
+    recipe: Recipe::Signed(Signed {
+        primitive: SHA256,
+        signature: SignatureAt::Headers {
+            names: &["x-webhook-signature"],
+            prefixes: &[""],
+            separator: None,
+        },
+        encoding: Encoding::Base64,
+        // The timestamp, then the body, no separator.
+        message: &[Part::Timestamp, Part::Body],
+        timestamp: in_header("x-webhook-timestamp", TimeFormat::Millis),
+    }),
+    // The SDK checks no window; Cashfree's docs advise 5 minutes.
+    tolerance_secs: Some(300),
+    // Unique for each payload (Cashfree's docs).
+    event_id: Header("x-idempotency-key"),
+    event_type: Json("/type"),
+    handshake: None,
+    secret: "the client secret of the Payment Gateway API keys",
+    docs: "https://www.cashfree.com/docs/payments/online/webhooks/signature-verification",
+    sample: Sample {
+        headers: &[("x-idempotency-key", "c2FtcGxlLWlkZW1wb3RlbmN5LWtleQ==")],
+        body: r#"{"data":{"order":{"order_id":"order_01"},"payment":{"cf_payment_id":"5114910000001","payment_status":"SUCCESS"}},"event_time":"2023-11-14T22:13:20+05:30","type":"PAYMENT_SUCCESS_WEBHOOK"}"#,
+    },
+};
+
 pub(crate) const CHARGEBEE: Preset = Preset {
     name: "chargebee",
     provider: "Chargebee",
@@ -63,6 +92,22 @@ pub(crate) const COINBASE_COMMERCE: Preset = Preset {
     },
 };
 
+pub(crate) const GOCARDLESS: Preset = Preset {
+    name: "gocardless",
+    provider: "GoCardless",
+    recipe: body_hmac(SHA256, &["Webhook-Signature"], &[""], Encoding::Hex),
+    tolerance_secs: None,
+    event_id: Json("/meta/webhook_id"),
+    event_type: Composite(&[Json("/events/0/resource_type"), Json("/events/0/action")]),
+    handshake: None,
+    secret: "the webhook endpoint's secret (Developers, Webhook endpoints)",
+    docs: "https://developer.gocardless.com/getting-started/api/staying-up-to-date-with-webhooks",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"events":[{"id":"EV0000000000AA","created_at":"2023-11-14T22:13:20.000Z","resource_type":"payments","action":"confirmed","links":{"payment":"PM0000000000AA"}}],"meta":{"webhook_id":"WB0000000000AA"}}"#,
+    },
+};
+
 pub(crate) const LEMON_SQUEEZY: Preset = Preset {
     name: "lemon-squeezy",
     provider: "Lemon Squeezy",
@@ -76,6 +121,22 @@ pub(crate) const LEMON_SQUEEZY: Preset = Preset {
     sample: Sample {
         headers: &[("X-Event-Name", "order_created")],
         body: r#"{"meta":{"event_name":"order_created"},"data":{"type":"orders","id":"1"}}"#,
+    },
+};
+
+pub(crate) const MODERN_TREASURY: Preset = Preset {
+    name: "modern-treasury",
+    provider: "Modern Treasury",
+    recipe: body_hmac(SHA256, &["X-Signature"], &[""], Encoding::Hex),
+    tolerance_secs: None,
+    event_id: Header("X-Webhook-ID"),
+    event_type: Json("/event"),
+    handshake: None,
+    secret: "the webhook key (Developer Settings)",
+    docs: "https://docs.moderntreasury.com/platform/docs/verifying-webhooks",
+    sample: Sample {
+        headers: &[("X-Webhook-ID", "0c6e1d1e-2d8b-4b83-9a51-0f5b7c1d2e3f")],
+        body: r#"{"event":"completed","data":{"id":"po_01","object":"payment_order","status":"completed"}}"#,
     },
 };
 
@@ -98,6 +159,38 @@ pub(crate) const MOLLIE: Preset = Preset {
     sample: Sample {
         headers: NO_HEADERS,
         body: r#"{"resource":"event","id":"event_GvJ8WHrp5isUdRub9CJyH","type":"payment-link.paid","entityId":"pl_qng5gbbv8NAZ5gpM5ZYgx"}"#,
+    },
+};
+
+pub(crate) const ORB: Preset = Preset {
+    name: "orb",
+    provider: "Orb",
+    recipe: Recipe::Signed(Signed {
+        primitive: SHA256,
+        signature: SignatureAt::Headers {
+            names: &["X-Orb-Signature"],
+            prefixes: &["v1="],
+            separator: Some(' '),
+        },
+        encoding: Encoding::Hex,
+        message: &[
+            Part::Text("v1:"),
+            Part::Timestamp,
+            Part::Text(":"),
+            Part::Body,
+        ],
+        timestamp: in_header("X-Orb-Timestamp", TimeFormat::UtcDateTime),
+    }),
+    // The official SDK's `verifySignature` allows 5 minutes.
+    tolerance_secs: Some(300),
+    event_id: Json("/id"),
+    event_type: Json("/type"),
+    handshake: None,
+    secret: "the webhook endpoint's signing secret (text)",
+    docs: "https://docs.withorb.com/integrations-and-exports/webhooks",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"id":"evt_01","type":"subscription.started","created_at":"2023-11-14T22:13:20+00:00","properties":{}}"#,
     },
 };
 

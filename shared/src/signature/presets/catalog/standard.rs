@@ -18,6 +18,54 @@ pub(crate) const CLERK: Preset = Preset {
     },
 };
 
+pub(crate) const DODO_PAYMENTS: Preset = Preset {
+    name: "dodo-payments",
+    provider: "Dodo Payments",
+    recipe: Recipe::Scheme(SchemeKind::StandardWebhooks),
+    tolerance_secs: Some(300),
+    event_id: Header("webhook-id"),
+    event_type: Json("/type"),
+    handshake: None,
+    secret: "the webhook's signing secret (`whsec_…`)",
+    docs: "https://docs.dodopayments.com/developer-resources/webhooks",
+    sample: Sample {
+        headers: &[("webhook-id", "msg_2bTz0000000000000000000000")],
+        body: r#"{"business_id":"bus_01","type":"payment.succeeded","timestamp":"2023-11-14T22:13:20Z","data":{"payment_id":"pay_01"}}"#,
+    },
+};
+
+pub(crate) const LITHIC: Preset = Preset {
+    name: "lithic",
+    provider: "Lithic",
+    recipe: Recipe::Scheme(SchemeKind::StandardWebhooks),
+    tolerance_secs: Some(300),
+    event_id: Header("webhook-id"),
+    event_type: Json("/event_type"),
+    handshake: None,
+    secret: "the event subscription's secret (`whsec_…`)",
+    docs: "https://docs.lithic.com/docs/events-api",
+    sample: Sample {
+        headers: &[("webhook-id", "msg_2bTz0000000000000000000001")],
+        body: r#"{"event_type":"card.created","token":"00000000-0000-0000-0000-000000000001","card_token":"00000000-0000-0000-0000-000000000002"}"#,
+    },
+};
+
+pub(crate) const LIVEBLOCKS: Preset = Preset {
+    name: "liveblocks",
+    provider: "Liveblocks",
+    recipe: Recipe::Scheme(SchemeKind::StandardWebhooks),
+    tolerance_secs: Some(300),
+    event_id: Header("webhook-id"),
+    event_type: Json("/type"),
+    handshake: None,
+    secret: "the webhook endpoint's signing secret (`whsec_…`)",
+    docs: "https://liveblocks.io/docs/platform/webhooks",
+    sample: Sample {
+        headers: &[("webhook-id", "msg_2bTz0000000000000000000002")],
+        body: r#"{"type":"storageUpdated","data":{"roomId":"room-1","projectId":"proj_01","updatedAt":"2023-11-14T22:13:20.000Z"}}"#,
+    },
+};
+
 pub(crate) const OPENAI: Preset = Preset {
     name: "openai",
     provider: "OpenAI",
