@@ -433,5 +433,19 @@ pub(super) const VECTORS: &[Vector] = &[
         now: 1_700_000_000,
         ..V
     },
-
+    Vector {
+        // The body is JSON.stringify of the signed payload; WorkOS sends ", v1=" (with a space).
+        preset: "workos",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: @workos-inc/node@8.13.0 workos.webhooks.computeSignature signs it; workos.webhooks.constructEvent accepts it",
+        ),
+        headers: &[(
+            "WorkOS-Signature",
+            "t=1700000000000, v1=ad108caa99bbc0ba77ce1580070f92e2095dae22f12ab69139a6722cca0b42b2",
+        )],
+        body: r#"{"id":"event_01HF6J2Q1Y7V9K3M5N8P0R2T4W","event":"user.created","data":{"object":"user","id":"user_01HF6J2Q1Y7V9K3M5N8P0R2T4X","email":"sdk@example.com","first_name":"Sdk","last_name":"Vector","email_verified":true,"created_at":"2023-11-14T22:13:20.000Z","updated_at":"2023-11-14T22:13:20.000Z"},"created_at":"2023-11-14T22:13:20.000Z"}"#,
+        secrets: &["hookbox-sdk-workos-secret"],
+        now: 1_700_000_000,
+        ..V
+    },
 ];

@@ -324,7 +324,9 @@ fn the_signer_reproduces_the_vectors_that_carry_one_signature() {
     // second key, in `X-DocuSign-Signature-2`), the timestamps written
     // otherwise than the signer writes a whole second (Recurly's
     // milliseconds, Box's `-07:00` offset, Twitch's fraction), the
-    // public-key presets (Discord, SendGrid) and Mailgun (in the body).
+    // public-key presets (Discord, SendGrid), Mailgun (in the body) and
+    // WorkOS (`t=…, v1=…`: the signer writes no space after the comma,
+    // which WorkOS's SDK reads the same).
     let with_vectors: BTreeSet<&str> = all_vectors().map(|v| v.preset).collect();
     let not_reproduced: BTreeSet<&str> = with_vectors.difference(&reproduced).copied().collect();
     let expected: BTreeSet<&str> = EXCEPTIONS.iter().copied().collect();
@@ -343,4 +345,5 @@ const EXCEPTIONS: &[&str] = &[
     "sendgrid",
     "stripe",
     "twitch-eventsub",
+    "workos",
 ];

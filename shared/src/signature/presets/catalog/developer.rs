@@ -215,3 +215,33 @@ pub(crate) const VERCEL: Preset = Preset {
         body: r#"{"id":"A2YMRvMzpcaYM0TZS8FiYRTV","type":"deployment.created","payload":{}}"#,
     },
 };
+
+pub(crate) const WORKOS: Preset = Preset {
+    name: "workos",
+    provider: "WorkOS",
+    recipe: Recipe::Signed(Signed {
+        primitive: SHA256,
+        signature: SignatureAt::Headers {
+            names: &["WorkOS-Signature"],
+            prefixes: &["v1="],
+            separator: Some(','),
+        },
+        encoding: Encoding::Hex,
+        message: &[Part::Timestamp, Part::Text("."), Part::Body],
+        timestamp: Some(TimestampAt {
+            source: TimestampSource::SignatureItem("t"),
+            format: TimeFormat::Millis,
+        }),
+    }),
+    // The official SDK refuses a signature over 3 minutes old.
+    tolerance_secs: Some(180),
+    event_id: Json("/id"),
+    event_type: Json("/event"),
+    handshake: None,
+    secret: "the webhook endpoint's secret",
+    docs: "https://workos.com/docs/events/data-syncing/webhooks",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"id":"event_01HZ0000000000000000000000","event":"user.created","data":{"object":"user","id":"user_01"},"created_at":"2023-11-14T22:13:20.000Z"}"#,
+    },
+};

@@ -123,5 +123,6 @@ pub static PRESETS: &[Preset] = &[
     developer::VERCEL,
     business::WEBFLOW,
     business::WOOCOMMERCE,
+    developer::WORKOS,
     messaging::ZOOM,
 ];
