@@ -198,6 +198,30 @@ fn a_utc_date_time_is_read_with_or_without_an_offset() {
     ] {
         assert!(parse_time(text, TimeFormat::UtcDateTime).is_err(), "{text}");
     }
+    // The direct read agrees with chrono's parser wherever it answers.
+    for text in [
+        "2023-11-14T22:13:20.123456789",
+        "2024-02-29T00:00:00.1",
+        "0000-01-01T00:00:00",
+        "9999-12-31T23:59:59",
+        "2023-02-29T00:00:00",
+        "2023-11-14T24:00:00",
+        "2023-11-14T22:60:00",
+        "2023-11-14T22:13:60",
+        "2023-11-14T22:13:20.",
+        "2023-11-14T22:13:20.1234567890",
+        "2023-11-14t22:13:20",
+        "2023-11-14T22:13:2x",
+        "+2023-11-14T22:13:2",
+        "2023-1-14T22:13:20.5",
+    ] {
+        let chrono = text
+            .parse::<chrono::NaiveDateTime>()
+            .ok()
+            .map(|t| t.and_utc().timestamp());
+        let ours = parse_time(text, TimeFormat::UtcDateTime).ok();
+        assert_eq!(ours, chrono, "{text}");
+    }
     // RFC 3339 itself still wants the offset.
     assert!(parse_time("2023-11-14T22:13:20", TimeFormat::Rfc3339).is_err());
 }
