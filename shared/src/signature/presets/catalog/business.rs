@@ -90,20 +90,11 @@ pub(crate) const BOX: Preset = Preset {
 pub(crate) const CALENDLY: Preset = Preset {
     name: "calendly",
     provider: "Calendly",
-    recipe: Recipe::Signed(Signed {
-        primitive: SHA256,
-        signature: SignatureAt::Headers {
-            names: &["Calendly-Webhook-Signature"],
-            prefixes: &["v1="],
-            separator: Some(','),
-        },
-        encoding: Encoding::Hex,
-        message: &[Part::Timestamp, Part::Text("."), Part::Body],
-        timestamp: Some(TimestampAt {
-            source: TimestampSource::SignatureItem("t"),
-            format: TimeFormat::Seconds,
-        }),
-    }),
+    recipe: t_dot_body(
+        &["Calendly-Webhook-Signature"],
+        &["v1="],
+        TimeFormat::Seconds,
+    ),
     tolerance_secs: Some(180),
     event_id: Composite(&[Json("/event"), Json("/payload/uri")]),
     event_type: Json("/event"),
@@ -252,20 +243,7 @@ pub(crate) const HUBSPOT: Preset = Preset {
 pub(crate) const IMAGEKIT: Preset = Preset {
     name: "imagekit",
     provider: "ImageKit",
-    recipe: Recipe::Signed(Signed {
-        primitive: SHA256,
-        signature: SignatureAt::Headers {
-            names: &["x-ik-signature"],
-            prefixes: &["v1="],
-            separator: Some(','),
-        },
-        encoding: Encoding::Hex,
-        message: &[Part::Timestamp, Part::Text("."), Part::Body],
-        timestamp: Some(TimestampAt {
-            source: TimestampSource::SignatureItem("t"),
-            format: TimeFormat::Millis,
-        }),
-    }),
+    recipe: t_dot_body(&["x-ik-signature"], &["v1="], TimeFormat::Millis),
     // ImageKit's SDK checks no window; 5 minutes, as Standard Webhooks.
     tolerance_secs: Some(300),
     event_id: Json("/id"),

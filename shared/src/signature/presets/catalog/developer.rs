@@ -219,20 +219,7 @@ pub(crate) const VERCEL: Preset = Preset {
 pub(crate) const WORKOS: Preset = Preset {
     name: "workos",
     provider: "WorkOS",
-    recipe: Recipe::Signed(Signed {
-        primitive: SHA256,
-        signature: SignatureAt::Headers {
-            names: &["WorkOS-Signature"],
-            prefixes: &["v1="],
-            separator: Some(','),
-        },
-        encoding: Encoding::Hex,
-        message: &[Part::Timestamp, Part::Text("."), Part::Body],
-        timestamp: Some(TimestampAt {
-            source: TimestampSource::SignatureItem("t"),
-            format: TimeFormat::Millis,
-        }),
-    }),
+    recipe: t_dot_body(&["WorkOS-Signature"], &["v1="], TimeFormat::Millis),
     // The official SDK refuses a signature over 3 minutes old.
     tolerance_secs: Some(180),
     event_id: Json("/id"),

@@ -32,20 +32,7 @@ pub(crate) const DISCORD: Preset = Preset {
 pub(crate) const ELEVENLABS: Preset = Preset {
     name: "elevenlabs",
     provider: "ElevenLabs",
-    recipe: Recipe::Signed(Signed {
-        primitive: SHA256,
-        signature: SignatureAt::Headers {
-            names: &["ElevenLabs-Signature"],
-            prefixes: &["v0="],
-            separator: Some(','),
-        },
-        encoding: Encoding::Hex,
-        message: &[Part::Timestamp, Part::Text("."), Part::Body],
-        timestamp: Some(TimestampAt {
-            source: TimestampSource::SignatureItem("t"),
-            format: TimeFormat::Seconds,
-        }),
-    }),
+    recipe: t_dot_body(&["ElevenLabs-Signature"], &["v0="], TimeFormat::Seconds),
     // The official SDK's `constructEvent` refuses a signature over 30
     // minutes old.
     tolerance_secs: Some(1800),
@@ -147,20 +134,7 @@ pub(crate) const META: Preset = Preset {
 pub(crate) const MUX: Preset = Preset {
     name: "mux",
     provider: "Mux (video)",
-    recipe: Recipe::Signed(Signed {
-        primitive: SHA256,
-        signature: SignatureAt::Headers {
-            names: &["Mux-Signature"],
-            prefixes: &["v1="],
-            separator: Some(','),
-        },
-        encoding: Encoding::Hex,
-        message: &[Part::Timestamp, Part::Text("."), Part::Body],
-        timestamp: Some(TimestampAt {
-            source: TimestampSource::SignatureItem("t"),
-            format: TimeFormat::Seconds,
-        }),
-    }),
+    recipe: t_dot_body(&["Mux-Signature"], &["v1="], TimeFormat::Seconds),
     // Mux's SDKs allow 5 minutes by default.
     tolerance_secs: Some(300),
     event_id: Json("/id"),

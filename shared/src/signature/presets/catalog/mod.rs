@@ -45,6 +45,31 @@ const fn body_hmac(
     })
 }
 
+/// Stripe's layout, which several providers copy: one header of
+/// `,`-separated `key=value` items, the signed timestamp in item `t`, and
+/// hex HMAC-SHA256 of `{t}.{body}` after one of `prefixes` (several during
+/// rotation).
+const fn t_dot_body(
+    header: &'static [&'static str],
+    prefixes: &'static [&'static str],
+    format: TimeFormat,
+) -> Recipe {
+    Recipe::Signed(Signed {
+        primitive: SHA256,
+        signature: SignatureAt::Headers {
+            names: header,
+            prefixes,
+            separator: Some(','),
+        },
+        encoding: Encoding::Hex,
+        message: &[Part::Timestamp, Part::Text("."), Part::Body],
+        timestamp: Some(TimestampAt {
+            source: TimestampSource::SignatureItem("t"),
+            format,
+        }),
+    })
+}
+
 const fn in_header(name: &'static str, format: TimeFormat) -> Option<TimestampAt> {
     Some(TimestampAt {
         source: TimestampSource::Header(name),
