@@ -140,6 +140,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "forward_at_ingest",
         sql: include_str!("../migrations/0018_forward_at_ingest.sql"),
     },
+    Migration {
+        version: 19,
+        name: "forwarding_hardened",
+        sql: include_str!("../migrations/0019_forwarding_hardened.sql"),
+    },
 ];
 
 /// Why migrating failed.

@@ -27,6 +27,11 @@ async fn migrated() -> (TestDb, Arc<dyn Database>) {
     let db = TestDb::create().await;
     let owner: Arc<dyn Database> =
         Arc::new(PgDatabase::connect(db.url(), &PgOptions::default()).expect("pool"));
+    migrated_in(db, owner).await
+}
+
+/// [`migrated`] for a database the test prepared first.
+async fn migrated_in(db: TestDb, owner: Arc<dyn Database>) -> (TestDb, Arc<dyn Database>) {
     hookbox::migrate::migrate(owner.as_ref())
         .await
         .expect("migrate");
@@ -117,55 +122,258 @@ async fn ingest_may_insert_and_read_the_inbox_and_nothing_else() {
     }
 }
 
-/// Forwarding at ingest (migration 18): ingest's one statement writes the
-/// event's deliveries through `hookbox_publish_at`, which is all of the
-/// outbox ingest's role may touch.
+async fn owner_exec(owner: &dyn Database, sql: &str) {
+    owner
+        .execute(
+            &Statement::new("test.sql", Box::leak(sql.to_owned().into_boxed_str())),
+            &params! {},
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+async fn outbox_rows(owner: &dyn Database) -> Vec<(String, String, String, String, bool)> {
+    owner
+        .execute(
+            &Statement::new(
+                "test.outbox",
+                "SELECT destination, aggregate_type || '/' || aggregate_id AS aggregate, \
+                 event_type, payload::text AS payload, next_attempt_at <= now() AS due \
+                 FROM outbox ORDER BY destination, id",
+            ),
+            &params! {},
+        )
+        .await
+        .expect("outbox rows")
+        .rows
+        .iter()
+        .map(|r| {
+            (
+                r.text("destination").expect("destination").to_owned(),
+                r.text("aggregate").expect("aggregate").to_owned(),
+                r.text("event_type").expect("event_type").to_owned(),
+                r.text("payload").expect("payload").to_owned(),
+                r.bool("due").expect("due"),
+            )
+        })
+        .collect()
+}
+
+/// Forwarding at ingest (migrations 18 and 19): ingest's one statement
+/// stores the event and writes its deliveries through
+/// `hookbox_ingest_store`, which derives every field of a delivery from the
+/// row it stored: the payload is the body, the aggregate the partner's, the
+/// destinations only those the partner's routes name, due now. That
+/// function is all of the outbox ingest's role may touch: not
+/// `hookbox_publish_at` (any event, aggregate, destination, blob key or due
+/// time), not `hookbox_publish`, not the table.
 #[tokio::test]
-async fn ingest_forwards_through_the_publish_function_and_nothing_else_of_the_outbox() {
+async fn ingest_forwards_only_the_row_it_stored_to_its_partners_routes() {
     use hookbox::inbox::routed::{AtIngest, Stored, insert_forwarded};
     use hookbox::processing::routing::Deliveries;
 
     let (db, owner) = migrated().await;
+    // as the relay syncs them: demo routes to billing and audit, hr to payroll
+    owner_exec(
+        owner.as_ref(),
+        "INSERT INTO outbox_destinations (name, routed_from, synced_at) VALUES \
+         ('billing', '{demo}', now()), ('audit', '{demo}', now()), ('payroll', '{hr}', now())",
+    )
+    .await;
     let as_ingest = PgDatabase::connect(&url_as(db.url(), "hookbox_ingest"), &PgOptions::default())
         .expect("pool");
-    let forward = AtIngest::Deliver {
-        deliveries: Deliveries {
-            destinations: vec!["billing".into(), "audit".into()],
-            event_type: "invoice.paid".into(),
+    let deliver = |to: &[&str]| {
+        AtIngest::Deliver(Deliveries {
+            destinations: to.iter().map(|d| (*d).to_owned()).collect(),
+            event_type: "order.created".into(),
             aggregate_type: "partner:demo".into(),
             aggregate_id: "cus_1".into(),
-        },
-        payload: r#"{"id":"e1"}"#.into(),
+        })
     };
-    let stored = insert_forwarded(&as_ingest, &event("e1"), Utc::now(), None, &forward)
-        .await
-        .expect("ingest's forwarding insert");
+    let mut e1 = event("e1");
+    e1.ordering_key = Some("cus_1".into());
+    e1.body = Body::Inline(br#"{"id":"e1","n":123456789012345678901234567890}"#.to_vec());
+    let stored = insert_forwarded(
+        &as_ingest,
+        &e1,
+        Utc::now(),
+        None,
+        &deliver(&["billing", "audit"]),
+    )
+    .await
+    .expect("ingest's forwarding insert");
     assert!(
         matches!(stored, Stored::Finished { deliveries: 2, .. }),
         "{stored:?}"
     );
-    let n = owner
-        .execute(
-            &Statement::new("test.count", "SELECT count(*) AS n FROM outbox"),
-            &params! {},
+    let rows = outbox_rows(owner.as_ref()).await;
+    let payload = r#"{"n": 123456789012345678901234567890, "id": "e1"}"#.to_owned();
+    let expected = |to: &str| {
+        (
+            to.to_owned(),
+            "partner:demo/cus_1".to_owned(),
+            "order.created".to_owned(),
+            payload.clone(),
+            true,
         )
+    };
+    assert_eq!(rows, vec![expected("audit"), expected("billing")]);
+
+    // the same row again: a duplicate writes nothing
+    let again = insert_forwarded(&as_ingest, &e1, Utc::now(), None, &deliver(&["billing"]))
         .await
-        .expect("count")
-        .rows[0]
-        .i64("n")
-        .expect("n");
-    assert_eq!(n, 2);
+        .expect("duplicate");
+    assert!(matches!(again, Stored::Duplicate(_)), "{again:?}");
+    // a destination no route of demo names: the row is stored pending for
+    // the processor (which forwards by the configuration), nothing written
+    let forged = insert_forwarded(
+        &as_ingest,
+        &event("e2"),
+        Utc::now(),
+        None,
+        &deliver(&["billing", "payroll"]),
+    )
+    .await
+    .expect("stored");
+    match &forged {
+        Stored::Waiting {
+            refusal: Some(why), ..
+        } => assert!(
+            why.contains("payroll") && why.contains("demo"),
+            "names the destination and partner: {why}"
+        ),
+        other => panic!("expected a pending row with a refusal: {other:?}"),
+    }
+    // a due time far ahead cannot hold an ordered aggregate up: due now
+    let late = insert_forwarded(
+        &as_ingest,
+        &event("e3"),
+        Utc::now() + chrono::Duration::days(365 * 100),
+        None,
+        &deliver(&["billing"]),
+    )
+    .await
+    .expect("stored");
+    assert!(matches!(late, Stored::Finished { deliveries: 1, .. }), "{late:?}");
+    let rows = outbox_rows(owner.as_ref()).await;
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert!(rows.iter().all(|r| r.4), "every delivery due now: {rows:?}");
+
     let c = connect_as(&db, "hookbox_ingest").await;
     for sql in [
+        "SELECT hookbox_publish_at('order.paid', '{}'::jsonb, 'order', 'o-1', 'billing', \
+         'infinity', NULL::text, NULL::bigint, NULL::bytea)",
+        "SELECT hookbox_publish('order.paid', '{}'::jsonb, 'order', 'o-1')",
+        "SELECT * FROM hookbox_publish_refusal('a', '{}'::jsonb, 'b', 'c', NULL, NULL, NULL)",
         "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination, payload, \
          status, next_attempt_at, created_at) VALUES (gen_random_uuid(), 'a', 'b', 'c', 'd', \
          '{}', 'pending', now(), now())",
         "UPDATE outbox SET attempts = 0",
         "DELETE FROM outbox",
         "SELECT * FROM outbox_destinations",
+        "UPDATE outbox_destinations SET routed_from = '{demo}'",
     ] {
         refused(&c, "hookbox_ingest", sql).await;
     }
+}
+
+/// No overload hijack on any supported PostgreSQL. 13 and 14 let every
+/// role CREATE in schema public: the migrations revoke that where they own
+/// the schema, and every call inside a SECURITY DEFINER function (and
+/// ingest's statement) names its function's schema and types every
+/// argument, so even a role that may still create there (a database whose
+/// schema the migrations do not own) cannot plant a better match.
+#[tokio::test]
+async fn a_planted_overload_is_never_called() {
+    use hookbox::inbox::routed::{AtIngest, Stored, insert_forwarded};
+    use hookbox::processing::routing::Deliveries;
+
+    let db = TestDb::create().await;
+    let owner: Arc<dyn Database> =
+        Arc::new(PgDatabase::connect(db.url(), &PgOptions::default()).expect("pool"));
+    // as PostgreSQL 13 and 14 ship
+    owner_exec(owner.as_ref(), "GRANT CREATE ON SCHEMA public TO PUBLIC").await;
+    let (db, owner) = migrated_in(db, owner).await;
+    let granted = owner
+        .execute(
+            &Statement::new(
+                "test.privilege",
+                "SELECT has_schema_privilege('hookbox_ingest', 'public', 'CREATE') AS may",
+            ),
+            &params! {},
+        )
+        .await
+        .expect("privilege")
+        .rows[0]
+        .bool("may")
+        .expect("may");
+    assert!(!granted, "the migrations revoke CREATE on public from PUBLIC");
+
+    // an intruder that may create there all the same
+    owner_exec(
+        owner.as_ref(),
+        "DO $$ BEGIN CREATE ROLE hookbox_test_intruder LOGIN; \
+         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$",
+    )
+    .await;
+    owner_exec(
+        owner.as_ref(),
+        "GRANT CREATE ON SCHEMA public TO hookbox_test_intruder",
+    )
+    .await;
+    let intruder = connect_as(&db, "hookbox_test_intruder").await;
+    // better matches for untyped NULLs (text is the preferred type of
+    // unknown literals), each one failing loudly if it is ever called
+    for signature in [
+        "hookbox_publish_at(text, jsonb, text, text, text, timestamptz, text, text, text) \
+         RETURNS SETOF uuid",
+        "hookbox_publish_refusal(text, jsonb, text, text, text, text, text, \
+         OUT refusal_code text, OUT refusal text, OUT payload_size bigint)",
+        "hookbox_ingest_store(uuid, text, text, boolean, text, text, bytea, bytea, jsonb, \
+         boolean, timestamptz, text, text, text) \
+         RETURNS TABLE (stored_id uuid, inserted boolean, stored_status text, \
+         deliveries bigint, refusal text)",
+    ] {
+        intruder
+            .batch_execute(&format!(
+                "CREATE FUNCTION public.{signature} LANGUAGE plpgsql AS \
+                 $$ BEGIN RAISE EXCEPTION 'hijacked'; END $$"
+            ))
+            .await
+            .unwrap_or_else(|e| panic!("the intruder plants {signature}: {e}"));
+    }
+
+    // a publisher (the processor's role publishes)
+    let publisher = connect_as(&db, "hookbox_processor").await;
+    publisher
+        .batch_execute(
+            "SELECT hookbox_publish('order.paid', '{\"id\": 1}'::jsonb, 'order', 'o-1', 'billing')",
+        )
+        .await
+        .expect("hookbox_publish calls the real hookbox_publish_at");
+    // ingest's one statement
+    owner_exec(
+        owner.as_ref(),
+        "INSERT INTO outbox_destinations (name, routed_from, synced_at) \
+         VALUES ('billing', '{demo}', now())",
+    )
+    .await;
+    let as_ingest = PgDatabase::connect(&url_as(db.url(), "hookbox_ingest"), &PgOptions::default())
+        .expect("pool");
+    let forward = AtIngest::Deliver(Deliveries {
+        destinations: vec!["billing".into()],
+        event_type: "order.created".into(),
+        aggregate_type: "partner:demo".into(),
+        aggregate_id: "e1".into(),
+    });
+    let stored = insert_forwarded(&as_ingest, &event("e1"), Utc::now(), None, &forward)
+        .await
+        .expect("ingest's statement calls the real function");
+    assert!(
+        matches!(stored, Stored::Finished { deliveries: 1, .. }),
+        "{stored:?}"
+    );
+    assert_eq!(outbox_rows(owner.as_ref()).await.len(), 2);
 }
 
 /// PostgreSQL's advice for SECURITY DEFINER functions: a search_path with

@@ -495,7 +495,7 @@ impl Ingest {
                 None => insert_if_new_deduped(self.db.as_ref(), &event, now, dedupe)
                     .await
                     .map(|inserted| match inserted {
-                        Inserted::New(id) => Stored::Waiting(id),
+                        Inserted::New(id) => Stored::Waiting { id, refusal: None },
                         Inserted::Duplicate(id) => Stored::Duplicate(id),
                     }),
             }
@@ -528,8 +528,16 @@ impl Ingest {
                     Outcome::Forwarded { deliveries, status },
                 )
             }
-            Ok(Stored::Waiting(id)) => {
+            Ok(Stored::Waiting { id, refusal }) => {
                 crate::failpoint::hit!(crate::failpoint::INGEST_AFTER_INSERT);
+                if let Some(refusal) = refusal {
+                    // not an error: the processor forwards it (through the
+                    // blob store) or quarantines it, naming why
+                    tracing::info!(
+                        inbox_id = %id, partner = %event.partner, event_id = %event.event_id,
+                        refusal = %refusal, "not forwarded at ingest: left to the processor"
+                    );
+                }
                 let message = InboxMessage::stored(id, &event.partner, &event.event_id);
                 let enqueue_failed = match message.to_body() {
                     Ok(body) => match self.queue.send(&body).await {

@@ -258,7 +258,11 @@ pub(super) fn build_event(
             ));
         }
     };
-    let ordering_key = extract(&partner.ordering_key).map(|k| storable(&k).into_owned());
+    // an empty ordering key (a partner's empty customer field) is no key:
+    // the event is ordered behind nothing, and its aggregate is its id
+    let ordering_key = extract(&partner.ordering_key)
+        .filter(|k| !k.is_empty())
+        .map(|k| storable(&k).into_owned());
     for (field, value, max) in [
         ("event_type", &event_type, MAX_EVENT_TYPE_BYTES),
         ("ordering_key", &ordering_key, MAX_ORDERING_KEY_BYTES),

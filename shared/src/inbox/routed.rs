@@ -3,28 +3,35 @@
 //! and no queue message or processor run (docs/forwarding.md, "Where an
 //! event is routed").
 //!
-//! The statement inserts the row already finished (`processed` with its
-//! deliveries, `quarantined` or `processed` by the partner's unrouted
-//! policy) and, only when it inserted, writes one outbox row per destination
-//! through `hookbox_publish_at` (migration 18 lets ingest's role run it and
-//! nothing more of the outbox). A duplicate writes nothing: its deliveries
+//! The statement is one call of `hookbox_ingest_store` (migration 19), the
+//! only way ingest's role may write the outbox: it inserts the row already
+//! finished (`processed` with its deliveries, `quarantined` or `processed`
+//! by the partner's unrouted policy) and, only when it inserted, writes one
+//! outbox row per destination, every field derived from the row it stored
+//! (the payload is its body). A duplicate writes nothing: its deliveries
 //! were written with the first copy.
 //!
+//! Ingest never fails a verified webhook for what its body holds: what an
+//! outbox row cannot hold (the database's one definition,
+//! `hookbox_publish_refusal`) is stored `pending` instead, and the caller
+//! enqueues it for the processor ([`Stored::Waiting`] with the refusal).
+//!
 //! Received order per ordering key: when an earlier event of the same
-//! partner and key is still active (waiting for the processor: spooled,
-//! too large to forward here, retried), the new row is stored `pending`
-//! instead, with no delivery, and the caller enqueues it like any other:
-//! the processor forwards it behind the earlier ones ([`EARLIER_ACTIVE`]).
+//! partner and key is still active in the inbox (too large to forward here,
+//! refused, retried, being processed), the new row is stored `pending`
+//! too, with no delivery, and the processor forwards it behind the earlier
+//! ones ([`EARLIER_ACTIVE`]). An event spooled to the queue while the
+//! database was down is not in the inbox yet, so it holds nothing up: it
+//! is stored when the processor reads it (docs/forwarding.md, "Order").
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::InboxStatus;
 use super::lease::bounded;
-use super::repo::{NewInboxEvent, stored_id, with_body};
+use super::repo::{NewInboxEvent, stored_id};
 use crate::config::Partner;
 use crate::config::route::Unrouted;
-use crate::outbox;
 use crate::params;
 use crate::processing::routing::{self, Deliveries, Plan};
 use crate::store::{DbError, Executor, Statement, Value, fetch_optional};
@@ -54,15 +61,11 @@ pub fn forward_at_ingest_from_env(
 /// finish it itself ([`at_ingest`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AtIngest {
-    /// `processed`, with one outbox row per destination; `payload` is the
-    /// body's JSON text as the processor's path writes it (serde_json's
-    /// compact form).
-    Deliver {
-        /// The destinations and the rows' fields.
-        deliveries: Deliveries,
-        /// The payload's JSON text.
-        payload: String,
-    },
+    /// `processed`, with one outbox row per destination. The rows' fields
+    /// are derived from the stored row by the database
+    /// (`hookbox_ingest_store`, migration 19): the payload is the body, the
+    /// event type, aggregate type and id are those of [`Deliveries`].
+    Deliver(Deliveries),
     /// No route matched and the partner drops such events: `processed`,
     /// no delivery.
     Drop,
@@ -72,50 +75,39 @@ pub enum AtIngest {
 
 /// What ingest does with `event` of `partner`, or `None` to leave it to the
 /// processor (stored `pending` and enqueued as without routes): a partner
-/// without routes, a body in the blob store, a body that is not JSON or
-/// holds U+0000 in a string (the processor quarantines it, naming why), a payload over the outbox's
-/// inline threshold (the processor puts it in the blob store), a field over
-/// the outbox's bounds.
+/// without routes, a body in the blob store, a body that is not JSON (the
+/// processor quarantines it, naming why).
+///
+/// What an outbox row can hold (sizes, fields, what jsonb refuses) is not
+/// checked here: the database checks it in the statement that stores the
+/// event, with the same definition every publish uses
+/// (`hookbox_publish_refusal`), and stores an event it refuses `pending`
+/// for the processor instead ([`Stored::Waiting`]).
 pub fn at_ingest(partner: &Partner, event: &NewInboxEvent) -> Option<AtIngest> {
     if partner.routes.is_empty() {
         return None;
     }
     let body = event.body.inline()?;
     let payload: serde_json::Value = serde_json::from_slice(body).ok()?;
-    if routing::holds_nul(&payload) {
-        // jsonb cannot hold it: the processor quarantines it, naming why
-        return None;
-    }
-    match routing::plan(
-        partner,
-        &event.event_id,
-        event.event_type.as_deref(),
-        event.ordering_key.as_deref(),
-        &payload,
-    ) {
-        Plan::Unrouted(reason) => Some(match partner.unrouted {
-            Unrouted::Quarantine => AtIngest::Quarantine(reason),
-            Unrouted::Drop => AtIngest::Drop,
-        }),
-        Plan::Deliver(deliveries) => {
-            let payload = payload.to_string();
-            let fits = payload.len() <= outbox::payload::DEFAULT_INLINE_MAX_BYTES
-                && outbox::publish::check_fields(
-                    &deliveries.aggregate_type,
-                    &deliveries.aggregate_id,
-                    &deliveries.event_type,
-                )
-                .is_ok();
-            fits.then_some(AtIngest::Deliver {
-                deliveries,
-                payload,
-            })
-        }
-    }
+    Some(
+        match routing::plan(
+            partner,
+            &event.event_id,
+            event.event_type.as_deref(),
+            event.ordering_key.as_deref(),
+            &payload,
+        ) {
+            Plan::Unrouted(reason) => match partner.unrouted {
+                Unrouted::Quarantine => AtIngest::Quarantine(reason),
+                Unrouted::Drop => AtIngest::Drop,
+            },
+            Plan::Deliver(deliveries) => AtIngest::Deliver(deliveries),
+        },
+    )
 }
 
 /// Result of [`insert_forwarded`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stored {
     /// A new row, finished here: its status, and the deliveries written.
     Finished {
@@ -123,71 +115,45 @@ pub enum Stored {
         id: Uuid,
         /// `processed` or `quarantined`.
         status: InboxStatus,
-        /// Outbox rows written (0 unless [`Finish::Deliver`]).
+        /// Outbox rows written (0 unless [`AtIngest::Deliver`]).
         deliveries: u64,
     },
-    /// A new row left `pending` behind an earlier active event of its
-    /// ordering key: the caller enqueues it, the processor forwards it.
-    Waiting(Uuid),
+    /// A new row left `pending` for the processor: behind an earlier active
+    /// event of its ordering key (no reason), or because the database
+    /// refused its deliveries (why: the processor forwards it through the
+    /// blob store, or quarantines it naming the field). The caller enqueues
+    /// it.
+    Waiting {
+        /// The row id.
+        id: Uuid,
+        /// Why the deliveries were not written here, if refused.
+        refusal: Option<String>,
+    },
     /// The (partner, event_id) was already stored under this id.
     Duplicate(Uuid),
 }
 
+/// Ingest's one statement for an event it finishes itself: the function
+/// that stores the row and writes its deliveries (migration 19), the only
+/// way ingest's role may write the outbox. Every argument typed and the
+/// function schema-qualified: no overload can stand in for it.
 pub const INSERT_FORWARDED: Statement = Statement::new(
     "inbox.insert_forwarded",
-    "WITH earlier AS (
-        SELECT EXISTS (
-            SELECT 1 FROM inbox
-             WHERE partner = :partner AND ordering_key = :ordering_key
-               AND status IN ('pending', 'processing', 'deferred')
-               AND ordering_key IS NOT NULL) AS waits
-    ),
-    ins AS (
-        INSERT INTO inbox (id, partner, event_id, event_id_derived, event_type, ordering_key,
-                           body, body_key, body_size, body_sha256, dedupe_digest,
-                           headers, signature_verified, status, next_attempt_at,
-                           received_at, enqueued_at, last_error, processed_at)
-        SELECT :id, :partner, :event_id, :event_id_derived, :event_type, :ordering_key,
-               CAST(:body AS bytea), :body_key, CAST(:body_size AS bigint),
-               CAST(:body_sha256 AS bytea), CAST(:dedupe_digest AS bytea),
-               CAST(:headers AS jsonb), :signature_verified,
-               CASE WHEN e.waits THEN 'pending' ELSE :status END,
-               CASE WHEN e.waits THEN CAST(:now AS timestamptz) END,
-               CAST(:now AS timestamptz),
-               CASE WHEN e.waits THEN CAST(:now AS timestamptz) END,
-               CASE WHEN e.waits THEN NULL ELSE :last_error END,
-               CASE WHEN e.waits THEN NULL ELSE CAST(:now AS timestamptz) END
-          FROM earlier AS e
-        -- any unique key: (partner, event_id), or (partner, dedupe_digest)
-        ON CONFLICT DO NOTHING
-        RETURNING id, status
-    ),
-    fwd AS (
-        SELECT p.id
-          FROM ins
-         CROSS JOIN jsonb_array_elements_text(CAST(:destinations AS jsonb)) AS d(name)
-         CROSS JOIN LATERAL hookbox_publish_at(
-               CAST(:out_event_type AS text), CAST(:payload AS jsonb),
-               CAST(:aggregate_type AS text), CAST(:aggregate_id AS text), d.name,
-               CAST(:now AS timestamptz), NULL, NULL, NULL) AS p(id)
-         WHERE ins.status = 'processed'
-    )
-    SELECT id, true AS inserted, status, (SELECT count(*) FROM fwd) AS deliveries FROM ins
-    UNION ALL
-    -- the stored duplicate, as in inbox.insert_if_new
-    (SELECT id, false AS inserted, status, 0 AS deliveries FROM inbox
-      WHERE NOT EXISTS (SELECT 1 FROM ins)
-        AND partner = :partner AND event_id = :event_id
-     UNION ALL
-     SELECT id, false AS inserted, status, 0 AS deliveries FROM inbox
-      WHERE NOT EXISTS (SELECT 1 FROM ins)
-        AND partner = :partner AND dedupe_digest = CAST(:dedupe_digest AS bytea)
-        AND event_id <> :event_id)",
+    "SELECT s.stored_id AS id, s.inserted, s.stored_status AS status, s.deliveries, s.refusal
+       FROM public.hookbox_ingest_store(
+            CAST(:id AS uuid), CAST(:partner AS text), CAST(:event_id AS text),
+            CAST(:event_id_derived AS boolean), CAST(:event_type AS text),
+            CAST(:ordering_key AS text), CAST(:body AS bytea), CAST(:dedupe_digest AS bytea),
+            CAST(:headers AS jsonb), CAST(:signature_verified AS boolean),
+            CAST(:now AS timestamptz), CAST(:status AS text), CAST(:last_error AS text),
+            ARRAY(SELECT pg_catalog.jsonb_array_elements_text(CAST(:destinations AS jsonb))))
+            AS s",
 );
 
 /// Stores `event` unless (partner, event_id) (or, with `dedupe_digest`,
 /// its body) is already stored, finished as `finish` says ([`at_ingest`]),
-/// in ONE statement: see the module's documentation.
+/// in ONE statement: see the module's documentation. Only for an inline
+/// body ([`at_ingest`] never finishes another).
 pub async fn insert_forwarded(
     db: &dyn Executor,
     event: &NewInboxEvent,
@@ -196,34 +162,17 @@ pub async fn insert_forwarded(
     finish: &AtIngest,
 ) -> Result<Stored, DbError> {
     let digest: Value = dedupe_digest.map(|d| d.to_vec()).into();
-    let (status, last_error, destinations, out_type, payload, agg_type, agg_id) = match finish {
-        AtIngest::Deliver {
-            deliveries,
-            payload,
-        } => (
+    let (status, last_error, destinations) = match finish {
+        AtIngest::Deliver(deliveries) => (
             InboxStatus::Processed,
             Value::Null,
-            serde_json::Value::from(deliveries.destinations.clone()).to_string(),
-            Value::from(deliveries.event_type.as_str()),
-            Value::from(payload.as_str()),
-            Value::from(deliveries.aggregate_type.as_str()),
-            Value::from(deliveries.aggregate_id.as_str()),
+            deliveries.destinations.as_slice(),
         ),
-        AtIngest::Drop | AtIngest::Quarantine(_) => (
-            if matches!(finish, AtIngest::Drop) {
-                InboxStatus::Processed
-            } else {
-                InboxStatus::Quarantined
-            },
-            match finish {
-                AtIngest::Quarantine(reason) => Value::from(bounded(reason)),
-                _ => Value::Null,
-            },
-            "[]".to_owned(),
-            Value::Null,
-            Value::Null,
-            Value::Null,
-            Value::Null,
+        AtIngest::Drop => (InboxStatus::Processed, Value::Null, &[][..]),
+        AtIngest::Quarantine(reason) => (
+            InboxStatus::Quarantined,
+            Value::from(bounded(reason)),
+            &[][..],
         ),
     };
     let params = params! {
@@ -233,18 +182,15 @@ pub async fn insert_forwarded(
         "event_id_derived" => event.event_id_derived,
         "event_type" => event.event_type.clone(),
         "ordering_key" => event.ordering_key.clone(),
+        "body" => event.body.inline().unwrap_or_default(),
         "headers" => event.headers.clone(),
         "signature_verified" => event.signature_verified,
         "now" => now,
         "status" => status.as_str(),
         "last_error" => last_error,
-        "destinations" => destinations,
-        "out_event_type" => out_type,
-        "payload" => payload,
-        "aggregate_type" => agg_type,
-        "aggregate_id" => agg_id,
+        "destinations" => serde_json::Value::from(destinations.to_vec()).to_string(),
+        "dedupe_digest" => digest.clone(),
     };
-    let params = with_body(params, &event.body).with("dedupe_digest", digest.clone());
     if let Some(row) = fetch_optional(db, &INSERT_FORWARDED, &params).await? {
         let id = row.uuid("id")?;
         if !row.bool("inserted")? {
@@ -257,7 +203,10 @@ pub async fn insert_forwarded(
             detail: format!("unknown inbox status {status:?}"),
         })?;
         if status == InboxStatus::Pending {
-            return Ok(Stored::Waiting(id));
+            return Ok(Stored::Waiting {
+                id,
+                refusal: row.opt_text("refusal")?,
+            });
         }
         let deliveries = row.i64("deliveries")?;
         return Ok(Stored::Finished {

@@ -3,7 +3,11 @@
 //! without a destination (`hookbox_publish`, migration 11). The relay copies
 //! the configuration there at the start of every run ([`sync`]), and so does
 //! the local stack when it starts; a configuration change reaches
-//! publishers then. Rows already written keep their destinations.
+//! publishers then. Rows already written keep their destinations. Each row
+//! also names the partners whose routes send to it (`routed_from`): the
+//! only destinations ingest's role may forward a partner's events to
+//! (migration 19), so a route added to the configuration is forwarded at
+//! ingest from the next sync on (by the processor until then).
 
 use chrono::{DateTime, Utc};
 
@@ -20,30 +24,33 @@ pub const SYNC: Statement = Statement::new(
     "outbox.destinations_sync",
     "WITH desired AS (
          SELECT d.name, d.event_types, d.event_like, d.filters, d.trip_after,
-                d.cool_down_secs, d.disable_after_secs
+                d.cool_down_secs, d.disable_after_secs, d.routed_from
            FROM jsonb_to_recordset(CAST(:destinations AS jsonb))
                 AS d(name text, event_types text[], event_like text[], filters jsonb,
-                     trip_after integer, cool_down_secs integer, disable_after_secs bigint)),
+                     trip_after integer, cool_down_secs integer, disable_after_secs bigint,
+                     routed_from text[])),
      gone AS (
          DELETE FROM outbox_destinations AS o
           WHERE NOT EXISTS (SELECT 1 FROM desired AS d WHERE d.name = o.name)
          RETURNING 1),
      changed AS (
          INSERT INTO outbox_destinations AS o (name, event_types, event_like, filters, trip_after,
-                                               cool_down_secs, disable_after_secs, synced_at)
+                                               cool_down_secs, disable_after_secs, routed_from,
+                                               synced_at)
          SELECT name, event_types, event_like, filters, trip_after, cool_down_secs,
-                disable_after_secs, CAST(:now AS timestamptz)
+                disable_after_secs, routed_from, CAST(:now AS timestamptz)
            FROM desired
          ON CONFLICT (name) DO UPDATE
             SET event_types = EXCLUDED.event_types, event_like = EXCLUDED.event_like,
                 filters = EXCLUDED.filters, trip_after = EXCLUDED.trip_after,
                 cool_down_secs = EXCLUDED.cool_down_secs,
-                disable_after_secs = EXCLUDED.disable_after_secs, synced_at = EXCLUDED.synced_at
+                disable_after_secs = EXCLUDED.disable_after_secs,
+                routed_from = EXCLUDED.routed_from, synced_at = EXCLUDED.synced_at
           WHERE (o.event_types, o.event_like, o.filters, o.trip_after, o.cool_down_secs,
-                 o.disable_after_secs)
+                 o.disable_after_secs, o.routed_from)
                 IS DISTINCT FROM (EXCLUDED.event_types, EXCLUDED.event_like, EXCLUDED.filters,
                                   EXCLUDED.trip_after, EXCLUDED.cool_down_secs,
-                                  EXCLUDED.disable_after_secs)
+                                  EXCLUDED.disable_after_secs, EXCLUDED.routed_from)
          RETURNING 1)
      SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM changed) AS changed",
 );
@@ -58,6 +65,12 @@ fn desired(config: &HookboxConfig) -> serde_json::Value {
                 None => (Vec::new(), serde_json::json!([])),
             };
             let like: Vec<String> = types.iter().map(|t| like_pattern(t)).collect();
+            // what ingest's role may forward to it (migration 19)
+            let routed_from: Vec<&str> = config
+                .partners()
+                .filter(|p| p.routes.iter().any(|r| r.to == d.name))
+                .map(|p| p.name.as_str())
+                .collect();
             serde_json::json!({
                 "name": d.name,
                 "event_types": types,
@@ -66,6 +79,7 @@ fn desired(config: &HookboxConfig) -> serde_json::Value {
                 "trip_after": d.trip_after,
                 "cool_down_secs": d.cool_down.as_secs().max(1),
                 "disable_after_secs": d.disable_after.map_or(0, |t| t.as_secs()),
+                "routed_from": routed_from,
             })
         })
         .collect()

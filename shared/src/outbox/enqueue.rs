@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::blob_refs;
-use super::payload::DEFAULT_INLINE_MAX_BYTES;
+use super::payload::{DEFAULT_INLINE_MAX_BYTES, jsonb_text_bound};
 use super::publish::{PUBLISH, check_fields};
 use crate::blob::{self, BlobError, BlobKey, BlobStore, OUTBOX_PREFIX};
 use crate::params;
@@ -80,14 +80,16 @@ pub enum EnqueueError {
     /// The payload is over the inline threshold and the caller gave no blob
     /// store (plain [`enqueue`]).
     #[error(
-        "the outbox payload for destination {destination:?} is {size} bytes of JSON, over the \
-         {limit}-byte inline limit, and no blob store was given: enqueue it with \
-         outbox::enqueue_with_blobs (a business handler has InboxEvent::blobs)"
+        "the outbox payload for destination {destination:?} is up to {size} bytes of JSON as its \
+         row would keep it (jsonb writes numbers out in full), over the {limit}-byte inline \
+         limit, and no blob store was given: enqueue it with outbox::enqueue_with_blobs (a \
+         business handler has InboxEvent::blobs)"
     )]
     NeedsBlobStore {
         /// The destination.
         destination: String,
-        /// The payload's JSON text, bytes.
+        /// The payload's JSON text as its row would keep it, bytes (at
+        /// most: [`super::payload::jsonb_text_bound`]).
         size: usize,
         /// The inline threshold, bytes.
         limit: usize,
@@ -140,6 +142,25 @@ impl From<EnqueueError> for HandlerError {
     }
 }
 
+/// An outbound event whose payload is JSON text written as given: a
+/// partner's body forwarded by routes, every number exactly the partner's
+/// (no round trip through `serde_json::Value`, whose numbers are `f64`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JsonOutboxEvent<'a> {
+    /// What kind of thing changed (e.g. `partner:stripe`).
+    pub aggregate_type: &'a str,
+    /// Which one.
+    pub aggregate_id: &'a str,
+    /// Event type.
+    pub event_type: &'a str,
+    /// Destination name (see [`NewOutboxEvent::destination`]).
+    pub destination: &'a str,
+    /// The payload: valid JSON text (the caller parsed it). Kept in the row
+    /// as jsonb (exact numbers, in jsonb's canonical text) or, when larger
+    /// than the inline threshold, put in the blob store byte for byte.
+    pub payload_json: &'a str,
+}
+
 /// Writes an outbound event inside the caller's transaction (so it exists
 /// if and only if the business change commits). Due at once. Returns its
 /// id, which every delivery will carry as `webhook-id`. One statement: the
@@ -153,7 +174,8 @@ pub async fn enqueue(
     event: &NewOutboxEvent,
     now: DateTime<Utc>,
 ) -> Result<Uuid, EnqueueError> {
-    write(tx, None, event, now).await
+    let text = event.payload.to_string();
+    write(tx, None, &as_json(event, &text), now).await
 }
 
 /// [`enqueue`] for payloads of any size: one over the inline threshold is
@@ -166,30 +188,51 @@ pub async fn enqueue_with_blobs(
     event: &NewOutboxEvent,
     now: DateTime<Utc>,
 ) -> Result<Uuid, EnqueueError> {
+    let text = event.payload.to_string();
+    write(tx, Some(blobs), &as_json(event, &text), now).await
+}
+
+/// [`enqueue_with_blobs`] for a payload given as JSON text, kept as given
+/// (see [`JsonOutboxEvent`]).
+pub async fn enqueue_json_with_blobs(
+    tx: &dyn Transaction,
+    blobs: &dyn BlobStore,
+    event: &JsonOutboxEvent<'_>,
+    now: DateTime<Utc>,
+) -> Result<Uuid, EnqueueError> {
     write(tx, Some(blobs), event, now).await
+}
+
+fn as_json<'a>(event: &'a NewOutboxEvent, text: &'a str) -> JsonOutboxEvent<'a> {
+    JsonOutboxEvent {
+        aggregate_type: &event.aggregate_type,
+        aggregate_id: &event.aggregate_id,
+        event_type: &event.event_type,
+        destination: &event.destination,
+        payload_json: text,
+    }
 }
 
 async fn write(
     tx: &dyn Transaction,
     blobs: Option<&dyn BlobStore>,
-    event: &NewOutboxEvent,
+    event: &JsonOutboxEvent<'_>,
     now: DateTime<Utc>,
 ) -> Result<Uuid, EnqueueError> {
-    check_fields(
-        &event.aggregate_type,
-        &event.aggregate_id,
-        &event.event_type,
-    )?;
-    let text = event.payload.to_string();
+    check_fields(event.aggregate_type, event.aggregate_id, event.event_type)?;
+    let text = event.payload_json;
     let size = text.len();
+    // what the row would keep: jsonb writes numbers out in full, so a short
+    // text can be a long row; such a payload goes to the blob store as is
+    let row_size = jsonb_text_bound(text);
     let params = params! {
-        "aggregate_type" => event.aggregate_type.as_str(),
-        "aggregate_id" => event.aggregate_id.as_str(),
-        "event_type" => event.event_type.as_str(),
-        "destination" => event.destination.as_str(),
+        "aggregate_type" => event.aggregate_type,
+        "aggregate_id" => event.aggregate_id,
+        "event_type" => event.event_type,
+        "destination" => event.destination,
         "now" => now,
     };
-    let params = if size <= DEFAULT_INLINE_MAX_BYTES {
+    let params = if row_size <= DEFAULT_INLINE_MAX_BYTES {
         params
             .with("payload", text)
             .with("payload_key", Value::Null)
@@ -198,23 +241,26 @@ async fn write(
     } else {
         let Some(blobs) = blobs else {
             return Err(EnqueueError::NeedsBlobStore {
-                destination: event.destination.clone(),
-                size,
+                destination: event.destination.to_owned(),
+                size: row_size,
                 limit: DEFAULT_INLINE_MAX_BYTES,
             });
         };
         let failed = |source: BlobError| EnqueueError::Blob {
-            destination: event.destination.clone(),
+            destination: event.destination.to_owned(),
             size,
             source,
         };
         let sha256 = blob::sha256(text.as_bytes());
-        let key = BlobKey::content(OUTBOX_PREFIX, &event.destination, &sha256)
+        let key = BlobKey::content(OUTBOX_PREFIX, event.destination, &sha256)
             .map_err(|e| failed(e.into()))?;
         // before the put: from now until this transaction ends, retention
         // leaves the object alone
         blob_refs::lock_shared(tx, &key).await?;
-        blobs.put(&key, Bytes::from(text)).await.map_err(failed)?;
+        blobs
+            .put(&key, Bytes::copy_from_slice(text.as_bytes()))
+            .await
+            .map_err(failed)?;
         params
             .with("payload", Value::Null)
             .with("payload_key", key.as_str())

@@ -35,6 +35,84 @@ pub const READ_CHUNK_BYTES: usize = MAX_INLINE_MAX_BYTES;
 const READ_CHUNK_CHARS: usize = READ_CHUNK_BYTES / 4;
 const _: () = assert!(READ_CHUNK_CHARS * 4 <= READ_CHUNK_BYTES);
 
+/// An upper bound of the bytes of `json` (valid JSON text) as PostgreSQL's
+/// jsonb writes it out, the size an inline payload has in its row and the
+/// size `hookbox_publish_refusal` measures; `usize::MAX` when jsonb cannot
+/// hold a number of it at all. jsonb puts a space after every `:` and `,`
+/// and writes numbers in plain notation with every digit (`1e300` is 301
+/// digits, `1.50e1` is `15.0`, `1e-5` is `0.00001`); strings and numbers
+/// without an exponent never grow. A number needing more than 131,072
+/// digits before the point or 16,383 after it is refused ("value overflows
+/// numeric format"): such a payload can only go to the blob store.
+pub fn jsonb_text_bound(json: &str) -> usize {
+    let bytes = json.as_bytes();
+    let mut extra = 0usize;
+    let mut in_string = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        match (in_string, bytes[i]) {
+            (true, b'\\') => i += 1,
+            (_, b'"') => in_string = !in_string,
+            (false, b':' | b',') => extra = extra.saturating_add(1),
+            (false, b'-' | b'0'..=b'9') => {
+                let (end, plain) = number_in_jsonb(bytes, i);
+                let Some(plain) = plain else {
+                    return usize::MAX;
+                };
+                extra = extra.saturating_add(plain);
+                i = end;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    bytes.len().saturating_add(extra)
+}
+
+/// The number token starting at `start`: where it ends, and the length of
+/// its plain notation as jsonb writes it (an upper bound; `None` when
+/// jsonb's numeric cannot hold it).
+fn number_in_jsonb(bytes: &[u8], start: usize) -> (usize, Option<usize>) {
+    let digits_from = |mut j: usize| {
+        let from = j;
+        while bytes.get(j).is_some_and(u8::is_ascii_digit) {
+            j += 1;
+        }
+        (j, j - from)
+    };
+    let mut j = start + usize::from(bytes[start] == b'-');
+    let (after_int, int_digits) = digits_from(j);
+    j = after_int;
+    let mut frac_digits = 0;
+    if bytes.get(j) == Some(&b'.') {
+        (j, frac_digits) = digits_from(j + 1);
+    }
+    let mut exponent: i64 = 0;
+    if matches!(bytes.get(j), Some(b'e' | b'E')) {
+        j += 1;
+        let negative = bytes.get(j) == Some(&b'-');
+        if matches!(bytes.get(j), Some(b'+' | b'-')) {
+            j += 1;
+        }
+        let (end, _) = digits_from(j);
+        let magnitude = std::str::from_utf8(&bytes[j..end])
+            .ok()
+            .and_then(|d| d.parse::<i64>().ok())
+            .unwrap_or(i64::MAX);
+        exponent = if negative { -magnitude } else { magnitude };
+        j = end;
+    }
+    // digits before the point and after it, written out in full
+    let scale = (frac_digits as i64).saturating_sub(exponent).max(0);
+    let weight = (int_digits as i64).saturating_add(exponent);
+    if scale > 16_383 || weight > 131_072 {
+        return (j, None);
+    }
+    let plain = 1 + weight.max(1) + if scale > 0 { 1 + scale } else { 0 };
+    (j, usize::try_from(plain).ok())
+}
+
 /// Where an outbox row's payload is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PayloadStorage {
@@ -175,5 +253,31 @@ mod tests {
             PayloadStorage::InlineUnread { size: 1 }.location(),
             "inline"
         );
+    }
+
+    #[test]
+    fn the_jsonb_bound_counts_spaces_and_numbers_outside_strings_only() {
+        // jsonb: {"a": 1, "b": [true, false]}: two spaces, and a number
+        // counted at most "-1" long beside its own byte
+        let text = r#"{"a":1,"b":[true,false]}"#;
+        assert!(jsonb_text_bound(text) >= text.len() + 3);
+        assert!(jsonb_text_bound(text) <= text.len() + 3 + 2);
+        // a 301-digit integer, 15.0 and 0.00001
+        assert!(jsonb_text_bound("1e300") >= 301);
+        assert!(jsonb_text_bound("[1E+300]") >= 303);
+        assert!(jsonb_text_bound("1.50e1") >= 4);
+        assert!(jsonb_text_bound("1e-5") >= "0.00001".len());
+        // inside strings nothing counts, escaped quotes included
+        let s = r#""a:b,c 1e300 \" 2e300""#;
+        assert_eq!(jsonb_text_bound(s), s.len());
+        // what numeric cannot hold (PostgreSQL 15: 131,072 digits before
+        // the point, 16,383 after)
+        assert_eq!(jsonb_text_bound("1e131072"), usize::MAX);
+        assert_ne!(jsonb_text_bound("1e131071"), usize::MAX);
+        assert_eq!(jsonb_text_bound("1e-16384"), usize::MAX);
+        assert_eq!(jsonb_text_bound("0.1e-16383"), usize::MAX);
+        assert_ne!(jsonb_text_bound("1e-16383"), usize::MAX);
+        assert_eq!(jsonb_text_bound("1e99999999999999999999999"), usize::MAX);
+        assert_eq!(jsonb_text_bound(&format!("0.{}", "1".repeat(16_384))), usize::MAX);
     }
 }

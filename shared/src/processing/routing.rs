@@ -31,7 +31,7 @@ use super::handler::{BusinessHandler, HandlerError, InboxEvent, Outcome};
 use crate::config::route::{self, Unrouted};
 use crate::config::{ConfigStore, Partner};
 use crate::inbox;
-use crate::outbox::{self, NewOutboxEvent};
+use crate::outbox::{self, JsonOutboxEvent};
 use crate::store::Transaction;
 
 /// The aggregate type of forwarded events: their aggregate is
@@ -185,7 +185,11 @@ pub fn plan(
         destinations: routes.iter().map(|r| r.to.clone()).collect(),
         event_type: event_type.to_owned(),
         aggregate_type: aggregate_type(&partner.name),
-        aggregate_id: ordering_key.unwrap_or(event_id).to_owned(),
+        // an empty key is no key (an empty id is no aggregate)
+        aggregate_id: ordering_key
+            .filter(|k| !k.is_empty())
+            .unwrap_or(event_id)
+            .to_owned(),
     })
 }
 
@@ -201,20 +205,32 @@ pub fn holds_nul(payload: &serde_json::Value) -> bool {
 }
 
 /// Writes one outbox row per route of `partner` that matches `event`,
-/// through `tx`. A body that is not JSON cannot be forwarded yet (the
-/// outbox keeps JSON payloads): a poison pill naming the event.
+/// through `tx`, each with the body's JSON text as its payload, kept as the
+/// partner wrote it (never through `serde_json::Value`'s `f64` numbers: a
+/// payload over the inline threshold goes to the blob store byte for byte,
+/// a smaller one into the row as jsonb, whose numbers are exact). A body
+/// that is not JSON cannot be forwarded yet (the outbox keeps JSON
+/// payloads): a poison pill naming the event.
 pub async fn forward(
     partner: &Partner,
     event: &InboxEvent<'_>,
     tx: &dyn Transaction,
 ) -> Result<Forwarded, HandlerError> {
     let row = event.row;
-    let payload: serde_json::Value = serde_json::from_slice(event.body).map_err(|e| {
+    let not_json = |e: &serde_json::Error| {
         HandlerError::Poison(format!(
             "payload of {}/{} is not JSON ({}): only JSON bodies are forwarded by routes",
             row.partner,
             row.event_id,
-            super::json_error(&e)
+            super::json_error(e)
+        ))
+    };
+    let payload: serde_json::Value = serde_json::from_slice(event.body).map_err(|e| not_json(&e))?;
+    // valid JSON is valid UTF-8
+    let text = std::str::from_utf8(event.body).map_err(|_| {
+        HandlerError::Poison(format!(
+            "payload of {}/{} is not UTF-8: only JSON bodies are forwarded by routes",
+            row.partner, row.event_id
         ))
     })?;
     if holds_nul(&payload) {
@@ -237,15 +253,15 @@ pub async fn forward(
     };
     let mut ids = Vec::with_capacity(deliveries.destinations.len());
     for destination in deliveries.destinations {
-        let out = NewOutboxEvent {
-            aggregate_type: deliveries.aggregate_type.clone(),
-            aggregate_id: deliveries.aggregate_id.clone(),
-            event_type: deliveries.event_type.clone(),
-            destination,
-            payload: payload.clone(),
+        let out = JsonOutboxEvent {
+            aggregate_type: &deliveries.aggregate_type,
+            aggregate_id: &deliveries.aggregate_id,
+            event_type: &deliveries.event_type,
+            destination: &destination,
+            payload_json: text,
         };
-        let id = outbox::enqueue_with_blobs(tx, event.blobs, &out, event.now).await?;
-        ids.push((out.destination, id));
+        let id = outbox::enqueue_json_with_blobs(tx, event.blobs, &out, event.now).await?;
+        ids.push((destination, id));
     }
     Ok(Forwarded::Routed(ids))
 }
