@@ -7,6 +7,8 @@
 //! forwards it in received order.
 
 mod common;
+#[path = "forward_at_ingest/faithful.rs"]
+mod faithful;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,7 +68,9 @@ struct Rig {
 }
 
 impl Rig {
-    fn new(db: Arc<dyn Database>, unrouted: &str, forward: bool) -> Self {
+    /// A rig whose destinations (and the partners routed to each) are
+    /// synced to the database, as the relay's run and the local stack do.
+    async fn new(db: Arc<dyn Database>, unrouted: &str, forward: bool) -> Self {
         let clock = Arc::new(ManualClock::new(common::t0()));
         let queue = MemoryQueue::new(
             MemoryQueueConfig {
@@ -75,7 +79,11 @@ impl Rig {
             },
             clock.clone(),
         );
-        let store = Arc::new(ConfigStore::fixed(config(unrouted), clock.clone()));
+        let cfg = config(unrouted);
+        hookbox::outbox::destinations::sync(db.as_ref(), &cfg, clock.now())
+            .await
+            .expect("sync the destinations");
+        let store = Arc::new(ConfigStore::fixed(cfg, clock.clone()));
         let blobs = Arc::new(MemoryBlobStore::new());
         let ingest = Ingest::new(
             store.clone(),
@@ -200,7 +208,7 @@ fn d(
 
 async fn a_routed_webhook_is_stored_and_forwarded_in_one_statement(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
-    let rig = Rig::new(db.clone(), "quarantine", true);
+    let rig = Rig::new(db.clone(), "quarantine", true).await;
     let (r, metrics) = rig
         .post("evt_1", &body("evt_1", "invoice.paid", "cus_A"))
         .await;
@@ -283,7 +291,7 @@ async fn a_routed_webhook_is_stored_and_forwarded_in_one_statement(adapter: Adap
 
 async fn an_unrouted_webhook_follows_the_partners_policy_at_ingest(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
-    let rig = Rig::new(db.clone(), "quarantine", true);
+    let rig = Rig::new(db.clone(), "quarantine", true).await;
     let (r, metrics) = rig
         .post("evt_1", &body("evt_1", "customer.created", "cus_A"))
         .await;
@@ -304,7 +312,7 @@ async fn an_unrouted_webhook_follows_the_partners_policy_at_ingest(adapter: Adap
     );
     drop(rig);
 
-    let rig = Rig::new(db.clone(), "drop", true);
+    let rig = Rig::new(db.clone(), "drop", true).await;
     let (r, metrics) = rig
         .post("evt_2", &body("evt_2", "customer.created", "cus_A"))
         .await;
@@ -326,7 +334,7 @@ async fn an_unrouted_webhook_follows_the_partners_policy_at_ingest(adapter: Adap
 
 async fn what_ingest_cannot_forward_goes_to_the_processor(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
-    let rig = Rig::new(db.clone(), "quarantine", true);
+    let rig = Rig::new(db.clone(), "quarantine", true).await;
     // not JSON: stored and enqueued; the processor quarantines it, naming why
     let (r, _) = rig.post("evt_text", b"not json at all").await;
     assert_eq!(
@@ -392,7 +400,7 @@ async fn what_ingest_cannot_forward_goes_to_the_processor(adapter: Adapter) {
 
 async fn a_key_is_forwarded_in_received_order_behind_a_waiting_event(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
-    let rig = Rig::new(db.clone(), "quarantine", true);
+    let rig = Rig::new(db.clone(), "quarantine", true).await;
     // evt_1 of cus_A waits for the processor (as a spooled event or a large
     // body would): stored pending, its message sent later
     let first = NewInboxEvent {
@@ -462,7 +470,7 @@ async fn a_key_is_forwarded_in_received_order_behind_a_waiting_event(adapter: Ad
 
 async fn forwarding_at_ingest_is_off_unless_asked(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
-    let rig = Rig::new(db.clone(), "quarantine", false);
+    let rig = Rig::new(db.clone(), "quarantine", false).await;
     let r = rig.event("evt_1", "invoice.paid", "cus_A").await;
     assert_eq!(
         r.outcome,
