@@ -5,7 +5,11 @@
 --    hookbox_publish_refusal, called by hookbox_publish_at (which raises
 --    it) and by ingest's function (which leaves the event to the processor
 --    instead: a verified webhook is never answered 5xx for what its body
---    holds).
+--    holds). Whether an event waits behind an earlier one of its key is
+--    now an explicit step of that function, not the join order of a
+--    statement. (Migration 18's comment counts spooled events among those
+--    it waits behind: a spooled event is not in the inbox until the
+--    processor stores it, so it holds nothing up.)
 -- 2. Ingest's role loses hookbox_publish_at (any event type, aggregate,
 --    destination, blob key or due time) and gains hookbox_ingest_store: it
 --    stores the inbox row AND writes that row's deliveries, derived from the
