@@ -11,11 +11,16 @@
 //! binary media type `*/*`), hands each event to the handler as JSON bytes,
 //! deserialized as `lambda_runtime` does, and only an allowed request
 //! reaches ingest. It checks the answer documented for the case, and for
-//! every case: no 5xx, no panic, no row and no blob left by a refusal,
-//! exactly one row (with the sent bytes) and one queue message SQS took for
-//! a stored case, the same id for a duplicate. Every mismatch is collected;
-//! the test fails once, with a table. A second test checks that
-//! `docs/bad-input.md` has one row per case, with the corpus's answer.
+//! every case: no 5xx, no panic, no row, no outbox row and no blob left by
+//! a refusal, exactly one row (with the sent bytes) and one queue message
+//! SQS took for a stored case, the same id for a duplicate. Ingest forwards
+//! at ingest (issue #47), with the destinations synced as the relay does:
+//! an event the corpus says is forwarded is `processed` with that many
+//! outbox rows, each holding the body as a JSON value exactly (compared by
+//! jsonb), and no queue message; every other stored event is `pending`
+//! with none. Every mismatch is collected; the test fails once, with a
+//! table. A second test checks that `docs/bad-input.md` has one row per
+//! case, with the corpus's answer.
 //!
 //! Bytes that are not UTF-8 cannot be written in an event's JSON; such a
 //! header value is put into the deserialized event's header maps as the
@@ -41,12 +46,14 @@ use hookbox::blob::s3::S3BlobStore;
 use hookbox::clock::{Clock, ManualClock};
 use hookbox::config::{ConfigSource, ConfigStore};
 use hookbox::inbox::InboxMessage;
+use hookbox::inbox::InboxStatus;
 use hookbox::inbox::ingest::Ingest;
+use hookbox::params;
 use hookbox::queue::QueueConsumer;
 use hookbox::queue::sqs::SqsQueue;
-use hookbox::store::Database;
 use hookbox::store::data_api::{DataApiDatabase, DataApiTarget};
 use hookbox::store::postgres::{PgDatabase, PgOptions};
+use hookbox::store::{Database, Statement};
 use hookbox_authorizer::{Authorizer, Decision};
 use hookbox_ingest::IngestFunction;
 use hookbox_testkit::TestDb;
@@ -178,6 +185,12 @@ struct Expect {
     kept_headers: BTreeMap<String, Option<Spec>>,
     #[serde(default)]
     body_in_blob: Option<bool>,
+    /// For a partner with routes, forwarded at ingest: the outbox rows the
+    /// stored event's one statement wrote (the row `processed`, no queue
+    /// message). `0` or absent: the row is `pending`, with no outbox row,
+    /// and one queue message (left to the processor).
+    #[serde(default)]
+    forwarded: Option<u64>,
 }
 
 impl Expect {
@@ -191,7 +204,17 @@ impl Expect {
             (None, true) => " stored",
             (None, false) => " nothing stored",
         });
+        match self.forwarded {
+            Some(0) => s.push_str(", left to the processor"),
+            Some(n) => s.push_str(&format!(", forwarded ({n})")),
+            None => {}
+        }
         s
+    }
+
+    /// Outbox rows the case writes (all of them at ingest).
+    fn deliveries(&self) -> u64 {
+        self.forwarded.unwrap_or(0)
     }
 }
 
@@ -246,6 +269,11 @@ fn corpus() -> Vec<Case> {
             c.name
         );
         assert!(seen.insert(c.name.clone()), "case name {} twice", c.name);
+        assert!(
+            c.expect.forwarded.is_none() || (c.expect.stored && c.expect.duplicate_of.is_none()),
+            "{}: forwarded is for a newly stored event",
+            c.name
+        );
         if let Some(of) = &c.expect.duplicate_of {
             assert!(
                 cases[..i].iter().any(|earlier| &earlier.name == of),
@@ -601,13 +629,21 @@ async fn rig(adapter: Adapter) -> Rig {
         .await
         .expect("config"),
     );
+    // Forwarding at ingest on, and the destinations (with the partners whose
+    // routes name them) synced to the database as the relay's run does:
+    // without them the database forwards nothing at ingest. Partners
+    // without routes are stored pending and enqueued either way.
+    hookbox::outbox::destinations::sync(db.as_ref(), &*config.current().await, clock.now())
+        .await
+        .expect("sync the destinations");
     let ingest = Ingest::new(
         config.clone(),
         db.clone(),
         Arc::new(queue.clone()),
         blobs.clone(),
         clock.clone(),
-    );
+    )
+    .with_forwarding_at_ingest(true);
     Rig {
         authorizer: Authorizer::new(config, clock.clone()),
         ingest: IngestFunction::new(ingest, clock),
@@ -627,6 +663,36 @@ async fn rows(db: &dyn Database) -> i64 {
         .values()
         .sum()
 }
+
+const LAST_OUTBOX_SEQ: Statement = Statement::new(
+    "test.bad_input.last_outbox_seq",
+    "SELECT COALESCE(max(seq), 0) AS seq FROM outbox",
+);
+
+/// The outbox's last `seq`: the rows a case writes come after it.
+async fn last_outbox_seq(db: &dyn Database) -> i64 {
+    db.execute(&LAST_OUTBOX_SEQ, &params! {})
+        .await
+        .expect("outbox seq")
+        .rows[0]
+        .i64("seq")
+        .expect("seq")
+}
+
+const OUTBOX_AFTER: Statement = Statement::new(
+    "test.bad_input.outbox_after",
+    "SELECT destination, aggregate_type, aggregate_id, event_type, status,
+            payload_key IS NULL AS inline
+       FROM outbox WHERE seq > :after ORDER BY seq",
+);
+
+/// True when PostgreSQL's jsonb (whose numbers are exact: no `f64` in
+/// between) holds each outbox row after `:after` as the JSON value `:body`.
+const OUTBOX_PAYLOADS_ARE: Statement = Statement::new(
+    "test.bad_input.outbox_payloads_are",
+    "SELECT COALESCE(bool_and(payload = CAST(:body AS jsonb)), false) AS same
+       FROM outbox WHERE seq > :after",
+);
 
 /// Objects in the blob store's bucket.
 async fn objects(rig: &Rig) -> i32 {
@@ -811,6 +877,13 @@ async fn call(authorizer: Authorizer, ingest: IngestFunction, events: Events) ->
     }
 }
 
+/// What a case added to the database: inbox rows, and outbox rows (those
+/// after `outbox_after`, the outbox's last `seq` before the case).
+struct Added {
+    rows: i64,
+    outbox_after: i64,
+}
+
 /// Everything wrong with what `case` got, checked against the database,
 /// the blob store and the queue.
 #[allow(clippy::too_many_arguments)]
@@ -819,12 +892,13 @@ async fn check(
     case: &Case,
     request: &Request,
     got: &Got,
-    rows_added: i64,
+    added: Added,
     messages: &[String],
     ids: &mut HashMap<String, uuid::Uuid>,
     blob_keys: &mut HashSet<String>,
 ) -> Vec<String> {
     let e = &case.expect;
+    let rows_added = added.rows;
     let mut problems = Vec::new();
     let verdict = format!("{:?}", e.authorizer);
     if got.authorizer != verdict {
@@ -878,10 +952,17 @@ async fn check(
             problems.push(format!("duplicate of {id:?}, {of} was {:?}", ids.get(of)));
         }
     }
-    // the queue: one message SQS took for a new row, nothing otherwise
+    // the queue: one message SQS took for a new row left to the processor,
+    // nothing for a row forwarded at ingest, nothing otherwise
     if accepted {
-        match messages {
-            [m] => {
+        let forwarded = e.deliveries() > 0;
+        match (messages, forwarded) {
+            ([], true) => {}
+            (m, true) => problems.push(format!(
+                "{} queue message(s) for an event forwarded at ingest (expected none)",
+                m.len()
+            )),
+            ([m], false) => {
                 if !m.is_ascii() {
                     problems.push("queue message is not ASCII".into());
                 }
@@ -890,17 +971,105 @@ async fn check(
                     other => problems.push(format!("queue message {other:?}")),
                 }
             }
-            m => problems.push(format!("{} queue messages (expected 1)", m.len())),
+            (m, false) => problems.push(format!("{} queue messages (expected 1)", m.len())),
         }
         match id {
-            Some(id) => problems.extend(check_row(rig, case, request, id, blob_keys).await),
+            Some(id) => {
+                problems
+                    .extend(check_row(rig, case, request, id, added.outbox_after, blob_keys).await);
+            }
             None => problems.push(format!("accepted without an id: {}", got.body)),
         }
-    } else if !messages.is_empty() {
+    } else {
+        if !messages.is_empty() {
+            problems.push(format!(
+                "{} queue message(s) without a new row",
+                messages.len()
+            ));
+        }
+        problems.extend(check_outbox(rig, case, request, added.outbox_after, None).await);
+    }
+    problems
+}
+
+/// The outbox rows the case wrote: as many as `expect.forwarded` (none
+/// unless forwarded at ingest), each inline, pending for the relay, of
+/// aggregate `partner:<name>` / the ordering key (else the event id), and
+/// whose payload is the body as a JSON value exactly (compared by jsonb,
+/// whose numbers are exact: serde_json's `f64` would hide a rounding).
+async fn check_outbox(
+    rig: &Rig,
+    case: &Case,
+    request: &Request,
+    after: i64,
+    row: Option<&hookbox::inbox::InboxRow>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let written = match rig
+        .db
+        .execute(&OUTBOX_AFTER, &params! { "after" => after })
+        .await
+    {
+        Ok(r) => r.rows,
+        Err(err) => return vec![format!("outbox unreadable: {err}")],
+    };
+    let want = case.expect.deliveries();
+    if u64::try_from(written.len()).ok() != Some(want) {
         problems.push(format!(
-            "{} queue message(s) without a new row",
-            messages.len()
+            "{} outbox row(s) written (expected {want})",
+            written.len()
         ));
+    }
+    let Some(row) = row.filter(|_| !written.is_empty()) else {
+        return problems;
+    };
+    let aggregate_type = format!("partner:{}", request.partner);
+    let aggregate_id = row.ordering_key.as_deref().unwrap_or(&row.event_id);
+    for w in &written {
+        let field = |c: &str| w.opt_text(c).ok().flatten().unwrap_or_default();
+        if field("aggregate_type") != aggregate_type || field("aggregate_id") != aggregate_id {
+            problems.push(format!(
+                "outbox aggregate {}/{} (expected {aggregate_type}/{aggregate_id})",
+                field("aggregate_type"),
+                field("aggregate_id")
+            ));
+        }
+        if let Some(t) = row
+            .event_type
+            .as_deref()
+            .filter(|t| field("event_type") != *t)
+        {
+            problems.push(format!(
+                "outbox event_type {:?} (expected {t:?})",
+                field("event_type")
+            ));
+        }
+        if field("status") != "pending" || w.bool("inline").ok() != Some(true) {
+            problems.push(format!(
+                "outbox row {}, inline {:?} (expected pending, inline)",
+                field("status"),
+                w.bool("inline").ok()
+            ));
+        }
+    }
+    let Ok(body) = std::str::from_utf8(&request.body) else {
+        problems.push("forwarded a body that is not UTF-8".into());
+        return problems;
+    };
+    match rig
+        .db
+        .execute(
+            &OUTBOX_PAYLOADS_ARE,
+            &params! { "after" => after, "body" => body },
+        )
+        .await
+        .map(|r| r.rows.first().map(|r| r.bool("same")))
+    {
+        Ok(Some(Ok(true))) => {}
+        Ok(Some(Ok(false))) => {
+            problems.push("an outbox payload is not the body's JSON value exactly".into());
+        }
+        other => problems.push(format!("outbox payloads not comparable: {other:?}")),
     }
     problems
 }
@@ -911,6 +1080,7 @@ async fn check_row(
     case: &Case,
     request: &Request,
     id: uuid::Uuid,
+    outbox_after: i64,
     blob_keys: &mut HashSet<String>,
 ) -> Vec<String> {
     let e = &case.expect;
@@ -919,6 +1089,16 @@ async fn check_row(
         Ok(Some(row)) => row,
         other => return vec![format!("row {id}: {other:?}")],
     };
+    // no processor runs: a row is finished only when forwarded at ingest
+    let status = if e.deliveries() > 0 {
+        InboxStatus::Processed
+    } else {
+        InboxStatus::Pending
+    };
+    if row.status != status {
+        problems.push(format!("row {} (expected {status})", row.status));
+    }
+    problems.extend(check_outbox(rig, case, request, outbox_after, Some(&row)).await);
     if row.partner != request.partner || !row.signature_verified {
         problems.push(format!(
             "row partner {:?}, verified {}",
@@ -1013,6 +1193,7 @@ async fn run_corpus(adapter: Adapter) {
         let request = request(case, &partners);
         let events = events(case, &request);
         let rows_before = rows(rig.db.as_ref()).await;
+        let outbox_before = last_outbox_seq(rig.db.as_ref()).await;
         // Each case in a task of its own: a panic is caught and reported
         // with the case's name, and the run goes on.
         let task = tokio::spawn(call(rig.authorizer.clone(), rig.ingest.clone(), events));
@@ -1035,7 +1216,10 @@ async fn run_corpus(adapter: Adapter) {
             case,
             &request,
             &got,
-            rows_added,
+            Added {
+                rows: rows_added,
+                outbox_after: outbox_before,
+            },
             &messages,
             &mut ids,
             &mut blob_keys,
@@ -1109,10 +1293,13 @@ fn md(text: &str) -> String {
 /// The case's row in `docs/bad-input.md`.
 fn doc_row(case: &Case) -> String {
     let e = &case.expect;
-    let stored = match (&e.duplicate_of, e.stored) {
-        (Some(of), _) => format!("duplicate of `{of}`"),
-        (None, true) => "yes".into(),
-        (None, false) => "no".into(),
+    let stored = match (&e.duplicate_of, e.stored, e.forwarded) {
+        (Some(of), _, _) => format!("duplicate of `{of}`"),
+        (None, true, None) => "yes".into(),
+        (None, true, Some(0)) => "yes, pending: left to the processor".into(),
+        (None, true, Some(1)) => "yes, forwarded at ingest: 1 outbox row".into(),
+        (None, true, Some(n)) => format!("yes, forwarded at ingest: {n} outbox rows"),
+        (None, false, _) => "no".into(),
     };
     format!(
         "| `{}` | {} | {:?} | {} | {} | {} |",
