@@ -206,10 +206,10 @@ async fn the_generic_plan_of_insert_if_new_probes_one_key(adapter: Adapter) {
     tx.rollback().await.expect("rollback");
 }
 
-/// Forwarding at ingest: the generic plan of a new webhook with an
+/// Forwarding at ingest under generic plans: a new webhook with an
 /// ordering key asks the active rows of its key (the partial index of
-/// migration 18), never the table, and looks for no duplicate; a duplicate
-/// is one probe of the unique key and forwards nothing.
+/// migration 18), never the table; a duplicate scans no table and forwards
+/// nothing.
 async fn the_generic_plan_of_the_forwarding_insert_asks_only_active_rows(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
     load_history(db.as_ref()).await;
@@ -236,25 +236,30 @@ async fn the_generic_plan_of_the_forwarding_insert_asks_only_active_rows(adapter
             })
             .collect()
     };
-    let new = explain_execute(t, "generic_forward", &args("brand-new")).await;
-    let text = new.join("\n");
-    assert!(!text.contains("Seq Scan on inbox"), "{text}");
-    assert!(text.contains("inbox_active_ordering_key"), "{text}");
-    let lookups: Vec<&String> = new
-        .iter()
-        .filter(|l| l.contains("Scan using inbox_partner") || l.contains("Scan on inbox"))
-        .collect();
-    assert!(
-        lookups.iter().all(|l| l.contains("(never executed)")),
-        "a new webhook looked for a duplicate:\n{text}"
+    // the statement is one call of hookbox_ingest_store (migration 19):
+    // its own statements' plans are not in the call's EXPLAIN, so what they
+    // scan is read from the transaction's statistics
+    t.execute(
+        &sql(
+            "INSERT INTO outbox_destinations (name, routed_from, synced_at)
+             VALUES ('billing', '{acme}', now())",
+        ),
+        &hookbox::params! {},
+    )
+    .await
+    .expect("acme's route, as synced");
+    let active = "inbox_active_ordering_key";
+    let (seq_before, active_before) = (seq_scans(t, "inbox").await, index_scans(t, active).await);
+    explain_execute(t, "generic_forward", &args("brand-new")).await;
+    assert_eq!(seq_scans(t, "inbox").await, seq_before, "no scan of the inbox table");
+    assert_eq!(
+        index_scans(t, active).await,
+        active_before + 1,
+        "the earlier-event question asks the active rows of the key"
     );
-    let duplicate = explain_execute(t, "generic_forward", &args("old-7")).await;
-    let text = duplicate.join("\n");
-    assert!(
-        text.contains("Index Scan using inbox_partner_event_id_key"),
-        "{text}"
-    );
-    assert!(!text.contains("Seq Scan on inbox"), "{text}");
+    let seq_before = seq_scans(t, "inbox").await;
+    explain_execute(t, "generic_forward", &args("old-7")).await;
+    assert_eq!(seq_scans(t, "inbox").await, seq_before, "a duplicate scans no table");
     assert_eq!(
         common::count(
             t,
@@ -268,6 +273,21 @@ async fn the_generic_plan_of_the_forwarding_insert_asks_only_active_rows(adapter
         .await
         .expect("deallocate");
     tx.rollback().await.expect("rollback");
+}
+
+/// Scans of index `index` so far in the current transaction of `tx`.
+async fn index_scans(tx: &dyn Executor, index: &str) -> i64 {
+    tx.execute(
+        &sql(&format!(
+            "SELECT pg_stat_get_xact_numscans('{index}'::regclass) AS n"
+        )),
+        &hookbox::params! {},
+    )
+    .await
+    .expect("index scans")
+    .rows[0]
+        .i64("n")
+        .expect("n")
 }
 
 /// Sequential scans of `table` so far in the current transaction of `tx`.

@@ -192,7 +192,12 @@ impl Rig {
             .unwrap_or_else(|e| panic!("the rule's target: {e:?}"));
 
         let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
-        let store = Arc::new(ConfigStore::fixed(config(&bus, &fifo), clock.clone()));
+        let cfg = config(&bus, &fifo);
+        // the routes in the database, as the relay's run syncs them
+        hookbox::outbox::destinations::sync(db.as_ref(), &cfg, clock.now())
+            .await
+            .expect("sync the destinations");
+        let store = Arc::new(ConfigStore::fixed(cfg, clock.clone()));
         let queue = MemoryQueue::new(
             MemoryQueueConfig {
                 visibility_timeout: std::time::Duration::from_secs(30),

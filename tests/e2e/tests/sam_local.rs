@@ -323,6 +323,16 @@ async fn a_routed_stripe_event_is_forwarded_as_the_template_configures_it() {
         "secrets": [smoke::DEMO_SECRET],
         "allowed_networks": ["127.0.0.0/8"],
     });
+    // the partners' routes in the database, as every relay run syncs them
+    // (ingest's role forwards only to those; before a sync it leaves the
+    // event to the processor)
+    let pg = hookbox::store::postgres::PgDatabase::connect(services.db.url(), &Default::default())
+        .expect("pool");
+    let parsed = hookbox::config::HookboxConfig::parse(&config.to_string(), "test")
+        .expect("the configuration");
+    hookbox::outbox::destinations::sync(&pg, &parsed, chrono::Utc::now())
+        .await
+        .expect("sync the destinations");
     // the template's variables, none overridden but the local endpoints
     let mut env = services.env_vars();
     let parameters = env["Parameters"].as_object_mut().expect("parameters");

@@ -90,10 +90,14 @@ async fn measure(
 ) -> anyhow::Result<PerWebhook> {
     let calls = || db.calls().total();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let store = Arc::new(ConfigStore::fixed(config(routes)?, clock.clone()));
+    let cfg = config(routes)?;
+    let as_db: Arc<dyn Database> = db.clone();
+    // the routes in the database, as the relay's run syncs them (ingest's
+    // role forwards only to those); before the calls are counted
+    hookbox::outbox::destinations::sync(as_db.as_ref(), &cfg, clock.now()).await?;
+    let store = Arc::new(ConfigStore::fixed(cfg, clock.clone()));
     let queue = MemoryQueue::new(MemoryQueueConfig::default(), clock.clone());
     let blobs = Arc::new(MemoryBlobStore::new());
-    let as_db: Arc<dyn Database> = db.clone();
     let use_case = Ingest::new(
         store.clone(),
         as_db.clone(),
