@@ -7,7 +7,8 @@ use hookbox::store::{Executor, Statement};
 
 use crate::Figures;
 use crate::aws::{Aws, BUS, FIFO};
-use crate::receiver::{GONE, Receivers};
+use crate::exact::same_json;
+use crate::receiver::{Body, GONE, Receivers};
 use crate::scenario::{FORWARDED, Webhook, routed_to};
 
 pub(crate) fn statement(text: &'static str) -> Statement {
@@ -78,9 +79,10 @@ pub(crate) async fn check_ledger(
             r.i64("effects").unwrap_or(-1),
         ));
     }
-    // the forwarded partner's accepted events: (order, type) → the routes'
-    // destinations (none for an event that must end quarantined)
-    let mut forwarded: HashMap<(String, String), Vec<&'static str>> = HashMap::new();
+    // the forwarded partner's accepted events: (aggregate, type) → the
+    // routes' destinations and the webhook (the aggregate is the ordering
+    // key, or the event id when it is empty or missing)
+    let mut forwarded: HashMap<(String, String), Expected<'_>> = HashMap::new();
     for hook in hooks {
         let accepted = answered
             .get(&hook.event_id)
@@ -103,10 +105,13 @@ pub(crate) async fn check_ledger(
             .is_some_and(|rows| rows.iter().any(|(status, _)| status == "processed"));
         if routed && (accepted || stored) {
             if let Some(body) = &forwardable {
-                let order = body["order_id"].as_str().unwrap_or_default().to_owned();
+                let aggregate = match body["order_id"].as_str() {
+                    Some(order) if !order.is_empty() => order.to_owned(),
+                    _ => hookbox::inbox::ingest::storable(&hook.event_id).into_owned(),
+                };
                 let event_type = body["type"].as_str().unwrap_or_default().to_owned();
                 let to = routed_to(&event_type);
-                forwarded.insert((order, event_type), to);
+                forwarded.insert((aggregate, event_type), Expected { to, hook });
             }
         }
         // (stored as ingest normalises it: `esc:` ids are escaped)
@@ -195,7 +200,7 @@ pub(crate) async fn check_ledger(
         .execute(
             &statement(
                 "SELECT id, destination, status, attempts, last_error, aggregate_type,
-                        aggregate_id, event_type
+                        aggregate_id, event_type, payload_key
                    FROM outbox ORDER BY seq",
             ),
             &hookbox::params! {},
@@ -211,8 +216,9 @@ pub(crate) async fn check_ledger(
     let delivered = receivers.delivered();
     let tried = receivers.tried();
     let mut aws_rows: Vec<AwsRow> = Vec::new();
-    let mut fw_rows: HashMap<(String, String), Vec<String>> = HashMap::new();
+    let mut fw_rows: HashMap<(String, String), Vec<FwRow>> = HashMap::new();
     for r in &outbox {
+        let id = r.uuid("id").map(|u| u.to_string()).unwrap_or_default();
         if r.text("aggregate_type").unwrap_or_default() == format!("partner:{FORWARDED}") {
             fw_rows
                 .entry((
@@ -220,9 +226,12 @@ pub(crate) async fn check_ledger(
                     r.text("event_type").unwrap_or_default(),
                 ))
                 .or_default()
-                .push(r.text("destination").unwrap_or_default());
+                .push(FwRow {
+                    id: id.clone(),
+                    destination: r.text("destination").unwrap_or_default(),
+                    in_blob: r.opt_text("payload_key").ok().flatten().is_some(),
+                });
         }
-        let id = r.uuid("id").map(|u| u.to_string()).unwrap_or_default();
         let destination = r.text("destination").unwrap_or_default();
         let status = r.text("status").unwrap_or_default();
         let error = r.opt_text("last_error").ok().flatten().unwrap_or_default();
@@ -248,6 +257,38 @@ pub(crate) async fn check_ledger(
         }
     }
     check_forwarded(&forwarded, &fw_rows, figures, violations);
+    check_payloads(
+        &forwarded,
+        &fw_rows,
+        &receivers.bodies(),
+        figures,
+        violations,
+    );
+    // forwarded at ingest (in the statement that stored them: never
+    // claimed by a processor)
+    let at_ingest = count(
+        db,
+        "SELECT count(*) AS n FROM inbox
+          WHERE partner = 'fw' AND status = 'processed' AND attempts = 0",
+    )
+    .await;
+    figures.deliveries.insert(
+        format!("{FORWARDED} events forwarded at ingest"),
+        u64::try_from(at_ingest).unwrap_or(0),
+    );
+    // kept in the row though jsonb's text is over what a statement returns
+    // (the relay read them in pieces)
+    let long_inline = count(
+        db,
+        "SELECT count(*) AS n FROM outbox
+          WHERE aggregate_type = 'partner:fw' AND payload_key IS NULL
+            AND octet_length(CAST(payload AS text)) > 32768",
+    )
+    .await;
+    figures.deliveries.insert(
+        format!("{FORWARDED} payloads inline over 32 KiB"),
+        u64::try_from(long_inline).unwrap_or(0),
+    );
     let fw_count: usize = fw_rows.values().map(Vec::len).sum();
     let transitions = count(db, "SELECT count(*) AS n FROM example_order_transitions").await;
     let http_rows = outbox.len() - aws_rows.len() - fw_count;
@@ -259,23 +300,38 @@ pub(crate) async fn check_ledger(
     check_aws(db, aws, &aws_rows, figures, violations).await;
 }
 
+/// An accepted event of the forwarded partner: where its routes send it,
+/// and what the partner sent.
+struct Expected<'a> {
+    to: Vec<&'static str>,
+    hook: &'a Webhook,
+}
+
+/// An outbox row of the forwarded partner.
+struct FwRow {
+    id: String,
+    destination: String,
+    /// Its payload is in the blob store (the partner's bytes).
+    in_blob: bool,
+}
+
 /// Forwarding by routes: every accepted event of the forwarded partner has
 /// exactly one delivery per matched route (the HTTP check above saw each
 /// delivered under its delivery id), and no delivery exists without its
 /// processed inbox row.
 fn check_forwarded(
-    expected: &HashMap<(String, String), Vec<&'static str>>,
-    rows: &HashMap<(String, String), Vec<String>>,
+    expected: &HashMap<(String, String), Expected<'_>>,
+    rows: &HashMap<(String, String), Vec<FwRow>>,
     figures: &mut Figures,
     violations: &mut Vec<String>,
 ) {
     for (key, want) in expected {
         let mut got: Vec<&str> = rows
             .get(key)
-            .map(|d| d.iter().map(String::as_str).collect())
+            .map(|d| d.iter().map(|r| r.destination.as_str()).collect())
             .unwrap_or_default();
         got.sort_unstable();
-        let mut want = want.clone();
+        let mut want = want.to.clone();
         want.sort_unstable();
         if got != want {
             if got.len() > want.len() {
@@ -297,6 +353,64 @@ fn check_forwarded(
     figures.deliveries.insert(
         format!("{FORWARDED} deliveries"),
         rows.values().map(|d| d.len() as u64).sum(),
+    );
+}
+
+/// What the forwarded partner's deliveries carried: every attempt of every
+/// delivery POSTed the same bytes, and they are the partner's body as a
+/// JSON value exactly ([`same_json`]: every number by its exact decimal
+/// value, keys in any order); one whose payload is in the blob store is the
+/// partner's bytes, byte for byte.
+fn check_payloads(
+    expected: &HashMap<(String, String), Expected<'_>>,
+    rows: &HashMap<(String, String), Vec<FwRow>>,
+    bodies: &HashMap<String, Body>,
+    figures: &mut Figures,
+    violations: &mut Vec<String>,
+) {
+    let (mut compared, mut verbatim) = (0u64, 0u64);
+    for (key, want) in expected {
+        let sent = &want.hook.body;
+        for row in rows.get(key).map(Vec::as_slice).unwrap_or(&[]) {
+            // never sent: the delivery check above names it
+            let Some(body) = bodies.get(&row.id) else {
+                continue;
+            };
+            compared += 1;
+            let what = format!(
+                "{FORWARDED} {} to {} (outbox {})",
+                want.hook.event_id, row.destination, row.id
+            );
+            if body.changed > 0 {
+                violations.push(format!(
+                    "{what}: {} attempts sent other bytes than the first",
+                    body.changed
+                ));
+            }
+            if row.in_blob {
+                verbatim += 1;
+                if body.first.as_bytes() != sent.as_slice() {
+                    violations.push(format!(
+                        "{what}: its payload is in the blob store, yet the {} bytes delivered \
+                         are not the partner's {} bytes",
+                        body.first.len(),
+                        sent.len()
+                    ));
+                }
+            }
+            if let Err(difference) = same_json(body.first.as_bytes(), sent) {
+                violations.push(format!(
+                    "{what}: the delivered payload is not the partner's body: {difference}"
+                ));
+            }
+        }
+    }
+    figures
+        .deliveries
+        .insert(format!("{FORWARDED} payloads compared"), compared);
+    figures.deliveries.insert(
+        format!("{FORWARDED} payloads from the blob store"),
+        verbatim,
     );
 }
 

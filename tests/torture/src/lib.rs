@@ -21,6 +21,7 @@
 //! ([`Ledger`]). A failing run returns its seed and the command to replay.
 
 pub mod aws;
+mod exact;
 pub mod faults;
 mod ledger;
 mod outages;
@@ -314,6 +315,12 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
         config(aws.destinations()),
         clock.clone(),
     ));
+    // as the relay's run does at its start: ingest forwards a partner's
+    // events only to the destinations its routes name as synced to the
+    // database (before a sync it leaves them all to the processor)
+    hookbox::outbox::destinations::sync(db.as_ref(), store.current().await.as_ref(), clock.now())
+        .await
+        .unwrap_or_else(|e| panic!("syncing the destinations: {e}"));
     // as the template: routed webhooks forwarded in the insert
     let ingest = Ingest::new(
         store.clone(),

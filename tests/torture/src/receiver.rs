@@ -2,7 +2,9 @@
 //! leaves the machine): `erp` fails at random, answers 429 with
 //! Retry-After, and hangs past the timeout; `legacy` answers 410 (gone).
 //! Every 2xx is logged by `webhook-id`, as a receiver that deduplicates
-//! would.
+//! would; so is the body of every attempt (the first, and how many later
+//! attempts of the same id sent other bytes), for the ledger to compare
+//! with what the partner sent.
 //!
 //! A quarter of the hangs are real: the attempt goes through hookbox's own
 //! HTTP adapter (`HttpSender`, reqwest) to a tarpit on 127.0.0.1 that reads
@@ -26,8 +28,18 @@ pub struct Receivers {
     fail_pct: u8,
     delivered: Mutex<HashMap<String, u32>>,
     tried: Mutex<HashMap<String, u32>>,
+    bodies: Mutex<HashMap<String, Body>>,
     attempts: Mutex<HashMap<&'static str, u64>>,
     tarpit: Tarpit,
+}
+
+/// What the attempts of one `webhook-id` POSTed.
+#[derive(Debug, Clone, Default)]
+pub struct Body {
+    /// The first attempt's body.
+    pub first: String,
+    /// Later attempts whose body was not the first's, byte for byte.
+    pub changed: u32,
 }
 
 /// A receiver on 127.0.0.1 that reads every request and never answers,
@@ -84,6 +96,7 @@ impl Receivers {
             fail_pct,
             delivered: Mutex::default(),
             tried: Mutex::default(),
+            bodies: Mutex::default(),
             attempts: Mutex::default(),
             tarpit: Tarpit::start().await,
         }
@@ -100,6 +113,14 @@ impl Receivers {
     /// Times each `webhook-id` was sent, whatever the answer.
     pub fn tried(&self) -> HashMap<String, u32> {
         self.tried.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The body each `webhook-id` was sent with.
+    pub fn bodies(&self) -> HashMap<String, Body> {
+        self.bodies
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Attempts by answer (`2xx`, `500`, `429`, `timeout` (simulated),
@@ -138,6 +159,21 @@ impl WebhookSender for Receivers {
             .unwrap_or_else(|p| p.into_inner())
             .entry(request.headers.id.clone())
             .or_default() += 1;
+        {
+            let mut bodies = self.bodies.lock().unwrap_or_else(|p| p.into_inner());
+            match bodies.get_mut(&request.headers.id) {
+                Some(seen) => seen.changed += u32::from(seen.first != request.body),
+                None => {
+                    bodies.insert(
+                        request.headers.id.clone(),
+                        Body {
+                            first: request.body.to_owned(),
+                            changed: 0,
+                        },
+                    );
+                }
+            }
+        }
         if request.destination.name == GONE {
             self.count("410");
             return response(410, None);

@@ -143,6 +143,10 @@ const HOSTILE_ID_PREFIXES: &[&str] = &[
 pub(crate) fn webhooks(scenario: &Scenario, rng: &mut fastrand::Rng) -> Vec<Webhook> {
     let mut out = Vec::with_capacity(scenario.webhooks);
     let mut order = 0;
+    // the forwarded partner's numbers and ordering keys: a generator of
+    // their own, so the rest of the scenario draws what it drew before
+    let mut numbers = fastrand::Rng::with_seed(scenario.seed ^ 0x6e75_6d62);
+    let mut forwarded = 0usize;
     while out.len() < scenario.webhooks {
         let partner = match rng.u8(0..4) {
             0 => "gh",
@@ -171,12 +175,34 @@ pub(crate) fn webhooks(scenario: &Scenario, rng: &mut fastrand::Rng) -> Vec<Webh
                     "nul \u{0} nonchar \u{fffe} lone half: see raw; \"quoted\" \u{1f600}".into(),
                 );
             }
+            let mut edge = None;
+            if partner == FORWARDED {
+                // an empty or missing ordering key is no key (its
+                // aggregate is the event id)
+                match numbers.u8(0..10) {
+                    0 => body["order_id"] = serde_json::Value::String(String::new()),
+                    1 => {
+                        if let Some(fields) = body.as_object_mut() {
+                            fields.remove("order_id");
+                        }
+                    }
+                    _ => {}
+                }
+                edge = Some(edge_numbers(&mut numbers, forwarded));
+                forwarded += 1;
+            }
             let mut event_id = format!("evt-{}-{}", scenario.seed, out.len());
             if partner == "gh" && rng.u8(0..100) < 10 {
                 let prefix = HOSTILE_ID_PREFIXES[rng.usize(0..HOSTILE_ID_PREFIXES.len())];
                 event_id = format!("{prefix}{event_id}");
             }
             let mut bytes = serde_json::to_vec(&body).unwrap_or_default();
+            if let Some(edge) = edge {
+                // numbers serde_json would round: written as text
+                if let Some(end) = bytes.iter().rposition(|b| *b == b'}') {
+                    bytes.splice(end..end, edge.into_bytes());
+                }
+            }
             if rng.u8(0..100) < 2 {
                 // a lone surrogate escape, which serde_json would not write
                 if let Some(end) = bytes.iter().rposition(|b| *b == b'}') {
@@ -192,6 +218,56 @@ pub(crate) fn webhooks(scenario: &Scenario, rng: &mut fastrand::Rng) -> Vec<Webh
         order += 1;
     }
     out
+}
+
+/// A digit string of a length in `lengths`, the first digit not 0.
+fn digits(rng: &mut fastrand::Rng, lengths: std::ops::Range<usize>) -> String {
+    let len = rng.usize(lengths);
+    (0..len)
+        .map(|i| char::from(b'0' + if i == 0 { rng.u8(1..10) } else { rng.u8(0..10) }))
+        .collect()
+}
+
+/// How many `1e300` make a body of some 6 KB whose jsonb text (each
+/// written out in full: 301 digits, then `", "`) passes the 256 KiB an
+/// outbox row may hold, so ingest leaves it to the processor, which
+/// forwards it through the blob store byte for byte.
+const BLOB_E300S: usize = 1_000;
+/// And this many a jsonb text over the inline threshold (32 KiB) but under
+/// 256 KiB: forwarded at ingest inline, read back in pieces by the relay.
+const MID_E300S: usize = 150;
+
+/// The `,"numbers":…` member of the `n`th body of the forwarded partner:
+/// numbers `f64` would round or jsonb rewrites (big integers past u64 and
+/// f64, 18-digit decimals, `1e20`, `1e300`, `-0`, `1.50e1`, `1e-7`); every
+/// 25th body from the 4th with [`BLOB_E300S`] × `1e300`, from the 12th
+/// with `1e-20000` (no numeric holds it: the processor's blob path too),
+/// from the 18th with [`MID_E300S`] × `1e300`.
+fn edge_numbers(rng: &mut fastrand::Rng, n: usize) -> String {
+    let big = if n == 0 {
+        "123456789012345678901234567890".to_owned()
+    } else {
+        digits(rng, 20..40)
+    };
+    let neg_big = format!("-{}", digits(rng, 20..30));
+    let dec18 = format!("{}.{}", rng.u32(0..100_000), digits(rng, 18..19));
+    let e20 = ["1e20", "1E+20", "1e+20", "10e19"][rng.usize(0..4)];
+    let zero = ["-0", "-0.0", "0.000", "-0e5"][rng.usize(0..4)];
+    let tiny = ["1e-7", "1E-7", "0.1e-6", "100e-9"][rng.usize(0..4)];
+    let mut member = format!(
+        r#","numbers":{{"big":{big},"neg_big":{neg_big},"dec18":{dec18},"u64_plus_1":18446744073709551616,"e20":{e20},"e300":1e300,"zero":{zero},"f":1.50e1,"tiny":{tiny},"list":[{big}, 1e20 ,-0,1.50e1,{dec18}]}}"#
+    );
+    let many = |count: usize| {
+        let list = vec!["1e300"; count].join(",");
+        format!(r#","many":[{list}]"#)
+    };
+    match n % 25 {
+        3 => member.push_str(&many(BLOB_E300S)),
+        11 => member.push_str(r#","unholdable":1e-20000"#),
+        17 => member.push_str(&many(MID_E300S)),
+        _ => {}
+    }
+    member
 }
 
 pub(crate) fn github_signature(body: &[u8]) -> String {

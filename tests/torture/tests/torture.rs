@@ -25,14 +25,21 @@ async fn bounded(adapter: Adapter) {
                     figures.deliveries.get("hang").copied().unwrap_or(0) > 0,
                     "seed {seed}: no delivery hung past its timeout: {figures:?}"
                 );
-                let aws = |key: &str| figures.deliveries.get(key).copied().unwrap_or(0);
+                let figure = |key: &str| figures.deliveries.get(key).copied().unwrap_or(0);
                 assert!(
                     figures.aws_outages > 0
-                        && aws("aws entries failed") > 0
-                        && aws("aws refused for good") > 0
-                        && aws("bus read") > 0
-                        && aws("fifo read") > 0,
+                        && figure("aws entries failed") > 0
+                        && figure("aws refused for good") > 0
+                        && figure("bus read") > 0
+                        && figure("fifo read") > 0,
                     "seed {seed}: the AWS destinations saw no outage, failure or message: {figures:?}"
+                );
+                assert!(
+                    figure("fw events forwarded at ingest") > 0
+                        && figure("fw payloads compared") > 0
+                        && figure("fw payloads from the blob store") > 0,
+                    "seed {seed}: forwarding at ingest, or the payload comparison, or the \
+                     processor's blob path was not exercised: {figures:?}"
                 );
                 assert_eq!(
                     figures.refused.values().sum::<u64>(),
