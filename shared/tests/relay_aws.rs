@@ -295,7 +295,7 @@ async fn limits_moto_would_let_through_are_enforced_before_any_call() {
         );
     };
     assert!(
-        reason.contains("over the destination's max_entry_bytes of 65536"),
+        reason.contains("over the 65536 bytes its destination takes (max_entry_bytes)"),
         "{reason}"
     );
     assert_eq!(outcomes[1], EntryOutcome::delivered());

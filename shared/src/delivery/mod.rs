@@ -33,6 +33,7 @@ pub mod envelope;
 pub mod eventbridge;
 pub mod guard;
 pub mod http;
+pub mod numbers;
 pub mod sqs;
 
 use std::fmt;

@@ -218,7 +218,7 @@ impl Transport for SqsTransport {
                 self.service.bucket.as_deref(),
                 target.max_entry_bytes,
             ) {
-                Ok(body) => bodies.push((i, body)),
+                Ok(body) => bodies.push((i, body.text)),
                 Err(e) => outcomes[i] = Some(EntryOutcome::dead(format!("{e}"))),
             }
         }
