@@ -208,8 +208,8 @@ async fn a_fifo_queue_keeps_each_aggregates_order_and_drops_a_resent_delivery() 
             .or_default()
             .push(n);
     }
-    assert_eq!(by_group.get("o-1"), Some(&vec![0, 2, 4]), "{got:?}");
-    let hashed = hookbox::delivery::sqs::group_id("kunde ü 2");
+    assert_eq!(by_group.get("order/o-1"), Some(&vec![0, 2, 4]), "{got:?}");
+    let hashed = hookbox::delivery::sqs::group_id("order", "kunde ü 2");
     assert!(hashed.starts_with("sha256:"));
     assert_eq!(by_group.get(&hashed), Some(&vec![1, 3, 5]), "{got:?}");
     assert_eq!(got.len(), 6, "the resent delivery is not a second message");

@@ -83,6 +83,11 @@ impl Target {
             Self::Sqs(_) => TransportKind::Sqs,
         }
     }
+
+    /// A FIFO SQS queue (always delivered `ordered`).
+    pub fn is_fifo(&self) -> bool {
+        matches!(self, Self::Sqs(SqsTarget { fifo: true, .. }))
+    }
 }
 
 impl fmt::Debug for Target {
@@ -143,9 +148,10 @@ pub struct EventBridgeTarget {
 }
 
 /// An SQS queue. A FIFO queue (its name ends in `.fifo`) gets
-/// `MessageGroupId` = the aggregate (ordering per aggregate) and
-/// `MessageDeduplicationId` = the delivery id, so a retry inside SQS's
-/// 5-minute window is not a second message.
+/// `MessageGroupId` = the aggregate's type and id (ordering per aggregate;
+/// `delivery::sqs::group_id`) and `MessageDeduplicationId` = the delivery
+/// id, so a retry inside SQS's 5-minute window is not a second message; its
+/// destination is always `ordered`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SqsTarget {
     /// The queue's URL.

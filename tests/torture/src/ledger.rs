@@ -232,6 +232,7 @@ pub(crate) async fn check_ledger(
                 destination,
                 status,
                 error,
+                aggregate_type: r.text("aggregate_type").unwrap_or_default(),
                 aggregate: r.text("aggregate_id").unwrap_or_default(),
             });
         } else if destination == GONE {
@@ -306,6 +307,7 @@ struct AwsRow {
     destination: String,
     status: String,
     error: String,
+    aggregate_type: String,
     aggregate: String,
 }
 
@@ -396,7 +398,10 @@ async fn check_aws(
     for row in rows.iter().filter(|r| r.destination == FIFO) {
         if !aws.permanent.contains_key(&row.id) {
             expected
-                .entry(hookbox::delivery::sqs::group_id(&row.aggregate))
+                .entry(hookbox::delivery::sqs::group_id(
+                    &row.aggregate_type,
+                    &row.aggregate,
+                ))
                 .or_default()
                 .push(&row.id);
         }
