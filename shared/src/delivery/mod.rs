@@ -21,6 +21,12 @@
 //!   retried (`aws` holds what the two share).
 //! - `coalesce`: [`Coalescing`] gathers the single-entry deliveries the
 //!   relay starts together into batches for a transport that takes them.
+//! - `numbers`: the JSON integers EventBridge refuses, found with their
+//!   pointer before the call.
+//!
+//! An envelope over what its destination takes goes by reference to its
+//! payload's blob; [`needs_reference`] tells the relay when to move a
+//! payload kept in its row to the blob store first.
 //!
 //! A new transport is a file here implementing [`Transport`], a
 //! [`TransportKind`] with its fields in `config/target.rs`, and a line in
