@@ -10,6 +10,8 @@
 
 mod aws_support;
 mod common;
+#[path = "relay_aws/hardened.rs"]
+mod hardened;
 
 use std::collections::HashMap;
 use std::sync::Arc;

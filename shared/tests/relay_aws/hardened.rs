@@ -7,8 +7,8 @@
 //! per aggregate type and id; EventBridge's integer range is enforced
 //! before the call (moto takes any number).
 
-mod aws_support;
-mod common;
+use super::{aws_support, common};
+use crate::for_each_adapter;
 
 use std::collections::HashMap;
 use std::sync::Arc;
