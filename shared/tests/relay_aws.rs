@@ -10,6 +10,8 @@
 
 mod aws_support;
 mod common;
+#[path = "relay_aws/hardened.rs"]
+mod hardened;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -208,8 +210,8 @@ async fn a_fifo_queue_keeps_each_aggregates_order_and_drops_a_resent_delivery() 
             .or_default()
             .push(n);
     }
-    assert_eq!(by_group.get("o-1"), Some(&vec![0, 2, 4]), "{got:?}");
-    let hashed = hookbox::delivery::sqs::group_id("kunde ü 2");
+    assert_eq!(by_group.get("order/o-1"), Some(&vec![0, 2, 4]), "{got:?}");
+    let hashed = hookbox::delivery::sqs::group_id("order", "kunde ü 2");
     assert!(hashed.starts_with("sha256:"));
     assert_eq!(by_group.get(&hashed), Some(&vec![1, 3, 5]), "{got:?}");
     assert_eq!(got.len(), 6, "the resent delivery is not a second message");
@@ -295,7 +297,7 @@ async fn limits_moto_would_let_through_are_enforced_before_any_call() {
         );
     };
     assert!(
-        reason.contains("over the destination's max_entry_bytes of 65536"),
+        reason.contains("over the 65536 bytes its destination takes (max_entry_bytes)"),
         "{reason}"
     );
     assert_eq!(outcomes[1], EntryOutcome::delivered());

@@ -8,9 +8,10 @@
 //    "aggregate": {"type": "partner:stripe", "id": "cus_1"},
 //    "content_type": "application/json", "payload": {...}}
 //
-// On a FIFO queue the message group is the aggregate (the partner's
-// ordering key), so one key's deliveries arrive in the order hookbox
-// received them, and the deduplication id is the delivery id.
+// On a FIFO queue the message group is the aggregate, its type and id
+// (`partner:stripe/cus_1`: the partner and its ordering key), so one key's
+// deliveries arrive in the order hookbox received them, and the
+// deduplication id is the delivery id.
 //
 // Deliveries are at least once: hookbox retries a delivery it is not sure
 // of, an operator may replay it (`hookbox outbox replay`), SQS forgets a

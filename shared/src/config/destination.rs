@@ -37,7 +37,10 @@ pub struct Destination {
     pub max_attempts: u32,
     /// Most concurrent requests to this destination.
     pub max_in_flight: usize,
-    /// Deliver rows of one aggregate one at a time, oldest first.
+    /// Deliver rows of one aggregate one at a time, oldest first. Always
+    /// true for a FIFO queue: its groups' order is only the rows' order when
+    /// the relay hands SQS one row of an aggregate at a time (absent, it is
+    /// implied; `"ordered": false` is refused).
     pub ordered: bool,
     /// Delay after failed attempt n is `backoff[n - 1]` (the last repeats), ±20%.
     pub backoff: Vec<Duration>,
@@ -121,7 +124,7 @@ pub(super) struct RawDestination {
     #[serde(default)]
     max_in_flight: Option<usize>,
     #[serde(default)]
-    ordered: bool,
+    ordered: Option<bool>,
     #[serde(default)]
     allowed_networks: Option<Vec<String>>,
     #[serde(default)]
@@ -178,6 +181,19 @@ impl RawDestination {
         }
         .validate()
         .map_err(|(field, reason)| err(&field, reason))?;
+        let ordered = match (self.ordered, target.is_fifo()) {
+            (Some(false), true) => {
+                return Err(err(
+                    "ordered",
+                    "false, but a FIFO queue (its name ends in .fifo) is delivered in order per \
+                     aggregate: leave `ordered` out or set it to true (a standard queue takes \
+                     deliveries out of order)"
+                        .into(),
+                ));
+            }
+            (Some(ordered), _) => ordered,
+            (None, fifo) => fifo,
+        };
         let timeout = match self.timeout_secs {
             None => DEFAULT_DESTINATION_TIMEOUT,
             Some(v) => seconds(v)
@@ -262,7 +278,7 @@ impl RawDestination {
             timeout,
             max_attempts,
             max_in_flight,
-            ordered: self.ordered,
+            ordered,
             backoff,
             subscription,
             trip_after,
@@ -270,5 +286,56 @@ impl RawDestination {
             disable_after,
             rate_limit_per_sec,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{ConfigError, HookboxConfig};
+
+    fn parse(destination: serde_json::Value) -> Result<HookboxConfig, ConfigError> {
+        HookboxConfig::parse(
+            &serde_json::json!({ "destinations": { "orders": destination } }).to_string(),
+            "test",
+        )
+    }
+
+    const FIFO: &str = "https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo";
+    const STANDARD: &str = "https://sqs.eu-west-1.amazonaws.com/123456789012/orders";
+
+    #[test]
+    fn a_fifo_queue_is_ordered_without_saying_so() {
+        for ordered in [None, Some(true)] {
+            let mut destination = serde_json::json!({ "type": "sqs", "queue_url": FIFO });
+            if let Some(ordered) = ordered {
+                destination["ordered"] = ordered.into();
+            }
+            let config = parse(destination).expect("valid");
+            assert!(
+                config.destination("orders").expect("orders").ordered,
+                "ordered: {ordered:?}"
+            );
+        }
+        // a standard queue is ordered only when it says so
+        let config =
+            parse(serde_json::json!({ "type": "sqs", "queue_url": STANDARD })).expect("valid");
+        assert!(!config.destination("orders").expect("orders").ordered);
+    }
+
+    #[test]
+    fn a_fifo_queue_said_to_be_unordered_is_refused_naming_the_destination() {
+        let refused = parse(serde_json::json!({
+            "type": "sqs", "queue_url": FIFO, "ordered": false
+        }))
+        .expect_err("refused");
+        let text = refused.to_string();
+        assert!(
+            text.starts_with("destination \"orders\": ordered: false, but a FIFO queue"),
+            "{text}"
+        );
+        assert!(
+            parse(serde_json::json!({ "type": "sqs", "queue_url": STANDARD, "ordered": false }))
+                .is_ok()
+        );
     }
 }

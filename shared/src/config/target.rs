@@ -19,9 +19,11 @@ pub const DEFAULT_MAX_ENTRY_BYTES: usize = 256 * 1024;
 /// Largest `max_entry_bytes` accepted: 1 MiB, the services' limit.
 pub const MAX_MAX_ENTRY_BYTES: usize = 1024 * 1024;
 
-/// Smallest `max_entry_bytes` accepted: 64 KiB, so an envelope whose payload
-/// is in the row (at most 40 KiB of JSON) always fits, and only a payload
-/// already in the blob store is ever sent by reference.
+/// Smallest `max_entry_bytes` accepted: 64 KiB, so an envelope by reference
+/// (its head and `payload_ref`: a few KiB at most) always fits. A payload is not
+/// bounded by it: `hookbox_publish` keeps up to 256 KiB of JSON in the row,
+/// and an envelope over the limit goes by reference, the relay moving the
+/// payload to the blob store first (`outbox::relay::spill`).
 pub const MIN_MAX_ENTRY_BYTES: usize = 64 * 1024;
 
 /// Default EventBridge `Source` of the events hookbox puts on a bus.
@@ -83,6 +85,11 @@ impl Target {
             Self::Sqs(_) => TransportKind::Sqs,
         }
     }
+
+    /// A FIFO SQS queue (always delivered `ordered`).
+    pub fn is_fifo(&self) -> bool {
+        matches!(self, Self::Sqs(SqsTarget { fifo: true, .. }))
+    }
 }
 
 impl fmt::Debug for Target {
@@ -143,9 +150,10 @@ pub struct EventBridgeTarget {
 }
 
 /// An SQS queue. A FIFO queue (its name ends in `.fifo`) gets
-/// `MessageGroupId` = the aggregate (ordering per aggregate) and
-/// `MessageDeduplicationId` = the delivery id, so a retry inside SQS's
-/// 5-minute window is not a second message.
+/// `MessageGroupId` = the aggregate's type and id (ordering per aggregate;
+/// `delivery::sqs::group_id`) and `MessageDeduplicationId` = the delivery
+/// id, so a retry inside SQS's 5-minute window is not a second message; its
+/// destination is always `ordered`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SqsTarget {
     /// The queue's URL.

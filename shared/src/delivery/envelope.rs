@@ -19,7 +19,9 @@
 //!   with the payload inside would be larger than the destination's
 //!   `max_entry_bytes`: the payload is the object `key` of `bucket` (the
 //!   deployment's blob bucket), `size` bytes whose sha256 (lower-case hex)
-//!   is `sha256`. It is there until the outbox row is purged (retention).
+//!   is `sha256`. A payload kept in its row is moved there by the relay
+//!   before the entry is handed on (`outbox::relay`, `spill`); the row then
+//!   refers to the object, which stays until the row is purged (retention).
 //!
 //! The text is ASCII-safe where the services are strict: U+FFFE and U+FFFF,
 //! which SQS refuses in a message body, are written as JSON escapes (they
@@ -66,22 +68,70 @@ struct RefBody<'a> {
 
 /// An envelope that does not fit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "the envelope is {size} bytes, over the destination's max_entry_bytes of {limit}, and the \
-     payload is not in the blob store to be sent by reference"
-)]
-pub struct TooLarge {
-    /// The envelope's size with the payload inside.
-    pub size: usize,
-    /// The destination's limit.
-    pub limit: usize,
+pub enum TooLarge {
+    /// The payload is not in the blob store: it cannot be sent by
+    /// reference (the relay moves an envelope over its destination's limit
+    /// there before it hands the entry on; one that is not there was handed
+    /// on by something else).
+    #[error(
+        "the envelope is {size} bytes, over the {limit} bytes its destination takes \
+         (max_entry_bytes), and the payload is not in the blob store to be sent by reference"
+    )]
+    NotInBlobStore {
+        /// The envelope's size with the payload inside.
+        size: usize,
+        /// The destination's limit.
+        limit: usize,
+    },
+    /// The transport has no blob store to refer to (no `HOOKBOX_BLOB_BUCKET`
+    /// or `HOOKBOX_BLOB_DIR`).
+    #[error(
+        "the envelope is {size} bytes, over the {limit} bytes its destination takes \
+         (max_entry_bytes), and no blob store is configured (HOOKBOX_BLOB_BUCKET or \
+         HOOKBOX_BLOB_DIR) to send the payload by reference"
+    )]
+    NoBlobStore {
+        /// The envelope's size with the payload inside.
+        size: usize,
+        /// The destination's limit.
+        limit: usize,
+    },
+    /// Even the envelope by reference is over the limit.
+    #[error(
+        "the envelope by reference is {size} bytes, still over the {limit} bytes its destination \
+         takes (max_entry_bytes)"
+    )]
+    EvenByReference {
+        /// The envelope's size with the reference inside.
+        size: usize,
+        /// The destination's limit.
+        limit: usize,
+    },
 }
 
-/// The envelope of `entry` as JSON text, at most `limit` bytes: the payload
-/// inside it when that fits, else by reference to its object in `bucket`
-/// (the blob store's bucket or directory; when the payload is there:
-/// [`Entry::blob`]).
-pub fn build(entry: &Entry<'_>, bucket: Option<&str>, limit: usize) -> Result<String, TooLarge> {
+/// How an envelope carries its payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Carried {
+    /// `payload`: the JSON itself.
+    Json,
+    /// `payload_base64`: the bytes, not JSON.
+    Base64,
+    /// `payload_ref`: the reference to its object in the blob store.
+    Reference,
+}
+
+/// An envelope's JSON text and how it carries the payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Envelope {
+    /// The JSON text.
+    pub text: String,
+    /// Whether the payload is inside, or referred to.
+    pub carried: Carried,
+}
+
+/// The envelope of `entry` with its payload inside (`payload` or
+/// `payload_base64`), whatever its size.
+pub fn whole(entry: &Entry<'_>) -> Envelope {
     let is_json = serde_json::from_str::<serde::de::IgnoredAny>(entry.payload).is_ok();
     let content_type = if is_json { JSON } else { OCTET_STREAM };
     let mut text = head(entry, content_type);
@@ -94,16 +144,35 @@ pub fn build(entry: &Entry<'_>, bucket: Option<&str>, limit: usize) -> Result<St
         text.push('"');
     }
     text.push('}');
-    let text = escape_nonchars(text);
-    if text.len() <= limit {
-        return Ok(text);
+    Envelope {
+        text: escape_nonchars(text),
+        carried: if is_json {
+            Carried::Json
+        } else {
+            Carried::Base64
+        },
     }
-    let too_large = TooLarge {
-        size: text.len(),
-        limit,
+}
+
+/// The envelope of `entry` as JSON text, at most `limit` bytes: the payload
+/// inside it when that fits, else by reference to its object in `bucket`
+/// (the blob store's bucket or directory; when the payload is there:
+/// [`Entry::blob`]).
+pub fn build(entry: &Entry<'_>, bucket: Option<&str>, limit: usize) -> Result<Envelope, TooLarge> {
+    let whole = whole(entry);
+    if whole.text.len() <= limit {
+        return Ok(whole);
+    }
+    let size = whole.text.len();
+    let (bucket, blob) = match (bucket, entry.blob) {
+        (Some(bucket), Some(blob)) => (bucket, blob),
+        (None, _) => return Err(TooLarge::NoBlobStore { size, limit }),
+        (Some(_), None) => return Err(TooLarge::NotInBlobStore { size, limit }),
     };
-    let (Some(bucket), Some(blob)) = (bucket, entry.blob) else {
-        return Err(too_large);
+    let content_type = if whole.carried == Carried::Json {
+        JSON
+    } else {
+        OCTET_STREAM
     };
     let mut text = head(entry, content_type);
     text.push_str(",\"payload_ref\":");
@@ -117,9 +186,15 @@ pub fn build(entry: &Entry<'_>, bucket: Option<&str>, limit: usize) -> Result<St
     text.push('}');
     let text = escape_nonchars(text);
     if text.len() <= limit {
-        Ok(text)
+        Ok(Envelope {
+            text,
+            carried: Carried::Reference,
+        })
     } else {
-        Err(too_large)
+        Err(TooLarge::EvenByReference {
+            size: text.len(),
+            limit,
+        })
     }
 }
 
@@ -175,7 +250,9 @@ mod tests {
 
     #[test]
     fn a_json_payload_is_carried_as_json_beside_the_delivery_id_and_type() {
-        let text = build(&entry(r#"{"order_id": "o-1", "n": [1, 2]}"#), None, 1024).expect("fits");
+        let text = build(&entry(r#"{"order_id": "o-1", "n": [1, 2]}"#), None, 1024)
+            .expect("fits")
+            .text;
         assert_eq!(
             parse(&text),
             serde_json::json!({
@@ -195,7 +272,9 @@ mod tests {
 
     #[test]
     fn a_payload_that_is_not_json_goes_as_base64() {
-        let text = build(&entry("a=1&b=<x>"), None, 1024).expect("fits");
+        let built = build(&entry("a=1&b=<x>"), None, 1024).expect("fits");
+        assert_eq!(built.carried, Carried::Base64);
+        let text = built.text;
         let value = parse(&text);
         assert_eq!(value["content_type"], "application/octet-stream");
         assert_eq!(value["payload_base64"], "YT0xJmI9PHg+");
@@ -214,7 +293,9 @@ mod tests {
             blob: Some(&blob),
             ..entry(&payload)
         };
-        let text = build(&with_blob, Some("hookbox-blobs"), 1024).expect("by reference");
+        let built = build(&with_blob, Some("hookbox-blobs"), 1024).expect("by reference");
+        assert_eq!(built.carried, Carried::Reference);
+        let text = built.text;
         assert!(text.len() <= 1024);
         let value = parse(&text);
         assert_eq!(
@@ -230,14 +311,24 @@ mod tests {
         assert!(value.get("payload").is_none());
         // without an object to refer to, it is refused with both sizes
         let refused = build(&entry(&payload), Some("hookbox-blobs"), 1024).expect_err("too large");
-        assert_eq!(refused.limit, 1024);
-        assert!(refused.size > 2000, "{refused}");
+        let TooLarge::NotInBlobStore { size, limit } = refused else {
+            panic!("{refused:?}");
+        };
+        assert_eq!(limit, 1024);
+        assert!(size > 2000, "{refused}");
+        // without a blob store, it says so
+        let refused = build(&with_blob, None, 1024).expect_err("too large");
+        assert!(matches!(refused, TooLarge::NoBlobStore { limit: 1024, .. }));
+        assert!(
+            refused.to_string().contains("no blob store is configured"),
+            "{refused}"
+        );
     }
 
     #[test]
     fn nonchars_sqs_refuses_are_escaped_and_the_json_means_the_same() {
         let payload = "{\"s\": \"a\u{FFFE}b\u{FFFF}\"}";
-        let text = build(&entry(payload), None, 1024).expect("fits");
+        let text = build(&entry(payload), None, 1024).expect("fits").text;
         assert!(!text.contains(['\u{FFFE}', '\u{FFFF}']), "{text:?}");
         assert_eq!(parse(&text)["payload"]["s"], "a\u{FFFE}b\u{FFFF}");
     }

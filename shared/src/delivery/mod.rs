@@ -21,6 +21,12 @@
 //!   retried (`aws` holds what the two share).
 //! - `coalesce`: [`Coalescing`] gathers the single-entry deliveries the
 //!   relay starts together into batches for a transport that takes them.
+//! - `numbers`: the JSON integers EventBridge refuses, found with their
+//!   pointer before the call.
+//!
+//! An envelope over what its destination takes goes by reference to its
+//! payload's blob; [`needs_reference`] tells the relay when to move a
+//! payload kept in its row to the blob store first.
 //!
 //! A new transport is a file here implementing [`Transport`], a
 //! [`TransportKind`] with its fields in `config/target.rs`, and a line in
@@ -33,6 +39,7 @@ pub mod envelope;
 pub mod eventbridge;
 pub mod guard;
 pub mod http;
+pub mod numbers;
 pub mod sqs;
 
 use std::fmt;
@@ -44,7 +51,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::blob::BlobRef;
-use crate::config::{Destination, TransportKind};
+use crate::config::{Destination, Target, TransportKind};
 
 pub use aws::{MAX_BATCH, local_config as local_aws_config};
 pub use coalesce::Coalescing;
@@ -166,6 +173,24 @@ impl EntryOutcome {
 pub trait Transport: Send + Sync + fmt::Debug {
     /// Delivers `request.entries` to `request.destination`.
     async fn deliver(&self, request: DeliveryRequest<'_>) -> Vec<EntryOutcome>;
+}
+
+/// Whether `entry` must go to `destination` by reference: its envelope with
+/// the payload inside is over what the destination takes (an SQS queue's
+/// `max_entry_bytes`; an EventBridge bus's, less `Source` and `DetailType`,
+/// and under it), and its payload is not in the blob store yet. The relay
+/// then moves the payload there (`outbox::relay::spill`) before it hands
+/// the entry on. Never for HTTP (no envelope, no limit here).
+pub fn needs_reference(destination: &Destination, entry: &Entry<'_>) -> bool {
+    if entry.blob.is_some() {
+        return false;
+    }
+    let limit = match &destination.target {
+        Target::Http(_) => return false,
+        Target::Sqs(sqs) => sqs.max_entry_bytes,
+        Target::EventBridge(bus) => eventbridge::detail_limit(bus, entry.event_type),
+    };
+    envelope::whole(entry).text.len() > limit
 }
 
 /// The transports a relay delivers through, one per destination type.

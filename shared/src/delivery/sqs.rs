@@ -3,12 +3,14 @@
 //! the destination's `max_entry_bytes`, which SQS counts for the batch as
 //! for one message).
 //!
-//! A FIFO queue gets `MessageGroupId` = the aggregate (so one aggregate's
-//! messages are read in order; an aggregate id SQS would refuse as a group
-//! id, with characters other than printable ASCII or over 128 of them, is
-//! replaced by `sha256:` and its hash, the same for every message of that
-//! aggregate) and `MessageDeduplicationId` = the delivery id, so a retry
-//! inside SQS's 5-minute deduplication window is not a second message.
+//! A FIFO queue gets `MessageGroupId` = the aggregate, its type and its id
+//! ([`group_id`]: `order/o-1`, `partner:stripe/cus_1`; so one aggregate's
+//! messages are read in order, and two aggregate types' `cus_1` are two
+//! groups) and `MessageDeduplicationId` = the delivery id, so a retry
+//! inside SQS's 5-minute deduplication window is not a second message. A
+//! FIFO destination is always `ordered` (config/destination.rs): the relay
+//! hands SQS one aggregate's rows one at a time, oldest first, so the
+//! group's order is the rows' order.
 //!
 //! Outcomes: an entry in `Successful` is delivered; one in `Failed` is
 //! retried when SQS says the fault is its own or the code is a throttle,
@@ -71,15 +73,26 @@ impl SqsTransport {
     }
 }
 
-/// The FIFO group of an aggregate: its id when SQS takes it as one (1 to
-/// 128 printable ASCII characters), else `sha256:` and the id's hash.
-pub fn group_id(aggregate_id: &str) -> String {
-    let fits = (1..=MAX_GROUP_ID_CHARS).contains(&aggregate_id.len())
-        && aggregate_id.bytes().all(|b| b.is_ascii_graphic());
+/// The FIFO group of an aggregate: `{aggregate_type}/{aggregate_id}` when
+/// SQS takes it as a group id (1 to 128 printable ASCII characters) and the
+/// type has no `/` (so the split is unambiguous); else `sha256:` and the
+/// hash of both (length-prefixed: no two aggregates share it), the same for
+/// every message of that aggregate. The hashed form has no `/`, so it never
+/// equals a plain one.
+pub fn group_id(aggregate_type: &str, aggregate_id: &str) -> String {
+    let plain = format!("{aggregate_type}/{aggregate_id}");
+    let fits = !aggregate_type.contains('/')
+        && plain.len() <= MAX_GROUP_ID_CHARS
+        && plain.bytes().all(|b| b.is_ascii_graphic());
     if fits {
-        aggregate_id.to_string()
+        plain
     } else {
-        format!("sha256:{}", hex::encode(Sha256::digest(aggregate_id)))
+        let mut hash = Sha256::new();
+        hash.update(aggregate_type.len().to_string());
+        hash.update(":");
+        hash.update(aggregate_type);
+        hash.update(aggregate_id);
+        format!("sha256:{}", hex::encode(hash.finalize()))
     }
 }
 
@@ -115,7 +128,7 @@ impl SqsTransport {
                 .message_body(body);
             if target.fifo {
                 message = message
-                    .message_group_id(group_id(entry.aggregate_id))
+                    .message_group_id(group_id(entry.aggregate_type, entry.aggregate_id))
                     .message_deduplication_id(entry.id.to_string());
             }
             match message.build() {
@@ -218,7 +231,7 @@ impl Transport for SqsTransport {
                 self.service.bucket.as_deref(),
                 target.max_entry_bytes,
             ) {
-                Ok(body) => bodies.push((i, body)),
+                Ok(body) => bodies.push((i, body.text)),
                 Err(e) => outcomes[i] = Some(EntryOutcome::dead(format!("{e}"))),
             }
         }
@@ -246,18 +259,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_aggregate_sqs_would_refuse_as_a_group_gets_a_stable_hash() {
-        assert_eq!(group_id("order-17/b:x"), "order-17/b:x");
-        let spaced = group_id("a b");
+    fn a_group_is_the_aggregates_type_and_id_or_a_stable_hash_of_both() {
+        assert_eq!(group_id("order", "order-17/b:x"), "order/order-17/b:x");
+        assert_eq!(group_id("partner:stripe", "cus_1"), "partner:stripe/cus_1");
+        // two partners' cus_1 are two groups
+        assert_ne!(
+            group_id("partner:stripe", "cus_1"),
+            group_id("partner:paddle", "cus_1")
+        );
+        let spaced = group_id("order", "a b");
         assert!(
             spaced.starts_with("sha256:") && spaced.len() == 71,
             "{spaced}"
         );
-        assert_eq!(spaced, group_id("a b"), "the same for every message");
-        assert_ne!(group_id("é"), group_id("e"));
-        assert!(group_id("").starts_with("sha256:"));
-        assert!(group_id(&"x".repeat(129)).starts_with("sha256:"));
-        assert_eq!(group_id(&"x".repeat(128)), "x".repeat(128));
+        assert_eq!(
+            spaced,
+            group_id("order", "a b"),
+            "the same for every message"
+        );
+        assert_ne!(group_id("order", "é"), group_id("order", "e"));
+        assert_eq!(group_id("order", ""), "order/");
+        // a type with a slash would make the split ambiguous: hashed, apart
+        let (a, b) = (group_id("a/b", "c"), group_id("a", "b/c"));
+        assert_eq!(b, "a/b/c");
+        assert!(a.starts_with("sha256:"), "{a}");
+        assert_ne!(group_id("ab", "c"), group_id("a", "bc"));
+        // SQS's 128 characters, the separator included
+        assert_eq!(group_id("t", &"x".repeat(126)).len(), 128);
+        assert!(group_id("t", &"x".repeat(127)).starts_with("sha256:"));
+        for group in [spaced, a, group_id("t", &"x".repeat(500))] {
+            assert!(
+                group.len() <= MAX_GROUP_ID_CHARS && group.bytes().all(|b| b.is_ascii_graphic())
+            );
+        }
     }
 
     #[test]

@@ -241,6 +241,7 @@ pub(crate) async fn check_ledger(
                 destination,
                 status,
                 error,
+                aggregate_type: r.text("aggregate_type").unwrap_or_default(),
                 aggregate: r.text("aggregate_id").unwrap_or_default(),
             });
         } else if destination == GONE {
@@ -420,6 +421,7 @@ struct AwsRow {
     destination: String,
     status: String,
     error: String,
+    aggregate_type: String,
     aggregate: String,
 }
 
@@ -510,7 +512,10 @@ async fn check_aws(
     for row in rows.iter().filter(|r| r.destination == FIFO) {
         if !aws.permanent.contains_key(&row.id) {
             expected
-                .entry(hookbox::delivery::sqs::group_id(&row.aggregate))
+                .entry(hookbox::delivery::sqs::group_id(
+                    &row.aggregate_type,
+                    &row.aggregate,
+                ))
                 .or_default()
                 .push(&row.id);
         }

@@ -67,7 +67,7 @@ fn envelopes(rows: usize) -> anyhow::Result<Vec<(Uuid, String, String)>> {
                 payload: &payload,
                 blob: None,
             };
-            let text = envelope::build(&entry, None, 256 * 1024)?;
+            let text = envelope::build(&entry, None, 256 * 1024)?.text;
             Ok((id, aggregate, text))
         })
         .collect()

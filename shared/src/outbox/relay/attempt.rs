@@ -1,6 +1,7 @@
 //! One delivery attempt: the payload read (from the row, in pieces, or from
-//! the blob store), handed to the destination's transport, and what comes
-//! of it.
+//! the blob store), moved to the blob store when its envelope is over an
+//! SQS or EventBridge destination's `max_entry_bytes` (`spill`), handed to
+//! the destination's transport, and what comes of it.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use tokio::sync::Semaphore;
 
 use super::{Relay, backoff, chrono_duration};
 use crate::config::Destination;
-use crate::delivery::{DeliveryRequest, Entry, EntryOutcome, Verdict};
+use crate::delivery::{self, DeliveryRequest, Entry, EntryOutcome, Verdict};
 use crate::outbox::payload::{self, PayloadStorage};
 use crate::outbox::{AttemptDetail, DeliveryOutcome, DeliveryResult, OutboxRow};
 
@@ -157,6 +158,41 @@ impl Relay {
                 }
             }
         };
+        // an envelope over what an SQS or EventBridge destination takes:
+        // its payload moves to the blob store (the row then refers to it),
+        // and the transport sends it by reference; before waiting for a
+        // slot, as the read above, and not past the batch deadline
+        let mut moved = None;
+        let stored = row.payload_storage.blob();
+        let probe = Entry {
+            id: row.id,
+            event_type: &row.event_type,
+            aggregate_type: &row.aggregate_type,
+            aggregate_id: &row.aggregate_id,
+            payload: &payload,
+            blob: stored,
+        };
+        if delivery::needs_reference(destination, &probe) {
+            let left = (batch_deadline - self.clock.now())
+                .to_std()
+                .unwrap_or_default();
+            match tokio::time::timeout(left, self.move_to_blob(row, &payload)).await {
+                Ok(Ok(Some(reference))) => moved = Some(reference),
+                // out of time, or the lease is gone: the row is released
+                Err(_) | Ok(Ok(None)) => return not_attempted(self.clock.now()),
+                Ok(Err(e)) => {
+                    let error = format!(
+                        "the envelope is over destination {:?}'s max_entry_bytes, and moving \
+                         the {}-byte payload to the blob store to send it by reference failed: \
+                         {e}",
+                        destination.name,
+                        payload.len()
+                    );
+                    return self.failure(row, Some(destination), attempt, error, None, None, false);
+                }
+            }
+        }
+        let blob = moved.as_ref().or(stored);
         // wait for one of the destination's slots, but not past the batch
         // deadline, and not longer than `slot_wait`: a destination whose
         // slots are all held by hanging requests (of any lane) must not hold
@@ -202,10 +238,7 @@ impl Relay {
             aggregate_type: &row.aggregate_type,
             aggregate_id: &row.aggregate_id,
             payload: &payload,
-            blob: match &row.payload_storage {
-                PayloadStorage::Blob(blob) => Some(blob),
-                _ => None,
-            },
+            blob,
         }];
         let started = std::time::Instant::now();
         let outcome = self

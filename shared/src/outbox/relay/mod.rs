@@ -10,6 +10,8 @@
 //!     + claim ≤ batch_size − in flight due rows, leased to this claim,
 //!       within the byte budget and each destination's cap  (1 statement)
 //!   read payloads stored by reference (blob store, sha256 checked)
+//!   move a payload whose envelope is over an SQS or EventBridge
+//!     destination's max_entry_bytes to the blob store (`spill`)
 //!   POST each, ≤ max_in_flight at once per destination
 //!   next statement: all answered, or `idle` after the last one
 //!   nothing was due and nothing is in flight → pause ~1 s
@@ -57,6 +59,7 @@ mod flights;
 mod lanes;
 mod report;
 pub mod settings;
+pub mod spill;
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
