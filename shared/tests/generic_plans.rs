@@ -251,7 +251,11 @@ async fn the_generic_plan_of_the_forwarding_insert_asks_only_active_rows(adapter
     let active = "inbox_active_ordering_key";
     let (seq_before, active_before) = (seq_scans(t, "inbox").await, index_scans(t, active).await);
     explain_execute(t, "generic_forward", &args("brand-new")).await;
-    assert_eq!(seq_scans(t, "inbox").await, seq_before, "no scan of the inbox table");
+    assert_eq!(
+        seq_scans(t, "inbox").await,
+        seq_before,
+        "no scan of the inbox table"
+    );
     assert_eq!(
         index_scans(t, active).await,
         active_before + 1,
@@ -259,7 +263,11 @@ async fn the_generic_plan_of_the_forwarding_insert_asks_only_active_rows(adapter
     );
     let seq_before = seq_scans(t, "inbox").await;
     explain_execute(t, "generic_forward", &args("old-7")).await;
-    assert_eq!(seq_scans(t, "inbox").await, seq_before, "a duplicate scans no table");
+    assert_eq!(
+        seq_scans(t, "inbox").await,
+        seq_before,
+        "a duplicate scans no table"
+    );
     assert_eq!(
         common::count(
             t,

@@ -254,7 +254,10 @@ async fn ingest_forwards_only_the_row_it_stored_to_its_partners_routes() {
     )
     .await
     .expect("stored");
-    assert!(matches!(late, Stored::Finished { deliveries: 1, .. }), "{late:?}");
+    assert!(
+        matches!(late, Stored::Finished { deliveries: 1, .. }),
+        "{late:?}"
+    );
     let rows = outbox_rows(owner.as_ref()).await;
     assert_eq!(rows.len(), 3, "{rows:?}");
     assert!(rows.iter().all(|r| r.4), "every delivery due now: {rows:?}");
@@ -307,7 +310,10 @@ async fn a_planted_overload_is_never_called() {
         .rows[0]
         .bool("may")
         .expect("may");
-    assert!(!granted, "the migrations revoke CREATE on public from PUBLIC");
+    assert!(
+        !granted,
+        "the migrations revoke CREATE on public from PUBLIC"
+    );
 
     // an intruder that may create there all the same
     owner_exec(

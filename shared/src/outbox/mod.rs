@@ -36,8 +36,9 @@ use uuid::Uuid;
 
 pub use crate::store::Retention;
 pub use enqueue::{
-    EnqueueError, MAX_AGGREGATE_ID_BYTES, MAX_AGGREGATE_TYPE_BYTES, MAX_OUTBOX_EVENT_TYPE_BYTES,
-    JsonOutboxEvent, NewOutboxEvent, enqueue, enqueue_json_with_blobs, enqueue_with_blobs,
+    EnqueueError, JsonOutboxEvent, MAX_AGGREGATE_ID_BYTES, MAX_AGGREGATE_TYPE_BYTES,
+    MAX_OUTBOX_EVENT_TYPE_BYTES, NewOutboxEvent, enqueue, enqueue_json_with_blobs,
+    enqueue_with_blobs,
 };
 pub use payload::{PayloadError, PayloadStorage};
 pub use publish::{MAX_PUBLISHED_PAYLOAD_BYTES, NewEvent, publish};

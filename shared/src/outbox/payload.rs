@@ -283,6 +283,9 @@ mod tests {
         assert_eq!(jsonb_text_bound("0.1e-16383"), usize::MAX);
         assert_ne!(jsonb_text_bound("1e-16383"), usize::MAX);
         assert_eq!(jsonb_text_bound("1e99999999999999999999999"), usize::MAX);
-        assert_eq!(jsonb_text_bound(&format!("0.{}", "1".repeat(16_384))), usize::MAX);
+        assert_eq!(
+            jsonb_text_bound(&format!("0.{}", "1".repeat(16_384))),
+            usize::MAX
+        );
     }
 }

@@ -225,7 +225,8 @@ pub async fn forward(
             super::json_error(e)
         ))
     };
-    let payload: serde_json::Value = serde_json::from_slice(event.body).map_err(|e| not_json(&e))?;
+    let payload: serde_json::Value =
+        serde_json::from_slice(event.body).map_err(|e| not_json(&e))?;
     // valid JSON is valid UTF-8
     let text = std::str::from_utf8(event.body).map_err(|_| {
         HandlerError::Poison(format!(

@@ -10,8 +10,8 @@ use hookbox::inbox::ingest::Outcome;
 use hookbox::params;
 
 use super::common::{self, Adapter, migrated_db, sql};
-use crate::for_each_adapter;
 use super::{Rig, accepted_id};
+use crate::for_each_adapter;
 
 /// What each delivery of inbox event `event` carries: its payload's text
 /// (jsonb's rendering when in the row, the blob's bytes when by reference)
@@ -20,10 +20,8 @@ async fn payloads(rig: &Rig, event: &str) -> Vec<(String, bool)> {
     let rows = rig
         .db
         .execute(
-            &sql(
-                "SELECT payload::text AS payload, payload_key FROM outbox
-                  WHERE payload->>'id' = :event OR payload_key IS NOT NULL ORDER BY seq",
-            ),
+            &sql("SELECT payload::text AS payload, payload_key FROM outbox
+                  WHERE payload->>'id' = :event OR payload_key IS NOT NULL ORDER BY seq"),
             &params! { "event" => event },
         )
         .await
@@ -116,7 +114,11 @@ async fn a_verified_webhook_is_never_a_5xx_for_what_its_body_holds(adapter: Adap
     let wide_id = accepted_id(&r);
     // a number jsonb cannot hold at all (numeric: 16,383 digits after the
     // point)
-    let tiny = event("evt_tiny", serde_json::json!("cus_T"), r#","rate":1e-20000"#);
+    let tiny = event(
+        "evt_tiny",
+        serde_json::json!("cus_T"),
+        r#","rate":1e-20000"#,
+    );
     let (r, _) = rig.post("evt_tiny", &tiny).await;
     assert_eq!(r.status, 200, "{r:?}");
     let tiny_id = accepted_id(&r);
@@ -129,7 +131,11 @@ async fn a_verified_webhook_is_never_a_5xx_for_what_its_body_holds(adapter: Adap
         assert_eq!(sent.len(), 2, "{id}: one per route");
         for (text, by_reference) in sent {
             assert!(by_reference, "{id}: through the blob store");
-            assert_eq!(text.as_bytes(), body.as_slice(), "{id}: the partner's bytes");
+            assert_eq!(
+                text.as_bytes(),
+                body.as_slice(),
+                "{id}: the partner's bytes"
+            );
         }
     }
 }
