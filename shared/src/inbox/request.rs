@@ -61,12 +61,78 @@ pub fn storable(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// The JSON value at `pointer` as text (strings as is, numbers printed).
-fn pointer_text(body: &serde_json::Value, pointer: &str) -> Option<String> {
-    match body.pointer(pointer)? {
+/// The JSON value at `pointer` as text: a string as is, a number as the
+/// partner wrote it. `json` is `raw` parsed. serde_json holds a number that
+/// is not a 64-bit integer as an `f64`, which would round
+/// `123456789012345678901234567890` and merge two events' ids into one
+/// (the second answered `duplicate`, and lost): such a number is read from
+/// `raw` instead, character for character.
+fn pointer_text(json: &serde_json::Value, raw: &[u8], pointer: &str) -> Option<String> {
+    match json.pointer(pointer)? {
         serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) if n.is_f64() => std::str::from_utf8(raw)
+            .ok()
+            .and_then(|text| raw_at(text, pointer))
+            .map(str::to_owned),
         serde_json::Value::Number(n) => Some(n.to_string()),
         _ => None,
+    }
+}
+
+/// The text of the JSON value at `pointer` in `text` (valid JSON), as
+/// written: each step parses only the level it walks through, keeping its
+/// members as raw text. Keys and indexes as `serde_json::Value::pointer`
+/// reads them (`~1` is `/`, `~0` is `~`; no sign or leading zero in an
+/// index; of a repeated key, the last).
+fn raw_at<'a>(text: &'a str, pointer: &str) -> Option<&'a str> {
+    use serde_json::value::RawValue;
+    let mut current: &'a RawValue = serde_json::from_str(text).ok()?;
+    if pointer.is_empty() {
+        return Some(current.get());
+    }
+    for token in pointer.strip_prefix('/')?.split('/') {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        let level = current.get();
+        current = match level.as_bytes().first()? {
+            b'{' => {
+                let members: Vec<(String, &'a RawValue)> =
+                    serde_json::from_str::<RawObject<'a>>(level).ok()?.0;
+                members.into_iter().rev().find(|(k, _)| *k == token)?.1
+            }
+            b'[' => {
+                if token.starts_with('+') || (token.starts_with('0') && token.len() > 1) {
+                    return None;
+                }
+                let index: usize = token.parse().ok()?;
+                let items: Vec<&'a RawValue> = serde_json::from_str(level).ok()?;
+                *items.get(index)?
+            }
+            _ => return None,
+        };
+    }
+    Some(current.get())
+}
+
+/// A JSON object's members in order, each value as raw text.
+struct RawObject<'a>(Vec<(String, &'a serde_json::value::RawValue)>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for RawObject<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Members<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Members<'a> {
+            type Value = RawObject<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+                let mut members = Vec::new();
+                while let Some(entry) = map.next_entry::<String, &'a serde_json::value::RawValue>()? {
+                    members.push(entry);
+                }
+                Ok(RawObject(members))
+            }
+        }
+        d.deserialize_map(Members(std::marker::PhantomData))
     }
 }
 
@@ -87,7 +153,7 @@ fn read_field(
                 .map(str::to_owned)),
         },
         FieldSource::JsonPointer(pointer) => Ok(json
-            .and_then(|j| pointer_text(j, pointer))
+            .and_then(|j| pointer_text(j, request.body, pointer))
             .filter(|v| !v.is_empty())),
         FieldSource::Composite(parts) => read_composite(parts, request, json),
     }
@@ -188,7 +254,7 @@ pub(super) fn build_event(
             }
         },
         EventIdSource::JsonPointer(pointer) => {
-            match json.as_ref().and_then(|j| pointer_text(j, pointer)) {
+            match json.as_ref().and_then(|j| pointer_text(j, request.body, pointer)) {
                 Some(id) if !id.is_empty() => (id, false),
                 _ => {
                     return Err(IngestResponse::rejected(
@@ -239,7 +305,7 @@ pub(super) fn build_event(
     let extract = |pointer: &Option<String>| {
         pointer
             .as_ref()
-            .and_then(|p| json.as_ref().and_then(|j| pointer_text(j, p)))
+            .and_then(|p| json.as_ref().and_then(|j| pointer_text(j, request.body, p)))
     };
     // a type header repeated with different values is ambiguous: which
     // routes apply would depend on which one is read
@@ -308,5 +374,39 @@ mod tests {
         assert_eq!(storable(r"esc:a\0b"), r"esc:esc:a\\0b");
         assert_ne!(storable(r"esc:a\0b"), storable("a\0b"));
         assert_eq!(storable("esc"), "esc");
+    }
+
+    fn text_at(body: &str, pointer: &str) -> Option<String> {
+        let json: serde_json::Value = serde_json::from_str(body).expect("json");
+        pointer_text(&json, body.as_bytes(), pointer)
+    }
+
+    #[test]
+    fn a_number_is_read_as_the_partner_wrote_it_never_rounded() {
+        // two ids f64 cannot tell apart stay two ids
+        let a = text_at(r#"{"id": 123456789012345678901234567890}"#, "/id");
+        let b = text_at(r#"{"id": 123456789012345678901234567891}"#, "/id");
+        assert_eq!(a.as_deref(), Some("123456789012345678901234567890"));
+        assert_eq!(b.as_deref(), Some("123456789012345678901234567891"));
+        assert_eq!(
+            text_at(r#"{"a": {"b~/c": [0, {"x": 0.123456789012345678}]}}"#, "/a/b~0~1c/1/x")
+                .as_deref(),
+            Some("0.123456789012345678")
+        );
+        assert_eq!(text_at(r#"{"n": 1e3}"#, "/n").as_deref(), Some("1e3"));
+        // 64-bit integers as before, strings as is
+        assert_eq!(text_at(r#"{"n": -42}"#, "/n").as_deref(), Some("-42"));
+        assert_eq!(
+            text_at(r#"{"n": 18446744073709551615}"#, "/n").as_deref(),
+            Some("18446744073709551615")
+        );
+        assert_eq!(text_at(r#"{"s": "1e3"}"#, "/s").as_deref(), Some("1e3"));
+        // a repeated key: the last, as serde_json's Value keeps it
+        assert_eq!(text_at(r#"{"n": 1.5, "n": 2.5}"#, "/n").as_deref(), Some("2.5"));
+        // indexes as serde_json reads them
+        assert_eq!(text_at(r#"[1.5, 2.5]"#, "/1").as_deref(), Some("2.5"));
+        assert_eq!(text_at(r#"[1.5, 2.5]"#, "/01"), None);
+        assert_eq!(text_at(r#"{"n": [1.5]}"#, "/m"), None);
+        assert_eq!(text_at(r#"{"n": true}"#, "/n"), None);
     }
 }
