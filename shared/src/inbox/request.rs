@@ -124,9 +124,14 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for RawObject<'a> {
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a JSON object")
             }
-            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<Self::Value, M::Error> {
                 let mut members = Vec::new();
-                while let Some(entry) = map.next_entry::<String, &'a serde_json::value::RawValue>()? {
+                while let Some(entry) =
+                    map.next_entry::<String, &'a serde_json::value::RawValue>()?
+                {
                     members.push(entry);
                 }
                 Ok(RawObject(members))
@@ -254,7 +259,10 @@ pub(super) fn build_event(
             }
         },
         EventIdSource::JsonPointer(pointer) => {
-            match json.as_ref().and_then(|j| pointer_text(j, request.body, pointer)) {
+            match json
+                .as_ref()
+                .and_then(|j| pointer_text(j, request.body, pointer))
+            {
                 Some(id) if !id.is_empty() => (id, false),
                 _ => {
                     return Err(IngestResponse::rejected(
@@ -389,8 +397,11 @@ mod tests {
         assert_eq!(a.as_deref(), Some("123456789012345678901234567890"));
         assert_eq!(b.as_deref(), Some("123456789012345678901234567891"));
         assert_eq!(
-            text_at(r#"{"a": {"b~/c": [0, {"x": 0.123456789012345678}]}}"#, "/a/b~0~1c/1/x")
-                .as_deref(),
+            text_at(
+                r#"{"a": {"b~/c": [0, {"x": 0.123456789012345678}]}}"#,
+                "/a/b~0~1c/1/x"
+            )
+            .as_deref(),
             Some("0.123456789012345678")
         );
         assert_eq!(text_at(r#"{"n": 1e3}"#, "/n").as_deref(), Some("1e3"));
@@ -402,7 +413,10 @@ mod tests {
         );
         assert_eq!(text_at(r#"{"s": "1e3"}"#, "/s").as_deref(), Some("1e3"));
         // a repeated key: the last, as serde_json's Value keeps it
-        assert_eq!(text_at(r#"{"n": 1.5, "n": 2.5}"#, "/n").as_deref(), Some("2.5"));
+        assert_eq!(
+            text_at(r#"{"n": 1.5, "n": 2.5}"#, "/n").as_deref(),
+            Some("2.5")
+        );
         // indexes as serde_json reads them
         assert_eq!(text_at(r#"[1.5, 2.5]"#, "/1").as_deref(), Some("2.5"));
         assert_eq!(text_at(r#"[1.5, 2.5]"#, "/01"), None);
