@@ -22,6 +22,8 @@ pub mod queue;
 pub mod signature;
 pub mod startup;
 pub mod store;
+pub mod tenants;
+pub mod vault;
 
 /// An error and its sources, `: `-separated: an AWS SDK error's own text
 /// is often only "dispatch failure" or "service error". (The SDKs' errors

@@ -145,6 +145,16 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "forwarding_hardened",
         sql: include_str!("../migrations/0019_forwarding_hardened.sql"),
     },
+    Migration {
+        version: 20,
+        name: "tenants",
+        sql: include_str!("../migrations/0020_tenants.sql"),
+    },
+    Migration {
+        version: 21,
+        name: "tenant_management",
+        sql: include_str!("../migrations/0021_tenant_management.sql"),
+    },
 ];
 
 /// Why migrating failed.

@@ -113,6 +113,10 @@ pub struct HttpTarget {
     pub secrets: Vec<Secret>,
     /// Networks the SSRF guard lets this destination resolve to.
     pub allowed_networks: Vec<IpNet>,
+    /// Headers added to every request (a tenant's endpoint's custom
+    /// headers; names checked when they were set). Never logged: a value may
+    /// be a credential.
+    pub headers: Vec<(String, String)>,
 }
 
 impl fmt::Debug for HttpTarget {
@@ -124,6 +128,14 @@ impl fmt::Debug for HttpTarget {
                 &format_args!("[{} redacted]", self.secrets.len()),
             )
             .field("allowed_networks", &self.allowed_networks)
+            .field(
+                "headers",
+                &self
+                    .headers
+                    .iter()
+                    .map(|(name, _)| name)
+                    .collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -325,6 +337,7 @@ impl RawTarget {
             url,
             secrets,
             allowed_networks,
+            headers: Vec::new(),
         })
     }
 }

@@ -139,6 +139,11 @@ impl WebhookSender for HttpSender {
             .timeout(request.timeout)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(request.body.to_string());
+        // the endpoint's own headers first: the signature's cannot be
+        // overridden (their names are refused when the headers are set)
+        for (name, value) in &http.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
         for (name, value) in request.headers.pairs() {
             builder = builder.header(name, value);
         }

@@ -429,6 +429,24 @@ impl DbError {
         matches!(self, DbError::Unavailable { .. })
     }
 
+    /// The server's SQLSTATE, when it gave one: a constraint's code, or the
+    /// one either adapter writes into a statement error's message (`(SQLSTATE
+    /// P0002)` directly, `SQLState: P0002` through the Data API).
+    pub fn sqlstate(&self) -> Option<&str> {
+        match self {
+            DbError::Constraint { code, .. } => Some(code),
+            DbError::Statement { message, .. } => {
+                ["SQLSTATE ", "SQLState: "].iter().find_map(|tag| {
+                    let at = message.find(tag)? + tag.len();
+                    message
+                        .get(at..at + 5)
+                        .filter(|c| c.chars().all(|ch| ch.is_ascii_alphanumeric()))
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// The statement the error is about.
     pub fn statement(&self) -> &'static str {
         match self {

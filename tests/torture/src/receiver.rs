@@ -65,16 +65,17 @@ impl Tarpit {
     /// `request`, sent to the tarpit instead of its destination (the SSRF
     /// guard told that loopback is this destination's network).
     async fn send(&self, request: OutboundRequest<'_>) -> SendOutcome {
-        let secrets = request
+        let (secrets, headers) = request
             .destination
             .http()
-            .map(|http| http.secrets.clone())
+            .map(|http| (http.secrets.clone(), http.headers.clone()))
             .unwrap_or_default();
         let destination = Destination {
             target: Target::Http(HttpTarget {
                 url: self.url.clone(),
                 secrets,
                 allowed_networks: vec!["127.0.0.1/32".parse().unwrap_or_else(|e| panic!("{e}"))],
+                headers,
             }),
             ..request.destination.clone()
         };

@@ -409,6 +409,39 @@ impl Relay {
     /// missing or corrupt, or the row itself cannot be read or decoded):
     /// dead at once, the reason in `last_error`; an operator retries it
     /// (`hookbox outbox retry`) once the cause is fixed.
+    /// A row of a tenant's endpoint the relay cannot resolve now
+    /// ([`crate::tenants::EndpointDirectory`]): when the cause may pass (the
+    /// database or the key vault), not attempted, due again after the
+    /// destination's first backoff step; otherwise a failed attempt with the
+    /// reason (retried, then dead), like a row whose destination is not
+    /// configured.
+    pub(super) fn unresolved(
+        &self,
+        row: &OutboxRow,
+        reason: String,
+        retryable: bool,
+    ) -> (DeliveryResult, Kind) {
+        tracing::error!(outbox_id = %row.id, destination = %row.destination, "{reason}");
+        if retryable {
+            let next_attempt_at = self.clock.now()
+                + chrono_duration(Duration::from_secs(crate::config::DEFAULT_BACKOFF_SECS[0]));
+            return (
+                DeliveryResult {
+                    id: row.id,
+                    outcome: DeliveryOutcome::NotAttempted { next_attempt_at },
+                    status_code: None,
+                    error: Some(reason),
+                    attempt: None,
+                },
+                Kind::NotAttempted,
+            );
+        }
+        let attempt = u32::try_from(row.attempts.max(0))
+            .unwrap_or(u32::MAX)
+            .saturating_add(1);
+        self.failure(row, None, attempt, reason, None, None, false)
+    }
+
     pub(super) fn unreadable(&self, row: &OutboxRow, error: String) -> (DeliveryResult, Kind) {
         dead_unreadable(row.id, Some(&row.destination), error)
     }

@@ -13,7 +13,12 @@ use super::report::{BatchReport, Delivered};
 use super::{Lease, Relay, chrono_duration};
 use crate::config::{Destination, HookboxConfig};
 use crate::outbox::repo::CLAIM_BUDGET_BYTES;
-use crate::outbox::{self, Claimed, DeliveryResult, UnreadableRow};
+use crate::outbox::{self, Claimed, DeliveryResult, OutboxRow, UnreadableRow};
+use crate::tenants::directory::Unresolved;
+
+/// Tenants' endpoints a batch delivers to, by name: each resolved, or why
+/// not.
+pub(super) type Endpoints = HashMap<String, Result<Arc<Destination>, Unresolved>>;
 use crate::store::DbError;
 
 /// A claimed row the claim could not decode: dead, with the reason.
@@ -183,6 +188,51 @@ impl Relay {
         Ok(claimed)
     }
 
+    /// The tenants' endpoints among `rows`' destinations (those the
+    /// configuration does not name), read in one statement (or from the
+    /// directory's cache); none without a directory.
+    pub(super) async fn resolve_endpoints(
+        &self,
+        config: &HookboxConfig,
+        rows: &[OutboxRow],
+    ) -> Endpoints {
+        let Some(directory) = &self.endpoints else {
+            return Endpoints::new();
+        };
+        let names: Vec<&str> = rows
+            .iter()
+            .map(|r| r.destination.as_str())
+            .filter(|n| config.destination(n).is_none())
+            .collect();
+        directory
+            .resolve(self.db.as_ref(), &names, self.clock.now())
+            .await
+    }
+
+    /// One attempt of `row`, to its configured destination or its tenant's
+    /// endpoint (as resolved in `endpoints`).
+    pub(super) async fn attempt_resolved(
+        &self,
+        config: &HookboxConfig,
+        endpoints: &Endpoints,
+        row: &OutboxRow,
+        batch_deadline: DateTime<Utc>,
+    ) -> (DeliveryResult, Kind) {
+        let destination = match (
+            config.destination(&row.destination),
+            endpoints.get(&row.destination),
+        ) {
+            (Some(d), _) => Some(d),
+            (None, Some(Ok(d))) => Some(d.as_ref()),
+            (None, Some(Err(why))) => {
+                return self.unresolved(row, why.reason.clone(), why.retryable);
+            }
+            (None, None) => None,
+        };
+        let slot = destination.map(|d| self.slots.of(d));
+        self.attempt(row, destination, slot, batch_deadline).await
+    }
+
     /// Delivers claimed rows (each destination's slots shared with every
     /// lane); the results are not recorded yet. Rows the claim could not
     /// decode are dead, with the reason.
@@ -197,10 +247,12 @@ impl Relay {
             claimed: claimed.len() as u64,
             ..BatchReport::default()
         };
+        let endpoints = self.resolve_endpoints(config, &claimed.rows).await;
+        let endpoints = &endpoints;
         let attempts = claimed.rows.iter().map(|row| async move {
-            let destination = config.destination(&row.destination);
-            let slot = destination.map(|d| self.slots.of(d));
-            let done = self.attempt(row, destination, slot, batch_deadline).await;
+            let done = self
+                .attempt_resolved(config, endpoints, row, batch_deadline)
+                .await;
             // the whole batch is awaited: every answer is prompt
             self.fairness
                 .finished(&row.destination, !matches!(done.1, Kind::NotAttempted));

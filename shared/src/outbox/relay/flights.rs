@@ -13,10 +13,25 @@ use futures::stream::FuturesUnordered;
 
 use super::Relay;
 use super::attempt::Kind;
+use super::batch::Endpoints;
 use super::fairness::Fairness;
 use super::report::BatchReport;
 use crate::config::HookboxConfig;
 use crate::outbox::{Claimed, DeliveryResult, LeasedResults};
+
+/// A claimed batch to start.
+pub(super) struct Launch<'t> {
+    /// The claim's lease token.
+    pub token: &'t str,
+    /// The statement that claimed it (this lane's count).
+    pub claim: u64,
+    /// Its rows.
+    pub claimed: Claimed,
+    /// The tenants' endpoints among its destinations.
+    pub endpoints: Endpoints,
+    /// When its requests must end.
+    pub batch_deadline: DateTime<Utc>,
+}
 
 /// One attempt's end.
 pub(super) struct Landed {
@@ -78,17 +93,17 @@ impl<'a> Flights<'a> {
         self.polls
     }
 
-    /// Starts the claimed rows' attempts (claimed by statement `claim`
-    /// under `token`); rows the claim could not decode land at once, dead.
-    pub(super) fn launch(
-        &mut self,
-        relay: &'a Relay,
-        config: &Arc<HookboxConfig>,
-        token: &str,
-        claim: u64,
-        claimed: Claimed,
-        batch_deadline: DateTime<Utc>,
-    ) {
+    /// Starts the claimed rows' attempts; rows the claim could not decode
+    /// land at once, dead.
+    pub(super) fn launch(&mut self, relay: &'a Relay, config: &Arc<HookboxConfig>, batch: Launch) {
+        let Launch {
+            token,
+            claim,
+            claimed,
+            endpoints,
+            batch_deadline,
+        } = batch;
+        let endpoints = Arc::new(endpoints);
         let token: Arc<str> = token.into();
         for bad in claimed.unreadable {
             let (result, kind) = super::batch::unreadable(bad);
@@ -103,10 +118,11 @@ impl<'a> Flights<'a> {
             }
             let config = config.clone();
             let token = token.clone();
+            let endpoints = endpoints.clone();
             self.flying.push(Box::pin(async move {
-                let destination = config.destination(&row.destination);
-                let slot = destination.map(|d| relay.slots.of(d));
-                let (result, kind) = relay.attempt(&row, destination, slot, batch_deadline).await;
+                let (result, kind) = relay
+                    .attempt_resolved(&config, &endpoints, &row, batch_deadline)
+                    .await;
                 Landed {
                     token,
                     destination: row.destination,

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
 use super::fairness::Reserved;
-use super::flights::Flights;
+use super::flights::{Flights, Launch};
 use super::report::{BatchReport, RunReport};
 use super::{Pause, Relay, chrono_duration, record};
 use crate::config::ConfigStore;
@@ -247,13 +247,21 @@ impl Relay {
                 let left = (stop_at - self.clock.now()).to_std().unwrap_or_default();
                 pause.pause(self.settings.idle.min(left)).await;
             } else {
+                // tenants' endpoints: one statement for the batch (or the
+                // directory's cache), while the requests in flight go on
+                let endpoints = flights
+                    .alongside(fairness, self.resolve_endpoints(&config, &claimed.rows))
+                    .await;
                 flights.launch(
                     self,
                     &config,
-                    &lease.token,
-                    statement,
-                    claimed,
-                    batch_deadline,
+                    Launch {
+                        token: &lease.token,
+                        claim: statement,
+                        claimed,
+                        endpoints,
+                        batch_deadline,
+                    },
                 );
             }
         }

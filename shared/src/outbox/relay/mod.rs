@@ -127,6 +127,9 @@ pub struct Relay {
     pub(crate) settings: RelaySettings,
     slots: Arc<batch::Slots>,
     fairness: Arc<fairness::Fairness>,
+    /// Tenants' endpoints (`None`: their rows are refused as destinations
+    /// not configured).
+    pub(crate) endpoints: Option<Arc<crate::tenants::EndpointDirectory>>,
 }
 
 impl Relay {
@@ -152,7 +155,15 @@ impl Relay {
             settings,
             slots: Arc::default(),
             fairness: Arc::default(),
+            endpoints: None,
         }
+    }
+
+    /// The same relay delivering tenants' endpoints too, as `endpoints`
+    /// resolves them.
+    pub fn with_endpoints(mut self, endpoints: Arc<crate::tenants::EndpointDirectory>) -> Self {
+        self.endpoints = Some(endpoints);
+        self
     }
 
     /// The same relay delivering `kind` destinations through `transport`.

@@ -1,0 +1,15 @@
+//! Tenants and endpoints (migrations 20 and 21, `hookbox::tenants`) through
+//! both database adapters: management and its refusals, publishing to one
+//! tenant's matching endpoints only, the relay delivering to endpoints
+//! signed with their sealed secrets, rotation with a grace period, held
+//! deliveries of disabled endpoints and tenants, deletion that says how
+//! much it removed, and the audit trail.
+
+mod common;
+
+#[path = "tenants/delivery.rs"]
+mod delivery;
+#[path = "tenants/manage.rs"]
+mod manage;
+#[path = "tenants/publish.rs"]
+mod publish;

@@ -1,0 +1,417 @@
+//! The relay delivering to tenants' endpoints: signed with their sealed
+//! secrets (both during a rotation's grace), held while disabled, a
+//! tampered secret refused by endpoint, deletion counted.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeZone, Utc};
+use hookbox::clock::{Clock, ManualClock};
+use hookbox::config::{ConfigStore, HookboxConfig};
+use hookbox::outbox::{self, OutboxStatus};
+use hookbox::relay::{Relay, RelaySettings};
+use hookbox::signature::{Secret, sign_standard_webhooks};
+use hookbox::store::Database;
+use hookbox::tenants::{
+    Actor, EndpointDirectory, Face, SecretKeeper, TenantEvent, manage, publish_to,
+};
+use hookbox::vault::local::LocalVault;
+use hookbox_testkit::http_sink::{HttpSink, Recorded};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::common::{self, Adapter, migrated_db, sql};
+use crate::for_each_adapter;
+
+for_each_adapter!(
+    endpoints_get_deliveries_signed_with_their_sealed_secrets_through_a_rotation,
+    a_disabled_endpoint_or_tenant_holds_its_deliveries_and_sends_them_in_order_on_enable,
+    a_tampered_secret_is_refused_naming_the_endpoint_never_the_value,
+    deleting_a_tenant_says_what_it_removed,
+);
+
+struct Setup {
+    _t: hookbox_testkit::TestDb,
+    db: Arc<dyn Database>,
+    clock: Arc<ManualClock>,
+    keeper: SecretKeeper,
+    relay: Relay,
+    store: ConfigStore,
+    sink: HttpSink,
+}
+
+/// The relay with endpoints on a clock at the database's time (secrets'
+/// grace periods are the database's), and one tenant, `acme`.
+async fn setup(adapter: Adapter) -> Setup {
+    let (t, db) = migrated_db(adapter).await;
+    let now: DateTime<Utc> = hookbox::store::fetch_one(
+        db.as_ref(),
+        &sql("SELECT CAST(extract(epoch FROM now()) AS bigint) AS s"),
+        &hookbox::params! {},
+    )
+    .await
+    .expect("now")
+    .i64("s")
+    .map(|s| Utc.timestamp_opt(s, 0).single().expect("instant"))
+    .expect("s");
+    let clock = Arc::new(ManualClock::new(now));
+    let keeper = SecretKeeper::new(Arc::new(LocalVault::random()));
+    let directory =
+        EndpointDirectory::new(keeper.clone(), vec!["127.0.0.0/8".parse().expect("net")])
+            .with_ttl(Duration::from_secs(10));
+    let relay = common::http_relay(
+        db.clone(),
+        clock.clone(),
+        RelaySettings::new("tenants-test"),
+    )
+    .with_endpoints(Arc::new(directory));
+    let config = HookboxConfig::parse("{}", "test").expect("config");
+    let store = ConfigStore::fixed(config, clock.clone());
+    manage::create_tenant(db.as_ref(), &json!({"uid": "acme", "name": "Acme"}), None)
+        .await
+        .expect("tenant");
+    Setup {
+        _t: t,
+        db,
+        clock,
+        keeper,
+        relay,
+        store,
+        sink: HttpSink::start().await,
+    }
+}
+
+impl Setup {
+    async fn endpoint(&self, spec: serde_json::Value) -> String {
+        manage::create_endpoint(self.db.as_ref(), "acme", &spec, None)
+            .await
+            .expect("endpoint")
+            .id
+    }
+
+    async fn publish(&self, tenant: &str, n: i64, aggregate: Option<&str>) -> Vec<Uuid> {
+        let tx = self.db.begin().await.expect("begin");
+        let out = publish_to(
+            tx.as_ref(),
+            tenant,
+            &TenantEvent {
+                event_type: "order.paid".into(),
+                payload: json!({"n": n}),
+                aggregate: aggregate.map(|a| ("order".to_string(), a.to_string())),
+                channels: None,
+            },
+            self.clock.now(),
+        )
+        .await
+        .expect("publish");
+        tx.commit().await.expect("commit");
+        out.into_iter().map(|d| d.id).collect()
+    }
+
+    /// The first `n` requests the sink received (a test that would wait
+    /// for ever fails instead, with what arrived).
+    async fn received(&self, n: usize) -> Vec<Recorded> {
+        tokio::time::timeout(Duration::from_secs(30), self.sink.wait_for(n))
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "{n} requests expected, {} arrived: {:?}",
+                    self.sink.requests().len(),
+                    self.sink.requests()
+                )
+            })
+    }
+
+    async fn status(&self, id: Uuid) -> outbox::OutboxRow {
+        outbox::get(self.db.as_ref(), id)
+            .await
+            .expect("get")
+            .expect("row")
+    }
+}
+
+/// Whether `secret` signed `request` (Standard Webhooks: one entry per
+/// secret in `webhook-signature`).
+fn signed_by(request: &Recorded, secret: &Secret) -> bool {
+    let id = request.header("webhook-id").expect("webhook-id");
+    let at: i64 = request
+        .header("webhook-timestamp")
+        .expect("timestamp")
+        .parse()
+        .expect("seconds");
+    let expected = sign_standard_webhooks(
+        id,
+        Utc.timestamp_opt(at, 0).single().expect("instant"),
+        &request.body,
+        std::slice::from_ref(secret),
+    )
+    .expect("sign")
+    .signature;
+    request
+        .header("webhook-signature")
+        .expect("signature")
+        .split(' ')
+        .any(|s| s == expected)
+}
+
+async fn endpoints_get_deliveries_signed_with_their_sealed_secrets_through_a_rotation(
+    adapter: Adapter,
+) {
+    let s = setup(adapter).await;
+    let ep = s
+        .endpoint(json!({"url": s.sink.url("/acme"), "headers": {"X-Acme-Token": "tok-1"}}))
+        .await;
+    let first = s.publish("acme", 1, None).await;
+    assert_eq!(first.len(), 1);
+    s.relay.drain(&s.store).await;
+    let got = s.received(1).await;
+    assert_eq!(got[0].target, "/acme");
+    assert_eq!(got[0].header("x-acme-token"), Some("tok-1"));
+    assert_eq!(
+        got[0].header("webhook-id"),
+        Some(first[0].to_string().as_str())
+    );
+    assert_eq!(got[0].json(), json!({"n": 1}));
+    assert_eq!(s.status(first[0]).await.status, OutboxStatus::Delivered);
+
+    // the relay sealed the endpoint's first secret: it verifies, and the
+    // database holds it only sealed
+    let old = s
+        .keeper
+        .reveal(s.db.as_ref(), &ep, s.clock.now())
+        .await
+        .expect("reveal");
+    assert!(signed_by(&got[0], &old));
+    assert_eq!(
+        hookbox::store::fetch_one(
+            s.db.as_ref(),
+            &sql("SELECT count(*) AS n FROM hookbox_endpoint_secrets
+                   WHERE position(convert_to(:secret, 'UTF8') IN sealed) > 0
+                      OR position(decode(:b64, 'base64') IN sealed) > 0"),
+            &hookbox::params! {
+                "secret" => old.expose_secret(),
+                "b64" => old.expose_secret().trim_start_matches("whsec_"),
+            },
+        )
+        .await
+        .expect("grep")
+        .i64("n")
+        .expect("n"),
+        0
+    );
+
+    // rotated with an hour's grace: both sign (once the relay's copy is
+    // older than its ttl), then only the new one
+    let api = Actor::new(Face::Api, "token:test");
+    let new = s
+        .keeper
+        .rotate(
+            s.db.as_ref(),
+            &ep,
+            None,
+            Duration::from_secs(3_600),
+            Some(&api),
+        )
+        .await
+        .expect("rotate");
+    assert_ne!(new.expose_secret(), old.expose_secret());
+    s.clock.advance(chrono::Duration::seconds(11));
+    s.publish("acme", 2, None).await;
+    s.relay.drain(&s.store).await;
+    let got = s.received(2).await;
+    assert!(
+        signed_by(&got[1], &old) && signed_by(&got[1], &new),
+        "both during the grace"
+    );
+
+    s.clock.advance(chrono::Duration::hours(2));
+    s.publish("acme", 3, None).await;
+    s.relay.drain(&s.store).await;
+    let got = s.received(3).await;
+    assert!(
+        signed_by(&got[2], &new) && !signed_by(&got[2], &old),
+        "the old one retired"
+    );
+
+    let trail = manage::audit(s.db.as_ref(), "acme", None, 100)
+        .await
+        .expect("audit");
+    let sealed: Vec<&str> = trail
+        .data
+        .iter()
+        .filter(|a| a.action == "endpoint.secret_sealed")
+        .map(|a| a.face.as_str())
+        .collect();
+    assert_eq!(sealed, vec!["relay", "api"]);
+}
+
+async fn a_disabled_endpoint_or_tenant_holds_its_deliveries_and_sends_them_in_order_on_enable(
+    adapter: Adapter,
+) {
+    let s = setup(adapter).await;
+    let ep = s
+        .endpoint(json!({"url": s.sink.url("/held"), "ordered": true, "disabled": true}))
+        .await;
+    let mut ids = Vec::new();
+    for n in 1..=3 {
+        ids.extend(s.publish("acme", n, Some("o-1")).await);
+    }
+    s.relay.drain(&s.store).await;
+    assert!(
+        s.sink.requests().is_empty(),
+        "a disabled endpoint receives nothing"
+    );
+    for id in &ids {
+        let row = s.status(*id).await;
+        assert_eq!(
+            (row.status, row.attempts),
+            (OutboxStatus::Pending, 0),
+            "held, untouched"
+        );
+    }
+
+    let enabled = manage::update_endpoint(
+        s.db.as_ref(),
+        "acme",
+        &ep,
+        &json!({"disabled": false}),
+        None,
+    )
+    .await
+    .expect("enable");
+    assert!(!enabled.held);
+    s.relay.drain(&s.store).await;
+    let got: Vec<i64> = s
+        .sink
+        .wait_for(3)
+        .await
+        .iter()
+        .map(|r| r.json()["n"].as_i64().expect("n"))
+        .collect();
+    assert_eq!(got, vec![1, 2, 3], "everything it missed, in order");
+
+    // a disabled tenant holds every endpoint of it the same way
+    manage::set_tenant_disabled(s.db.as_ref(), "acme", true, None)
+        .await
+        .expect("disable tenant");
+    assert!(
+        manage::get_endpoint(s.db.as_ref(), "acme", &ep)
+            .await
+            .expect("ep")
+            .held
+    );
+    let later = s.publish("acme", 4, Some("o-1")).await;
+    s.relay.drain(&s.store).await;
+    assert_eq!(s.sink.requests().len(), 3);
+    assert_eq!(s.status(later[0]).await.status, OutboxStatus::Pending);
+    manage::set_tenant_disabled(s.db.as_ref(), "acme", false, None)
+        .await
+        .expect("enable tenant");
+    s.relay.drain(&s.store).await;
+    assert_eq!(s.received(4).await[3].json()["n"], 4);
+}
+
+async fn a_tampered_secret_is_refused_naming_the_endpoint_never_the_value(adapter: Adapter) {
+    let s = setup(adapter).await;
+    let ep = s.endpoint(json!({"url": s.sink.url("/t")})).await;
+    let secret = s
+        .keeper
+        .rotate(s.db.as_ref(), &ep, None, Duration::ZERO, None)
+        .await
+        .expect("seal");
+    s.db.execute(
+        &sql("UPDATE hookbox_endpoint_secrets
+                     SET sealed = set_byte(sealed, 20, get_byte(sealed, 20) # 1)"),
+        &hookbox::params! {},
+    )
+    .await
+    .expect("tamper");
+    let ids = s.publish("acme", 1, None).await;
+    s.relay.drain(&s.store).await;
+    assert!(
+        s.sink.requests().is_empty(),
+        "nothing is sent unsigned or missigned"
+    );
+    let row = s.status(ids[0]).await;
+    let error = row.last_error.unwrap_or_default();
+    assert_eq!(
+        (row.status, row.attempts),
+        (OutboxStatus::Pending, 1),
+        "{error}"
+    );
+    assert!(
+        error.contains(&ep) && error.contains("does not open"),
+        "{error}"
+    );
+    assert!(
+        !error.contains(secret.expose_secret().trim_start_matches("whsec_")),
+        "{error}"
+    );
+}
+
+async fn deleting_a_tenant_says_what_it_removed(adapter: Adapter) {
+    let s = setup(adapter).await;
+    let a = s.endpoint(json!({"url": s.sink.url("/a")})).await;
+    s.endpoint(json!({"url": s.sink.url("/b"), "disabled": true}))
+        .await;
+    s.keeper
+        .rotate(s.db.as_ref(), &a, None, Duration::ZERO, None)
+        .await
+        .expect("seal");
+    s.publish("acme", 1, None).await;
+    s.relay.drain(&s.store).await;
+    s.received(1).await;
+    // one delivered (kept as history), one held for the disabled endpoint,
+    // then two more undelivered
+    s.publish("acme", 2, None).await;
+    let deleted = manage::delete_tenant(s.db.as_ref(), "acme", None)
+        .await
+        .expect("delete");
+    assert_eq!(
+        (deleted.endpoints, deleted.secrets, deleted.undelivered),
+        (Some(2), 1, 3)
+    );
+    let db = s.db.as_ref();
+    assert_eq!(
+        common::count(
+            db,
+            "SELECT count(*) AS n FROM outbox WHERE status = 'pending'"
+        )
+        .await,
+        0
+    );
+    assert_eq!(
+        common::count(
+            db,
+            "SELECT count(*) AS n FROM outbox WHERE status = 'delivered'"
+        )
+        .await,
+        1
+    );
+    for table in [
+        "hookbox_tenants",
+        "hookbox_endpoints",
+        "hookbox_endpoint_secrets",
+    ] {
+        assert_eq!(
+            common::count(db, &format!("SELECT count(*) AS n FROM {table}")).await,
+            0,
+            "{table}"
+        );
+    }
+    assert_eq!(
+        common::count(
+            db,
+            "SELECT count(*) AS n FROM outbox_destinations WHERE tenant_id IS NOT NULL"
+        )
+        .await,
+        0
+    );
+    let trail = manage::audit(db, &deleted.id, None, 100)
+        .await
+        .expect("trail");
+    assert_eq!(
+        trail.data.last().map(|a| a.action.as_str()),
+        Some("tenant.deleted")
+    );
+}
