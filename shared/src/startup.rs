@@ -27,6 +27,7 @@ mod runtime_api;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use aws_config::SdkConfig;
 use tokio::sync::OnceCell;
@@ -45,7 +46,11 @@ use crate::queue::Queue;
 use crate::queue::sqs::SqsQueue;
 use crate::store::data_api::DataApiDatabase;
 use crate::store::{self, ConnectError, Database};
-use lazy::Lazy;
+use crate::tenants::{EndpointDirectory, SecretKeeper};
+use crate::vault::KeyVault;
+use crate::vault::kms::KmsVault;
+use crate::vault::local::LocalVault;
+use lazy::{Lazy, LazyVault};
 
 pub use runtime_api::{RUNTIME_API_VAR, report_init_error};
 
@@ -244,6 +249,90 @@ impl Startup {
                     as Arc<dyn BlobStore>
             }
         })))
+    }
+
+    /// The key vault sealing endpoints' secrets: KMS when
+    /// `HOOKBOX_KMS_KEY_ID` names a key (its client built on first use), a
+    /// local key when `HOOKBOX_LOCAL_VAULT_KEY` holds one (32 bytes, base64:
+    /// the local stack), none when neither is set (tenants' endpoints are
+    /// then not delivered to: their rows fail, naming the variable).
+    pub fn vault(&self) -> Result<Option<Arc<dyn KeyVault>>, StartupError> {
+        let var = |name: &str| {
+            self.var(name)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        match (var("HOOKBOX_KMS_KEY_ID"), var("HOOKBOX_LOCAL_VAULT_KEY")) {
+            (Some(_), Some(_)) => Err(StartupError::settings(
+                "key vault",
+                "set HOOKBOX_KMS_KEY_ID or HOOKBOX_LOCAL_VAULT_KEY, not both",
+            )),
+            (Some(key_id), None) => {
+                let aws = self.aws.clone();
+                let id = key_id.clone();
+                Ok(Some(Arc::new(LazyVault {
+                    wrapped_by: key_id,
+                    inner: Lazy::new("KMS", move || {
+                        let (aws, id) = (aws.clone(), id.clone());
+                        async move {
+                            Arc::new(KmsVault::from_sdk_config(&aws.get().await, id))
+                                as Arc<dyn KeyVault>
+                        }
+                    }),
+                })))
+            }
+            (None, Some(key)) => LocalVault::from_base64(&key)
+                .map(|v| Some(Arc::new(v) as Arc<dyn KeyVault>))
+                .map_err(|e| StartupError::settings("HOOKBOX_LOCAL_VAULT_KEY", e)),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// What the relay needs to deliver to tenants' endpoints (none without
+    /// a key vault): their secrets opened through [`Self::vault`], the
+    /// networks the SSRF guard lets them resolve to
+    /// (`HOOKBOX_ENDPOINT_ALLOWED_NETWORKS`, comma-separated; none by
+    /// default: public addresses only), and how long an endpoint is kept
+    /// before it is read again (`HOOKBOX_ENDPOINT_CACHE_SECONDS`, default 10).
+    pub fn endpoints(&self) -> Result<Option<Arc<EndpointDirectory>>, StartupError> {
+        let Some(vault) = self.vault()? else {
+            return Ok(None);
+        };
+        let networks = self
+            .var("HOOKBOX_ENDPOINT_ALLOWED_NETWORKS")
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(|n| {
+                n.parse::<ipnet::IpNet>()
+                    .or_else(|_| n.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                    .map_err(|_| {
+                        StartupError::settings(
+                            "HOOKBOX_ENDPOINT_ALLOWED_NETWORKS",
+                            format!("{n:?} is not an address or CIDR"),
+                        )
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let ttl = match self.var("HOOKBOX_ENDPOINT_CACHE_SECONDS") {
+            None => crate::tenants::directory::DEFAULT_TTL,
+            Some(v) => v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|s| *s <= 300)
+                .map(Duration::from_secs)
+                .ok_or_else(|| {
+                    StartupError::settings(
+                        "HOOKBOX_ENDPOINT_CACHE_SECONDS",
+                        format!("{v:?} is not a whole number of seconds from 0 to 300"),
+                    )
+                })?,
+        };
+        Ok(Some(Arc::new(
+            EndpointDirectory::new(SecretKeeper::new(vault), networks).with_ttl(ttl),
+        )))
     }
 
     /// The relay's AWS transports, coalescing a claim's entries ten to a

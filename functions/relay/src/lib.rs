@@ -59,6 +59,10 @@ impl RelayFunction {
         for (kind, transport) in start.aws_transports() {
             relay = relay.with_transport(kind, transport);
         }
+        // tenants' endpoints, when a key vault is configured
+        if let Some(endpoints) = start.endpoints()? {
+            relay = relay.with_endpoints(endpoints);
+        }
         Ok(Self::new(
             relay,
             config,

@@ -19,6 +19,7 @@ use crate::blob::{BlobError, BlobKey, BlobStore};
 use crate::config::SecretStore;
 use crate::queue::{Queue, QueueError};
 use crate::store::{Database, DbError, Executor, Params, Rows, Statement, Transaction};
+use crate::vault::{DataKey, KeyVault, NewDataKey, VaultError};
 
 type Make<T> = Box<dyn Fn() -> Pin<Box<dyn Future<Output = Arc<T>> + Send>> + Send + Sync>;
 
@@ -111,6 +112,29 @@ impl BlobStore for Lazy<dyn BlobStore> {
 impl SecretStore for Lazy<dyn SecretStore> {
     async fn secret_string(&self, arn: &str) -> Result<String, String> {
         self.get().await.secret_string(arn).await
+    }
+}
+
+/// A key vault whose client is built on first use; which key wraps is known
+/// at init.
+#[derive(Debug)]
+pub(crate) struct LazyVault {
+    pub(crate) wrapped_by: String,
+    pub(crate) inner: Lazy<dyn KeyVault>,
+}
+
+#[async_trait]
+impl KeyVault for LazyVault {
+    fn wrapped_by(&self) -> &str {
+        &self.wrapped_by
+    }
+
+    async fn generate(&self) -> Result<NewDataKey, VaultError> {
+        self.inner.get().await.generate().await
+    }
+
+    async fn unwrap(&self, wrapped: &[u8]) -> Result<DataKey, VaultError> {
+        self.inner.get().await.unwrap(wrapped).await
     }
 }
 

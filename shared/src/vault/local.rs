@@ -54,6 +54,11 @@ impl LocalVault {
         Ok(Self::new(key))
     }
 
+    /// Its key (to hand to another process of the same local stack).
+    pub fn key(&self) -> &DataKey {
+        &self.key
+    }
+
     fn cipher(&self) -> Aes256Gcm {
         Aes256Gcm::new(self.key.expose().into())
     }

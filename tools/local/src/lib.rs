@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
+use base64::Engine as _;
 use hookbox::blob::BlobStore;
 use hookbox::blob::fs::FsBlobStore;
 use hookbox::clock::{Clock, SystemClock};
@@ -43,6 +44,9 @@ use hookbox::relay::{HttpSender, Relay, RelaySettings, TokioPause};
 use hookbox::store::Database;
 use hookbox::store::data_api::{DataApiDatabase, DataApiTarget};
 use hookbox::store::postgres::{PgDatabase, PgOptions};
+use hookbox::tenants::{EndpointDirectory, SecretKeeper};
+use hookbox::vault::DataKey;
+use hookbox::vault::local::LocalVault;
 use hookbox_processor::ProcessorFunction;
 use hookbox_relay::RelayFunction;
 use tokio::sync::watch;
@@ -100,6 +104,10 @@ pub struct Options {
     /// emulator such as moto, dummy credentials); `None`: such rows are
     /// failed attempts naming the missing transport.
     pub aws_endpoint: Option<String>,
+    /// The local key vault's key sealing tenants' endpoint secrets (32
+    /// bytes, base64); `None`: a new random one (what was sealed under an
+    /// earlier one does not open: reuse the key with an existing database).
+    pub vault_key: Option<String>,
 }
 
 impl Default for Options {
@@ -118,6 +126,7 @@ impl Default for Options {
             processor_concurrency: event_source::DEFAULT_CONCURRENCY,
             blob_dir: None,
             aws_endpoint: None,
+            vault_key: None,
         }
     }
 }
@@ -171,6 +180,7 @@ pub struct LocalStack {
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     blob_dir: PathBuf,
+    vault_key: String,
     // dropped last: the data API and the cluster outlive the tasks
     _blob_tmp: Option<tempfile::TempDir>,
     _data_api: Option<local_data_api::BackgroundServer>,
@@ -444,6 +454,24 @@ impl LocalStack {
                     )),
                 );
         }
+        // tenants' endpoints: secrets sealed under the local key vault,
+        // receivers on this machine (loopback) allowed by the SSRF guard
+        let vault = match &options.vault_key {
+            Some(key) => {
+                LocalVault::from_base64(key).map_err(|e| anyhow::anyhow!("--vault-key: {e}"))?
+            }
+            None => LocalVault::new(DataKey::random()),
+        };
+        let vault_key = base64::engine::general_purpose::STANDARD.encode(vault.key().expose());
+        let loopback = ["127.0.0.0/8", "::1/128"]
+            .iter()
+            .map(|n| n.parse::<ipnet::IpNet>())
+            .collect::<Result<Vec<_>, _>>()
+            .context("the loopback networks")?;
+        let relay = relay.with_endpoints(Arc::new(EndpointDirectory::new(
+            SecretKeeper::new(Arc::new(vault)),
+            loopback,
+        )));
         let relay = RelayFunction::new(relay, config.clone(), clock.clone(), Arc::new(TokioPause));
         tasks.push(tokio::spawn(relay_loop(
             relay,
@@ -460,10 +488,18 @@ impl LocalStack {
             stop,
             tasks,
             blob_dir,
+            vault_key,
             _blob_tmp: blob_tmp,
             _data_api: data_api,
             _cluster: cluster,
         })
+    }
+
+    /// The local key vault's key (base64): what the CLI needs, as
+    /// `HOOKBOX_LOCAL_VAULT_KEY`, to reveal or rotate an endpoint's secret,
+    /// and a restart on the same database to open what it sealed.
+    pub fn vault_key(&self) -> &str {
+        &self.vault_key
     }
 
     /// The directory of the blob store (bodies over the inline threshold).

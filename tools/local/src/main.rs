@@ -65,6 +65,11 @@ struct Args {
     /// moto: `http://127.0.0.1:5000`), with dummy credentials.
     #[arg(long)]
     aws_endpoint: Option<String>,
+    /// The local key vault's key sealing tenants' endpoint secrets (32
+    /// bytes, base64). Default: a new one, printed at start; pass it again
+    /// with --database-url to open what an earlier run sealed.
+    #[arg(long, env = "HOOKBOX_LOCAL_VAULT_KEY", hide_env_values = true)]
+    vault_key: Option<String>,
 }
 
 #[tokio::main]
@@ -103,6 +108,7 @@ async fn main() -> anyhow::Result<()> {
         processor_concurrency: args.processor_concurrency,
         blob_dir: args.blob_dir,
         aws_endpoint: args.aws_endpoint,
+        vault_key: args.vault_key,
     };
     hookbox_local::check(&options)?;
     if let Some(url) = &options.database_url {
@@ -122,6 +128,11 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "HOOKBOX_BLOB_DIR={} (bodies over the inline threshold)",
         stack.blob_dir().display()
+    );
+    println!(
+        "HOOKBOX_LOCAL_VAULT_KEY={} (seals tenants' endpoint secrets; the CLI needs it to \
+         reveal or rotate one)",
+        stack.vault_key()
     );
     match &args.config {
         // the demo's partners and secrets: ready-to-paste signed requests
