@@ -357,7 +357,7 @@ BEGIN
 END
 $$;
 
--- A page of tenants in creation order after p_after (an id; NULL: from the
+-- A page of tenants in id order (creation order to the millisecond) after p_after (an id; NULL: from the
 -- first): {"data": [...], "iterator": <the last id, for the next page>,
 -- "done": <no more>}.
 CREATE FUNCTION public.hookbox_tenant_list(p_after text DEFAULT NULL, p_limit integer DEFAULT 50)
@@ -688,7 +688,7 @@ BEGIN
 END
 $$;
 
--- A page of a tenant's endpoints in creation order after p_after (an id).
+-- A page of a tenant's endpoints in id order after p_after (an id).
 CREATE FUNCTION public.hookbox_endpoint_list(p_tenant text, p_after text DEFAULT NULL,
                                              p_limit integer DEFAULT 50)
 RETURNS jsonb

@@ -9,6 +9,8 @@ mod common;
 
 #[path = "tenants/delivery.rs"]
 mod delivery;
+#[path = "tenants/kms.rs"]
+mod kms;
 #[path = "tenants/manage.rs"]
 mod manage;
 #[path = "tenants/publish.rs"]

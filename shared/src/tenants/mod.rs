@@ -108,7 +108,8 @@ pub struct Endpoint {
     pub updated_at: DateTime<Utc>,
 }
 
-/// One page of a list, in creation order.
+/// One page of a list, in id order (ids grow with creation time, to the
+/// millisecond).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Page<T> {
     /// The items.

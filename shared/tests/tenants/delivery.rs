@@ -28,10 +28,11 @@ for_each_adapter!(
     a_disabled_endpoint_or_tenant_holds_its_deliveries_and_sends_them_in_order_on_enable,
     a_tampered_secret_is_refused_naming_the_endpoint_never_the_value,
     deleting_a_tenant_says_what_it_removed,
+    without_a_key_vault_an_endpoints_delivery_fails_naming_what_to_set,
 );
 
 struct Setup {
-    _t: hookbox_testkit::TestDb,
+    t: hookbox_testkit::TestDb,
     db: Arc<dyn Database>,
     clock: Arc<ManualClock>,
     keeper: SecretKeeper,
@@ -71,7 +72,7 @@ async fn setup(adapter: Adapter) -> Setup {
         .await
         .expect("tenant");
     Setup {
-        _t: t,
+        t,
         db,
         clock,
         keeper,
@@ -232,6 +233,31 @@ async fn endpoints_get_deliveries_signed_with_their_sealed_secrets_through_a_rot
         signed_by(&got[2], &new) && !signed_by(&got[2], &old),
         "the old one retired"
     );
+
+    // a dump of the whole database holds neither secret in clear
+    let dump = std::process::Command::new(
+        hookbox_testkit::find_bindir()
+            .expect("PostgreSQL binaries")
+            .join("pg_dump"),
+    )
+    .arg("--no-owner")
+    .arg(s.t.url())
+    .output()
+    .expect("pg_dump");
+    assert!(
+        dump.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dump.stderr)
+    );
+    let dump = String::from_utf8_lossy(&dump.stdout);
+    assert!(
+        dump.contains("hookbox_endpoint_secrets"),
+        "a dump of the schema"
+    );
+    for secret in [&old, &new] {
+        let key = secret.expose_secret().trim_start_matches("whsec_");
+        assert!(!dump.contains(key), "a secret in clear in pg_dump's output");
+    }
 
     let trail = manage::audit(s.db.as_ref(), "acme", None, 100)
         .await
@@ -413,5 +439,24 @@ async fn deleting_a_tenant_says_what_it_removed(adapter: Adapter) {
     assert_eq!(
         trail.data.last().map(|a| a.action.as_str()),
         Some("tenant.deleted")
+    );
+}
+
+async fn without_a_key_vault_an_endpoints_delivery_fails_naming_what_to_set(adapter: Adapter) {
+    let s = setup(adapter).await;
+    s.endpoint(json!({"url": s.sink.url("/nv")})).await;
+    let ids = s.publish("acme", 1, None).await;
+    let bare = common::http_relay(
+        s.db.clone(),
+        s.clock.clone(),
+        RelaySettings::new("no-vault"),
+    );
+    bare.drain(&s.store).await;
+    assert!(s.sink.requests().is_empty());
+    let row = s.status(ids[0]).await;
+    let error = row.last_error.unwrap_or_default();
+    assert!(
+        error.contains("no key vault") && error.contains("HOOKBOX_KMS_KEY_ID"),
+        "{error}"
     );
 }

@@ -93,11 +93,21 @@ impl Relay {
         let Some(destination) = destination else {
             // a row for a destination no longer (or not yet) configured:
             // keep it, retry on the default schedule, dead eventually
-            let error = format!(
-                "destination {:?} is not configured (add it to the configuration's \
-                 destinations)",
-                row.destination
-            );
+            let error = if crate::tenants::EndpointDirectory::is_endpoint(&row.destination)
+                && self.endpoints.is_none()
+            {
+                format!(
+                    "destination {:?} is a tenant's endpoint, and this relay has no key vault \
+                     to sign for it (set HOOKBOX_KMS_KEY_ID or HOOKBOX_LOCAL_VAULT_KEY)",
+                    row.destination
+                )
+            } else {
+                format!(
+                    "destination {:?} is not configured (add it to the configuration's \
+                     destinations)",
+                    row.destination
+                )
+            };
             tracing::error!(outbox_id = %row.id, destination = %row.destination, "{error}");
             return self.failure(row, None, attempt, error, None, None, false);
         };
