@@ -12,11 +12,13 @@
 mod common;
 mod destination;
 mod dlq;
+mod endpoint;
 mod enroll;
 mod inbox;
 mod outbox;
 mod send;
 mod stats;
+mod tenant;
 
 use std::fs;
 use std::path::PathBuf;
@@ -79,6 +81,14 @@ enum Command {
     /// over in a handshake (Asana): new, open.
     #[command(subcommand)]
     EnrollKey(enroll::EnrollKeyCommand),
+    /// Tenants (a SaaS's customers): create, get, list, update, disable,
+    /// enable, delete, audit. JSON out; a refusal names the field (exit 1).
+    #[command(subcommand)]
+    Tenant(tenant::TenantCommand),
+    /// A tenant's endpoints: create, get, list, update, disable, enable,
+    /// delete, secret, rotate. JSON out; a refusal names the field (exit 1).
+    #[command(subcommand)]
+    Endpoint(endpoint::EndpointCommand),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -297,6 +307,8 @@ fn main() -> ExitCode {
         Command::Send(args) => common::block_on(send::run(args)),
         Command::Presets => Ok(list_presets()),
         Command::EnrollKey(command) => enroll::run(command),
+        Command::Tenant(command) => common::block_on(tenant::run(command)),
+        Command::Endpoint(command) => common::block_on(endpoint::run(command)),
     };
     result.unwrap_or_else(common::Failure::report)
 }

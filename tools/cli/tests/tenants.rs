@@ -1,0 +1,574 @@
+//! `hookbox tenant …` and `hookbox endpoint …`: the built binary through a
+//! whole tenant's life against a fresh, migrated PostgreSQL database, through
+//! both database adapters (direct PostgreSQL, and the RDS Data API served
+//! locally): refusals naming the field (exit 1), usage errors (exit 2),
+//! held endpoints, secrets revealed and rotated under the local key vault,
+//! the audit trail's face and principal, and deletions' counts. A header's
+//! value never appears in any output, nor a secret outside `endpoint
+//! secret` / `endpoint rotate`.
+
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use base64::Engine as _;
+use chrono::Utc;
+use hookbox::store::Database;
+use hookbox::store::data_api::DataApiTarget;
+use hookbox::store::postgres::{PgDatabase, PgOptions};
+use hookbox::tenants::{TenantEvent, publish_to};
+use hookbox_testkit::TestDb;
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_hookbox");
+/// Custom headers' values: credentials, never printed.
+const HEADER_VALUE: &str = "Bearer hdr-value-4f1c9a-never-printed";
+const HEADER_VALUE_2: &str = "Bearer hdr-value-2-b7e3d0-never-printed";
+
+/// Variables the binary would otherwise pick up from the test's environment.
+const CLEARED: &[&str] = &[
+    "DATABASE_URL",
+    "HOOKBOX_DB",
+    "DB_CLUSTER_ARN",
+    "DB_SECRET_ARN",
+    "DB_NAME",
+    "HOOKBOX_KMS_KEY_ID",
+    "HOOKBOX_LOCAL_VAULT_KEY",
+    "AWS_ENDPOINT_URL_RDS_DATA",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Adapter {
+    Postgres,
+    DataApi,
+}
+
+/// Runs the binary with a fixed configuration and keeps a transcript of
+/// everything it printed (but what `secret` and `rotate` print).
+struct Cli {
+    env: Vec<(String, String)>,
+    transcript: String,
+}
+
+impl Cli {
+    async fn run(&self, args: &[&str], extra: &[(&str, &str)]) -> Output {
+        let mut command = Command::new(BIN);
+        command.args(args);
+        for name in CLEARED {
+            command.env_remove(name);
+        }
+        command.envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        command.envs(extra.iter().copied());
+        tokio::task::spawn_blocking(move || command.output().expect("the binary runs"))
+            .await
+            .expect("join")
+    }
+
+    /// Runs `args` expecting success: its JSON document.
+    async fn ok(&mut self, args: &[&str]) -> Value {
+        let out = self.run(args, &[]).await;
+        self.record(&out);
+        json_of(args, &out)
+    }
+
+    /// Runs `args` expecting exit `code`: its stderr.
+    async fn fails(&mut self, args: &[&str], code: i32, extra: &[(&str, &str)]) -> String {
+        let out = self.run(args, extra).await;
+        self.record(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{args:?}: {}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        assert!(out.stdout.is_empty(), "{args:?}: {}", text(&out.stdout));
+        text(&out.stderr)
+    }
+
+    /// Runs `args` with the key vault (output not kept: it shows a secret).
+    async fn secret(&mut self, args: &[&str], vault_key: &str) -> Value {
+        let out = self
+            .run(args, &[("HOOKBOX_LOCAL_VAULT_KEY", vault_key)])
+            .await;
+        json_of(args, &out)
+    }
+
+    fn record(&mut self, out: &Output) {
+        self.transcript.push_str(&text(&out.stdout));
+        self.transcript.push_str(&text(&out.stderr));
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn json_of(args: &[&str], out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{args:?}: exit {:?}: {}{}",
+        out.status.code(),
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {}", text(&out.stdout)))
+}
+
+fn str_of<'a>(doc: &'a Value, field: &str) -> &'a str {
+    doc[field]
+        .as_str()
+        .unwrap_or_else(|| panic!("{field} in {doc}"))
+}
+
+/// A migrated database, and the CLI configured for it through `adapter`.
+async fn setup(adapter: Adapter) -> (TestDb, Arc<dyn Database>, Cli) {
+    let test_db = TestDb::create().await;
+    let db: Arc<dyn Database> =
+        Arc::new(PgDatabase::connect(test_db.url(), &PgOptions::default()).expect("pool"));
+    hookbox::migrate::migrate(db.as_ref())
+        .await
+        .expect("migrate");
+    let mut env: Vec<(String, String)> = vec![("USER".into(), "operator-ann".into())];
+    match adapter {
+        Adapter::Postgres => env.push(("DATABASE_URL".into(), test_db.url().into())),
+        Adapter::DataApi => {
+            let target = DataApiTarget {
+                resource_arn: "arn:aws:rds:us-east-1:123456789012:cluster:hookbox-test".into(),
+                secret_arn: "arn:aws:secretsmanager:us-east-1:123456789012:secret:hookbox-test"
+                    .into(),
+                database: test_db.name().into(),
+            };
+            env.extend([
+                ("HOOKBOX_DB".into(), "data-api".into()),
+                ("DB_CLUSTER_ARN".into(), target.resource_arn),
+                ("DB_SECRET_ARN".into(), target.secret_arn),
+                ("DB_NAME".into(), target.database),
+                (
+                    "AWS_ENDPOINT_URL_RDS_DATA".into(),
+                    hookbox_testkit::data_api_endpoint(),
+                ),
+                ("AWS_ACCESS_KEY_ID".into(), "test".into()),
+                ("AWS_SECRET_ACCESS_KEY".into(), "test".into()),
+                ("AWS_REGION".into(), "us-east-1".into()),
+            ]);
+        }
+    }
+    let cli = Cli {
+        env,
+        transcript: String::new(),
+    };
+    (test_db, db, cli)
+}
+
+async fn tenants_and_endpoints_are_managed_through_the_cli(adapter: Adapter) {
+    let (_test_db, db, mut cli) = setup(adapter).await;
+    let vault_key = base64::engine::general_purpose::STANDARD.encode([42u8; 32]);
+
+    // tenants: created, a uid taken refused naming it, read, listed, updated
+    let acme = cli
+        .ok(&[
+            "tenant",
+            "create",
+            "--name",
+            "Acme",
+            "--uid",
+            "acme",
+            "--metadata",
+            "plan=pro",
+            "--rate-limit",
+            "10",
+        ])
+        .await;
+    let acme_id = str_of(&acme, "id").to_owned();
+    assert!(acme_id.starts_with("app_"), "{acme}");
+    assert_eq!(acme["uid"], "acme");
+    assert_eq!(acme["metadata"]["plan"], "pro");
+    assert_eq!(acme["rate_limit"], 10);
+    assert_eq!(acme["disabled"], false);
+    let err = cli
+        .fails(
+            &["tenant", "create", "--name", "Other", "--uid", "acme"],
+            1,
+            &[],
+        )
+        .await;
+    assert!(err.contains("uid 'acme' exists"), "{err}");
+    cli.fails(&["tenant", "create", "--uid", "x"], 2, &[]).await;
+    let err = cli.fails(&["tenant", "get", "nobody"], 1, &[]).await;
+    assert!(err.contains("'nobody'"), "{err}");
+    assert_eq!(cli.ok(&["tenant", "get", "acme"]).await["id"], acme_id);
+    let beta = cli.ok(&["tenant", "create", "--name", "Beta"]).await;
+
+    let page = cli.ok(&["tenant", "list", "--limit", "1"]).await;
+    assert_eq!(page["data"].as_array().expect("data").len(), 1);
+    assert_eq!(page["data"][0]["id"], acme_id);
+    assert_eq!(page["done"], false);
+    let next = cli
+        .ok(&["tenant", "list", "--after", str_of(&page, "iterator")])
+        .await;
+    assert_eq!(next["data"][0]["id"], beta["id"]);
+    assert_eq!(next["done"], true);
+
+    let renamed = cli
+        .ok(&[
+            "tenant",
+            "update",
+            "acme",
+            "--name",
+            "Acme Inc",
+            "--metadata",
+            "plan=enterprise",
+        ])
+        .await;
+    assert_eq!(renamed["name"], "Acme Inc");
+    assert_eq!(renamed["uid"], "acme", "fields not named stay");
+    assert_eq!(renamed["metadata"]["plan"], "enterprise");
+    let err = cli.fails(&["tenant", "update", "acme"], 2, &[]).await;
+    assert!(err.contains("nothing to change"), "{err}");
+
+    // endpoints: created with a header (its name shown, never its value)
+    let header = format!("X-Api-Key={HEADER_VALUE}");
+    let main = cli
+        .ok(&[
+            "endpoint",
+            "create",
+            "acme",
+            "--url",
+            "https://hooks.example.com/acme",
+            "--uid",
+            "main",
+            "--description",
+            "the main one",
+            "--filter-type",
+            "order.*",
+            "--channel",
+            "eu",
+            "--header",
+            &header,
+            "--metadata",
+            "team=core",
+            "--rate-limit",
+            "5",
+            "--ordered",
+        ])
+        .await;
+    let main_id = str_of(&main, "id").to_owned();
+    assert!(main_id.starts_with("ep_"), "{main}");
+    assert_eq!(main["tenant_id"], acme_id);
+    assert_eq!(main["header_names"], serde_json::json!(["X-Api-Key"]));
+    assert_eq!(main["filter_types"], serde_json::json!(["order.*"]));
+    assert_eq!(main["channels"], serde_json::json!(["eu"]));
+    assert_eq!(main["ordered"], true);
+    assert_eq!(main["held"], false);
+
+    let err = cli
+        .fails(
+            &[
+                "endpoint",
+                "create",
+                "acme",
+                "--url",
+                "ftp://files.example.com",
+            ],
+            1,
+            &[],
+        )
+        .await;
+    assert!(
+        err.contains("url 'ftp://files.example.com' is not an http:// or https:// URL"),
+        "{err}"
+    );
+    // a malformed header is refused without echoing what was given
+    let err = cli
+        .fails(
+            &[
+                "endpoint",
+                "create",
+                "acme",
+                "--url",
+                "https://a.example.com",
+                "--header",
+                HEADER_VALUE,
+            ],
+            2,
+            &[],
+        )
+        .await;
+    assert!(err.contains("NAME=VALUE"), "{err}");
+    let err = cli
+        .fails(
+            &[
+                "endpoint",
+                "create",
+                "acme",
+                "--url",
+                "https://a.example.com",
+                "--header",
+                "Host=evil.example.com",
+            ],
+            1,
+            &[],
+        )
+        .await;
+    assert!(err.contains("header 'Host' is not allowed"), "{err}");
+
+    let second = cli
+        .ok(&[
+            "endpoint",
+            "create",
+            "acme",
+            "--url",
+            "https://b.example.com/hook",
+            "--uid",
+            "second",
+            "--disabled",
+        ])
+        .await;
+    assert_eq!(
+        (&second["disabled"], &second["held"]),
+        (&Value::Bool(true), &Value::Bool(true))
+    );
+    let list = cli.ok(&["endpoint", "list", "acme"]).await;
+    let ids: Vec<&str> = list["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .map(|e| str_of(e, "id"))
+        .collect();
+    assert_eq!(ids, [main_id.as_str(), str_of(&second, "id")]);
+
+    let header_2 = format!("X-Api-Key={HEADER_VALUE_2}");
+    let updated = cli
+        .ok(&[
+            "endpoint",
+            "update",
+            "acme",
+            "main",
+            "--url",
+            "https://hooks.example.com/v2",
+            "--all-types",
+            "--header",
+            &header_2,
+        ])
+        .await;
+    assert_eq!(updated["url"], "https://hooks.example.com/v2");
+    assert_eq!(updated["filter_types"], Value::Null);
+    assert_eq!(
+        updated["description"], "the main one",
+        "fields not named stay"
+    );
+    assert_eq!(updated["header_names"], serde_json::json!(["X-Api-Key"]));
+    cli.fails(
+        &[
+            "endpoint",
+            "update",
+            "acme",
+            "main",
+            "--all-types",
+            "--filter-type",
+            "a",
+        ],
+        2,
+        &[],
+    )
+    .await;
+    let err = cli
+        .fails(&["endpoint", "get", "acme", "nope"], 1, &[])
+        .await;
+    assert!(err.contains("'nope'"), "{err}");
+
+    // disabled and enabled: held shows, the tenant's own state too
+    let disabled = cli.ok(&["endpoint", "disable", "acme", "main"]).await;
+    assert_eq!(
+        (&disabled["disabled"], &disabled["held"]),
+        (&Value::Bool(true), &Value::Bool(true))
+    );
+    let enabled = cli.ok(&["endpoint", "enable", "acme", "main"]).await;
+    assert_eq!(
+        (&enabled["disabled"], &enabled["held"]),
+        (&Value::Bool(false), &Value::Bool(false))
+    );
+    let t = cli
+        .ok(&["tenant", "disable", "acme", "--as", "alice"])
+        .await;
+    assert_eq!(t["disabled"], true);
+    assert_eq!(
+        cli.ok(&["endpoint", "get", "acme", "main"]).await["held"],
+        true
+    );
+    assert_eq!(
+        cli.ok(&["tenant", "enable", &acme_id]).await["disabled"],
+        false
+    );
+    assert_eq!(
+        cli.ok(&["endpoint", "get", &acme_id, &main_id]).await["held"],
+        false
+    );
+
+    // secrets: the key vault is required, named when missing
+    for args in [
+        &["endpoint", "rotate", "acme", "main"][..],
+        &["endpoint", "secret", "acme", "main"][..],
+    ] {
+        let err = cli.fails(args, 1, &[]).await;
+        assert!(
+            err.contains("HOOKBOX_KMS_KEY_ID") && err.contains("HOOKBOX_LOCAL_VAULT_KEY"),
+            "{err}"
+        );
+    }
+    let rotated = cli
+        .secret(
+            &["endpoint", "rotate", "acme", "main", "--grace-secs", "60"],
+            &vault_key,
+        )
+        .await;
+    let key = str_of(&rotated, "key").to_owned();
+    assert!(key.starts_with("whsec_"), "{rotated}");
+    assert_eq!(rotated["id"], main_id);
+    let shown = cli
+        .secret(&["endpoint", "secret", "acme", "main"], &vault_key)
+        .await;
+    assert_eq!(shown["key"], key.as_str());
+    let chosen = format!(
+        "whsec_{}",
+        base64::engine::general_purpose::STANDARD.encode([7u8; 32])
+    );
+    let rotated = cli
+        .secret(
+            &["endpoint", "rotate", "acme", &main_id, "--key", &chosen],
+            &vault_key,
+        )
+        .await;
+    assert_eq!(rotated["key"], chosen.as_str());
+    let shown = cli
+        .secret(&["endpoint", "secret", &acme_id, "main"], &vault_key)
+        .await;
+    assert_eq!(shown["key"], chosen.as_str());
+    let err = cli
+        .fails(
+            &[
+                "endpoint",
+                "rotate",
+                "acme",
+                "main",
+                "--key",
+                "whsec_c2hvcnQ=",
+            ],
+            1,
+            &[("HOOKBOX_LOCAL_VAULT_KEY", &vault_key)],
+        )
+        .await;
+    assert!(err.contains("key must be"), "{err}");
+    cli.fails(
+        &[
+            "endpoint",
+            "rotate",
+            "acme",
+            "main",
+            "--grace-secs",
+            "604801",
+        ],
+        2,
+        &[],
+    )
+    .await;
+
+    // the audit trail: every change through the CLI face, by whom
+    let first = cli.ok(&["tenant", "audit", "acme", "--limit", "2"]).await;
+    assert_eq!(first["data"].as_array().expect("data").len(), 2);
+    let rest = cli
+        .ok(&[
+            "tenant",
+            "audit",
+            "acme",
+            "--after",
+            str_of(&first, "iterator"),
+        ])
+        .await;
+    let entries: Vec<&Value> = first["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .chain(rest["data"].as_array().expect("data"))
+        .collect();
+    let actions: Vec<&str> = entries.iter().map(|e| str_of(e, "action")).collect();
+    for action in [
+        "tenant.created",
+        "tenant.updated",
+        "endpoint.created",
+        "endpoint.updated",
+        "endpoint.disabled",
+        "endpoint.enabled",
+        "endpoint.secret_sealed",
+    ] {
+        assert!(actions.contains(&action), "{action} in {actions:?}");
+    }
+    for entry in &entries {
+        assert_eq!(entry["face"], "cli", "{entry}");
+        let expected = if entry["action"] == "tenant.disabled" {
+            "alice"
+        } else {
+            "operator-ann"
+        };
+        assert_eq!(entry["principal"], expected, "{entry}");
+    }
+
+    // deletions say what they removed
+    let gone = cli.ok(&["endpoint", "delete", "acme", "second"]).await;
+    assert_eq!(gone["id"], second["id"]);
+    assert_eq!(
+        (&gone["secrets"], &gone["undelivered"]),
+        (&0.into(), &0.into())
+    );
+    assert!(gone.get("endpoints").is_none(), "{gone}");
+    let tx = db.begin().await.expect("begin");
+    let event = TenantEvent {
+        event_type: "order.paid".into(),
+        payload: serde_json::json!({"order": 7}),
+        aggregate: None,
+        channels: Some(vec!["eu".into()]),
+    };
+    let deliveries = publish_to(tx.as_ref(), "acme", &event, Utc::now())
+        .await
+        .expect("publish");
+    tx.commit().await.expect("commit");
+    assert_eq!(deliveries.len(), 1);
+    let gone = cli.ok(&["tenant", "delete", "acme"]).await;
+    assert_eq!(gone["id"], acme_id);
+    assert_eq!(gone["endpoints"], 1);
+    assert_eq!(
+        gone["secrets"], 2,
+        "the current one and the one in its grace"
+    );
+    assert_eq!(gone["undelivered"], 1);
+    cli.fails(&["tenant", "get", "acme"], 1, &[]).await;
+    let trail = cli
+        .ok(&["tenant", "audit", &acme_id, "--limit", "1000"])
+        .await;
+    let last = trail["data"]
+        .as_array()
+        .and_then(|d| d.last())
+        .expect("entry");
+    assert_eq!(last["action"], "tenant.deleted");
+    assert_eq!(last["face"], "cli");
+
+    // never a header's value, nor a secret, outside `secret` and `rotate`
+    for hidden in [HEADER_VALUE, HEADER_VALUE_2, &key, &chosen] {
+        assert!(
+            !cli.transcript.contains(hidden),
+            "{hidden} printed: {}",
+            cli.transcript
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_tenants_and_endpoints_are_managed_through_the_cli() {
+    tenants_and_endpoints_are_managed_through_the_cli(Adapter::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_api_tenants_and_endpoints_are_managed_through_the_cli() {
+    tenants_and_endpoints_are_managed_through_the_cli(Adapter::DataApi).await;
+}
