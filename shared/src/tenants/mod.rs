@@ -128,7 +128,7 @@ pub struct Deleted {
     /// Its uid.
     pub uid: Option<String>,
     /// Endpoints deleted (a tenant's).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoints: Option<i64>,
     /// Sealed secrets deleted.
     pub secrets: i64,

@@ -31,6 +31,9 @@ pub const SECRET_BYTES: usize = 24;
 
 const NONCE_BYTES: usize = 12;
 
+/// Longest grace period of a rotation: 7 days (as the SQL rotation's).
+pub const MAX_GRACE: Duration = Duration::from_secs(7 * 86_400);
+
 /// Why a secret could not be sealed, stored or opened.
 #[derive(Debug, thiserror::Error)]
 pub enum SecretError {
@@ -312,6 +315,13 @@ impl SecretKeeper {
         only_if_none: bool,
         actor: Option<&Actor>,
     ) -> Result<bool, SecretError> {
+        if grace > MAX_GRACE {
+            return Err(SecretError::Invalid(format!(
+                "grace must be at most {} seconds (7 days), not {}",
+                MAX_GRACE.as_secs(),
+                grace.as_secs()
+            )));
+        }
         let (key_id, key) = self.sealing_key(db).await?;
         let secret_id = Uuid::now_v7();
         let sealed = seal(&key, endpoint, secret_id, secret);
@@ -323,7 +333,7 @@ impl SecretKeeper {
                 "secret_id" => secret_id.to_string(),
                 "data_key_id" => key_id.to_string(),
                 "sealed" => sealed,
-                "grace_secs" => i64::try_from(grace.as_secs()).unwrap_or(i64::MAX).min(604_800),
+                "grace_secs" => i64::try_from(grace.as_secs()).unwrap_or(i64::MAX),
                 "only_if_none" => only_if_none,
                 "actor" => actor.map_or(Value::Null, |a| Value::Json(serde_json::json!({
                     "face": a.face.as_str(), "principal": a.principal,
@@ -403,16 +413,29 @@ impl SecretKeeper {
         endpoint: &str,
         now: DateTime<Utc>,
     ) -> Result<Vec<Secret>, SecretError> {
+        let relay = Actor::new(super::Face::Relay, "hookbox-relay");
+        self.signing_secrets_as(db, endpoint, now, Some(&relay))
+            .await
+    }
+
+    /// [`Self::signing_secrets`], a secret sealed on the way recorded as
+    /// `actor`'s.
+    async fn signing_secrets_as(
+        &self,
+        db: &dyn Executor,
+        endpoint: &str,
+        now: DateTime<Utc>,
+        actor: Option<&Actor>,
+    ) -> Result<Vec<Secret>, SecretError> {
         let mut sealed = self.sealed(db, endpoint, now).await?;
         if !sealed.iter().any(|s| s.current) {
-            let actor = Actor::new(super::Face::Relay, "hookbox");
             self.store(
                 db,
                 endpoint,
                 &generate_secret(),
                 Duration::ZERO,
                 true,
-                Some(&actor),
+                actor,
             )
             .await?;
             sealed = self.sealed(db, endpoint, now).await?;
@@ -425,14 +448,15 @@ impl SecretKeeper {
     }
 
     /// The current secret of `endpoint` (generated and sealed when it has
-    /// none), to show its owner.
+    /// none, recorded as `actor`'s), to show its owner.
     pub async fn reveal(
         &self,
         db: &dyn Executor,
         endpoint: &str,
         now: DateTime<Utc>,
+        actor: Option<&Actor>,
     ) -> Result<Secret, SecretError> {
-        self.signing_secrets(db, endpoint, now).await?;
+        self.signing_secrets_as(db, endpoint, now, actor).await?;
         let sealed = self.sealed(db, endpoint, now).await?;
         let current = sealed
             .iter()

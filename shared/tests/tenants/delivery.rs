@@ -179,7 +179,7 @@ async fn endpoints_get_deliveries_signed_with_their_sealed_secrets_through_a_rot
     // database holds it only sealed
     let old = s
         .keeper
-        .reveal(s.db.as_ref(), &ep, s.clock.now())
+        .reveal(s.db.as_ref(), &ep, s.clock.now(), None)
         .await
         .expect("reveal");
     assert!(signed_by(&got[0], &old));

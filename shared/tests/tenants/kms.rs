@@ -90,8 +90,13 @@ async fn secrets_sealed_under_kms_open_only_for_their_endpoint(adapter: Adapter)
         .rotate(db, &ids[0], None, Duration::ZERO, None)
         .await
         .expect("seal a");
+    let err = keeper
+        .rotate(db, &ids[0], None, Duration::from_secs(8 * 86_400), None)
+        .await
+        .expect_err("a grace over 7 days");
+    assert!(err.to_string().contains("at most 604800 seconds"), "{err}");
     let b = keeper
-        .reveal(db, &ids[1], now)
+        .reveal(db, &ids[1], now, None)
         .await
         .expect("seal b on first need");
     assert_ne!(a.expose_secret(), b.expose_secret());
@@ -113,7 +118,7 @@ async fn secrets_sealed_under_kms_open_only_for_their_endpoint(adapter: Adapter)
     )));
     assert_eq!(
         again
-            .reveal(db, &ids[0], now)
+            .reveal(db, &ids[0], now, None)
             .await
             .expect("reveal")
             .expose_secret(),
@@ -128,7 +133,10 @@ async fn secrets_sealed_under_kms_open_only_for_their_endpoint(adapter: Adapter)
     )
     .await
     .expect("swap");
-    let err = again.reveal(db, &ids[0], now).await.expect_err("swapped");
+    let err = again
+        .reveal(db, &ids[0], now, None)
+        .await
+        .expect_err("swapped");
     let text = err.to_string();
     assert!(
         text.contains(&ids[0]) && text.contains("does not open"),

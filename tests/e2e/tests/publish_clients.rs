@@ -386,7 +386,7 @@ async fn tenants_are_managed_and_published_to_from_python_node_and_the_data_api(
         assert_eq!(r.header("x-tenant"), (uid == "orders").then_some(tenant));
         let endpoint = out["endpoints"][uid].as_str().expect("endpoint id");
         let secret = keeper
-            .reveal(db.as_ref(), endpoint, clock.now())
+            .reveal(db.as_ref(), endpoint, clock.now(), None)
             .await
             .expect("the endpoint's secret");
         let at: i64 = r

@@ -415,7 +415,12 @@ async fn secret(args: &EndpointRef) -> Outcome {
     let db = connect(&args.db).await?;
     let endpoint = resolve(db.as_ref(), &args.tenant, &args.endpoint).await?;
     let secret = keeper
-        .reveal(db.as_ref(), &endpoint.id, SystemClock.now())
+        .reveal(
+            db.as_ref(),
+            &endpoint.id,
+            SystemClock.now(),
+            Some(&crate::tenant::actor_named(None)),
+        )
         .await
         .map_err(secret_failed)?;
     print_value(&json!({ "id": endpoint.id, "key": secret.expose_secret() }))

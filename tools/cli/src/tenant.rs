@@ -54,15 +54,18 @@ pub struct Writer {
 impl Writer {
     /// The actor: the CLI face and the principal.
     pub fn actor(&self) -> Actor {
-        let principal = self
-            .principal
-            .clone()
-            .or_else(|| std::env::var("USER").ok())
-            .map(|p| p.trim().to_owned())
-            .filter(|p| !p.is_empty())
-            .unwrap_or_else(|| "cli".to_owned());
-        Actor::new(Face::Cli, principal)
+        actor_named(self.principal.clone())
     }
+}
+
+/// The CLI face and `principal`, else `$USER`, else `cli`.
+pub fn actor_named(principal: Option<String>) -> Actor {
+    let principal = principal
+        .or_else(|| std::env::var("USER").ok())
+        .map(|p| p.trim().to_owned())
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "cli".to_owned());
+    Actor::new(Face::Cli, principal)
 }
 
 #[derive(Debug, Args)]
