@@ -9,6 +9,8 @@ mod common;
 
 #[path = "tenants/delivery.rs"]
 mod delivery;
+#[path = "tenants/isolation.rs"]
+mod isolation;
 #[path = "tenants/kms.rs"]
 mod kms;
 #[path = "tenants/manage.rs"]

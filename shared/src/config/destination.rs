@@ -169,6 +169,14 @@ impl RawDestination {
                     .into(),
             ));
         }
+        if name.starts_with(crate::tenants::directory::ENDPOINT_PREFIX) {
+            return Err(err(
+                "name",
+                "names starting with `ep_` are tenants' endpoints' (docs/tenants.md): choose \
+                 another name"
+                    .into(),
+            ));
+        }
         let target = RawTarget {
             kind: self.kind,
             url: self.url,

@@ -19,7 +19,9 @@ use crate::store::{DbError, Executor, Statement, fetch_one};
 /// Makes `outbox_destinations` what `config` says, in ONE statement:
 /// destinations no longer configured are removed, new and changed ones
 /// written; unchanged rows are not touched (so a run that changes nothing
-/// writes nothing). Returns how many rows changed.
+/// writes nothing). Tenants' endpoints (rows with a tenant, migration 20)
+/// are never touched: they are data, not configuration. Returns how many
+/// rows changed.
 pub const SYNC: Statement = Statement::new(
     "outbox.destinations_sync",
     "WITH desired AS (
@@ -31,7 +33,8 @@ pub const SYNC: Statement = Statement::new(
                      routed_from text[])),
      gone AS (
          DELETE FROM outbox_destinations AS o
-          WHERE NOT EXISTS (SELECT 1 FROM desired AS d WHERE d.name = o.name)
+          WHERE o.tenant_id IS NULL
+            AND NOT EXISTS (SELECT 1 FROM desired AS d WHERE d.name = o.name)
          RETURNING 1),
      changed AS (
          INSERT INTO outbox_destinations AS o (name, event_types, event_like, filters, trip_after,
@@ -46,7 +49,8 @@ pub const SYNC: Statement = Statement::new(
                 cool_down_secs = EXCLUDED.cool_down_secs,
                 disable_after_secs = EXCLUDED.disable_after_secs,
                 routed_from = EXCLUDED.routed_from, synced_at = EXCLUDED.synced_at
-          WHERE (o.event_types, o.event_like, o.filters, o.trip_after, o.cool_down_secs,
+          WHERE o.tenant_id IS NULL
+            AND (o.event_types, o.event_like, o.filters, o.trip_after, o.cool_down_secs,
                  o.disable_after_secs, o.routed_from)
                 IS DISTINCT FROM (EXCLUDED.event_types, EXCLUDED.event_like, EXCLUDED.filters,
                                   EXCLUDED.trip_after, EXCLUDED.cool_down_secs,

@@ -13,6 +13,7 @@ use serde_json::json;
 for_each_adapter!(
     an_event_reaches_exactly_the_tenants_matching_endpoints,
     publishing_without_a_tenant_never_reaches_an_endpoint,
+    the_sync_from_the_configuration_never_touches_an_endpoint,
 );
 
 fn event(event_type: &str, channels: Option<&[&str]>) -> TenantEvent {
@@ -164,4 +165,45 @@ async fn publishing_without_a_tenant_never_reaches_an_endpoint(adapter: Adapter)
     .await
     .expect_err("an endpoint is not a destination to name");
     assert!(err.to_string().contains("is a tenant's endpoint"), "{err}");
+}
+
+async fn the_sync_from_the_configuration_never_touches_an_endpoint(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let db = db.as_ref();
+    manage::create_tenant(db, &json!({"uid": "acme", "name": "Acme"}), None)
+        .await
+        .expect("tenant");
+    let ep = endpoint(db, "acme", "all", json!({"filter_types": ["order.*"]})).await;
+    // every relay run syncs: with no destination configured, and with one
+    let empty = hookbox::config::HookboxConfig::parse("{}", "test").expect("config");
+    outbox::destinations::sync(db, &empty, at(0))
+        .await
+        .expect("sync");
+    let one = hookbox::config::HookboxConfig::parse(
+        r#"{"destinations": {"crm": {"url": "https://crm.example/in",
+            "secrets": ["whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA=="],
+            "subscribe": {"event_types": ["*"]}}}}"#,
+        "test",
+    )
+    .expect("config");
+    outbox::destinations::sync(db, &one, at(1))
+        .await
+        .expect("sync");
+    let kept = manage::get_endpoint(db, "acme", &ep)
+        .await
+        .expect("the endpoint is kept");
+    assert_eq!(kept.filter_types, Some(vec!["order.*".to_string()]));
+    assert_eq!(
+        published(db, "acme", &event("order.paid", None))
+            .await
+            .expect("publish"),
+        BTreeSet::from([ep.clone()])
+    );
+    // a configured destination may not take an endpoint's name
+    let clash = format!(
+        r#"{{"destinations": {{"{ep}": {{"url": "https://x.example",
+            "secrets": ["whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA=="]}}}}}}"#
+    );
+    let err = hookbox::config::HookboxConfig::parse(&clash, "test").expect_err("refused");
+    assert!(err.to_string().contains("`ep_`"), "{err}");
 }
