@@ -365,6 +365,7 @@ async fn tenants_are_managed_and_published_to_from_python_node_and_the_data_api(
         .await;
     let requests = sink.requests();
     assert_eq!(requests.len(), 6, "{requests:?}");
+    let mut to_verify = Vec::new();
     for r in &requests {
         // /<tenant>/<endpoint uid>: each tenant's event at its own endpoints only
         let mut path = r.target.trim_start_matches('/').split('/');
@@ -410,7 +411,30 @@ async fn tenants_are_managed_and_published_to_from_python_node_and_the_data_api(
             "{} is not signed with its endpoint's secret",
             r.target
         );
+        let headers = serde_json::json!({
+            "webhook-id": id,
+            "webhook-timestamp": r.header("webhook-timestamp"),
+            "webhook-signature": r.header("webhook-signature"),
+        });
+        to_verify.push(serde_json::json!({
+            "secret": secret.expose_secret(),
+            "body": String::from_utf8_lossy(&r.body),
+            "headers": headers,
+        }));
     }
+    // as a customer's receiver verifies: Standard Webhooks' own library,
+    // which refuses another endpoint's secret
+    let mut wrong = to_verify[0].clone();
+    wrong["secret"] = to_verify
+        .iter()
+        .map(|v| v["secret"].clone())
+        .find(|s| *s != to_verify[0]["secret"])
+        .expect("another endpoint's secret");
+    to_verify.push(wrong);
+    let verdicts = standard_webhooks_verify(&to_verify).await;
+    assert_eq!(verdicts.len(), 7);
+    assert!(verdicts[..6].iter().all(|v| *v == true), "{verdicts:?}");
+    assert_ne!(verdicts[6], true, "verified with another endpoint's secret");
 
     // deleted from each face: its endpoints go, nothing undelivered is left
     for (tenant, face) in &faces {
@@ -419,4 +443,33 @@ async fn tenants_are_managed_and_published_to_from_python_node_and_the_data_api(
         assert_eq!(gone["endpoints"], 2, "{tenant}: {gone}");
         assert_eq!(gone["undelivered"], 0, "{tenant}: {gone}");
     }
+}
+
+/// `verify.py`'s verdicts for `deliveries` (Standard Webhooks' Python
+/// library): true, or the library's error.
+async fn standard_webhooks_verify(deliveries: &[serde_json::Value]) -> Vec<serde_json::Value> {
+    use std::io::Write as _;
+    let input: String = deliveries.iter().map(|d| format!("{d}\n")).collect();
+    let output = tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(hookbox_testkit::python::python())
+            .arg("verify.py")
+            .current_dir(scripts())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(input.as_bytes())?;
+        }
+        child.wait_with_output()
+    })
+    .await
+    .expect("join")
+    .expect("run verify.py (tools/dev setup test installs standardwebhooks)");
+    assert!(
+        output.status.success(),
+        "verify.py failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("a JSON list of verdicts")
 }
