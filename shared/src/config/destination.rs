@@ -15,6 +15,15 @@ use crate::outbox::subscription::{RawSubscription, Subscription};
 /// 2 h, 5 h, 10 h, 10 h (the last step repeats if `max_attempts` is larger).
 pub const DEFAULT_BACKOFF_SECS: [u64; 7] = [5, 300, 1_800, 7_200, 18_000, 36_000, 36_000];
 
+/// Destination names starting with this are tenants' endpoints' ids
+/// (`ep_…`, migration 20): data, not configuration.
+pub const ENDPOINT_PREFIX: &str = "ep_";
+
+/// Whether `name` is a tenant's endpoint's (not a configured destination's).
+pub fn is_endpoint(name: &str) -> bool {
+    name.starts_with(ENDPOINT_PREFIX)
+}
+
 /// Default per-request timeout of a delivery.
 pub const DEFAULT_DESTINATION_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -169,7 +178,7 @@ impl RawDestination {
                     .into(),
             ));
         }
-        if name.starts_with(crate::tenants::directory::ENDPOINT_PREFIX) {
+        if is_endpoint(name) {
             return Err(err(
                 "name",
                 "names starting with `ep_` are tenants' endpoints' (docs/tenants.md): choose \

@@ -79,7 +79,8 @@ use serde::Deserialize;
 pub use cache::ConfigStore;
 pub use destination::{
     DEFAULT_BACKOFF_SECS, DEFAULT_COOL_DOWN, DEFAULT_DESTINATION_TIMEOUT, DEFAULT_DISABLE_AFTER,
-    DEFAULT_MAX_IN_FLIGHT, DEFAULT_TRIP_AFTER, Destination, MAX_DESTINATION_TIMEOUT,
+    DEFAULT_MAX_IN_FLIGHT, DEFAULT_TRIP_AFTER, Destination, ENDPOINT_PREFIX,
+    MAX_DESTINATION_TIMEOUT, is_endpoint,
 };
 pub use partner::{
     DEFAULT_KEEP_HEADERS, DEFAULT_MAX_BODY_BYTES, EventIdSource, FieldSource, GetRefused,

@@ -20,17 +20,14 @@ use uuid::Uuid;
 use super::secrets::{SealedSecret, SecretKeeper, generate_secret};
 use crate::config::{
     DEFAULT_BACKOFF_SECS, DEFAULT_COOL_DOWN, DEFAULT_DESTINATION_TIMEOUT, DEFAULT_MAX_IN_FLIGHT,
-    Destination, HttpTarget, Target,
+    Destination, HttpTarget, Target, is_endpoint,
 };
+use crate::outbox::relay::{EndpointResolver, Unresolved};
 use crate::params;
 use crate::store::{DbError, Executor, Statement};
 
 /// Default time an endpoint is kept before it is read again.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(10);
-
-/// Endpoints' ids start with this; a destination name without it is never
-/// looked up.
-pub const ENDPOINT_PREFIX: &str = "ep_";
 
 /// The endpoints named, with what delivering needs and their sealed secrets
 /// still valid at `:now`.
@@ -64,17 +61,6 @@ pub struct EndpointDirectory {
 /// An endpoint as read at a time.
 type Cached = (DateTime<Utc>, Arc<Destination>);
 
-/// An endpoint the relay cannot deliver to now, and why (it is retried:
-/// a failed attempt, or not attempted when the cause may pass).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unresolved {
-    /// Why (names the endpoint, never a secret).
-    pub reason: String,
-    /// The key vault or the database may recover: the rows are not
-    /// attempted, their attempts untouched.
-    pub retryable: bool,
-}
-
 impl EndpointDirectory {
     /// Endpoints whose secrets `keeper` opens; the SSRF guard lets them
     /// resolve to `allowed_networks` (none in production: public addresses
@@ -99,15 +85,10 @@ impl EndpointDirectory {
         &self.keeper
     }
 
-    /// Whether `name` is an endpoint's (not a configured destination's).
-    pub fn is_endpoint(name: &str) -> bool {
-        name.starts_with(ENDPOINT_PREFIX)
-    }
-
     /// The endpoints among `names` (configured destinations' names are
     /// ignored): each as a destination, or why it cannot be delivered to
     /// now. One statement for those not cached (or cached over `ttl` ago).
-    pub async fn resolve(
+    pub async fn resolve_endpoints(
         &self,
         db: &dyn Executor,
         names: &[&str],
@@ -117,7 +98,7 @@ impl EndpointDirectory {
         let mut wanted = Vec::new();
         {
             let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-            for name in names.iter().copied().filter(|n| Self::is_endpoint(n)) {
+            for name in names.iter().copied().filter(|n| is_endpoint(n)) {
                 if out.contains_key(name) || wanted.contains(&name) {
                     continue;
                 }
@@ -288,4 +269,16 @@ fn sealed_secrets(doc: &serde_json::Value) -> Result<Vec<SealedSecret>, String> 
             })
         })
         .collect()
+}
+
+#[async_trait::async_trait]
+impl EndpointResolver for EndpointDirectory {
+    async fn resolve(
+        &self,
+        db: &dyn Executor,
+        names: &[&str],
+        now: DateTime<Utc>,
+    ) -> HashMap<String, Result<Arc<Destination>, Unresolved>> {
+        self.resolve_endpoints(db, names, now).await
+    }
 }

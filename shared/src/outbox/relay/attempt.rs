@@ -93,8 +93,7 @@ impl Relay {
         let Some(destination) = destination else {
             // a row for a destination no longer (or not yet) configured:
             // keep it, retry on the default schedule, dead eventually
-            let error = if crate::tenants::EndpointDirectory::is_endpoint(&row.destination)
-                && self.endpoints.is_none()
+            let error = if crate::config::is_endpoint(&row.destination) && self.endpoints.is_none()
             {
                 format!(
                     "destination {:?} is a tenant's endpoint, and this relay has no key vault \
@@ -420,7 +419,7 @@ impl Relay {
     /// dead at once, the reason in `last_error`; an operator retries it
     /// (`hookbox outbox retry`) once the cause is fixed.
     /// A row of a tenant's endpoint the relay cannot resolve now
-    /// ([`crate::tenants::EndpointDirectory`]): when the cause may pass (the
+    /// ([`super::EndpointResolver`]): when the cause may pass (the
     /// database or the key vault), not attempted, due again after the
     /// destination's first backoff step; otherwise a failed attempt with the
     /// reason (retried, then dead), like a row whose destination is not

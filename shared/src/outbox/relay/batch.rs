@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Utc};
 use tokio::sync::Semaphore;
 
+use super::Unresolved;
 use super::attempt::{self, Kind};
 use super::fairness::Reserved;
 use super::report::{BatchReport, Delivered};
@@ -14,7 +15,6 @@ use super::{Lease, Relay, chrono_duration};
 use crate::config::{Destination, HookboxConfig};
 use crate::outbox::repo::CLAIM_BUDGET_BYTES;
 use crate::outbox::{self, Claimed, DeliveryResult, OutboxRow, UnreadableRow};
-use crate::tenants::directory::Unresolved;
 
 /// Tenants' endpoints a batch delivers to, by name: each resolved, or why
 /// not.

@@ -115,6 +115,35 @@ impl Pause for ManualPause {
     }
 }
 
+/// Where the relay finds the destinations that are data rather than
+/// configuration: tenants' endpoints (`ep_…`), resolved per claimed batch
+/// (adapter: [`crate::tenants::EndpointDirectory`]).
+///
+/// Error contract: never fails as a whole; each name comes back as a
+/// destination or as [`Unresolved`] (retryable when the database or the key
+/// vault may recover, and then the row is not attempted). Names that are not
+/// endpoints' are left out.
+#[async_trait]
+pub trait EndpointResolver: Send + Sync + fmt::Debug {
+    /// The endpoints among `names`, as of `now`.
+    async fn resolve(
+        &self,
+        db: &dyn crate::store::Executor,
+        names: &[&str],
+        now: DateTime<Utc>,
+    ) -> std::collections::HashMap<String, Result<Arc<crate::config::Destination>, Unresolved>>;
+}
+
+/// An endpoint the relay cannot deliver to now, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unresolved {
+    /// Why (names the endpoint, never a secret).
+    pub reason: String,
+    /// The cause may pass (the database, the key vault): the rows are not
+    /// attempted, their attempts untouched.
+    pub retryable: bool,
+}
+
 /// The relay use case, over its ports.
 #[derive(Debug, Clone)]
 pub struct Relay {
@@ -129,7 +158,7 @@ pub struct Relay {
     fairness: Arc<fairness::Fairness>,
     /// Tenants' endpoints (`None`: their rows are refused as destinations
     /// not configured).
-    pub(crate) endpoints: Option<Arc<crate::tenants::EndpointDirectory>>,
+    pub(crate) endpoints: Option<Arc<dyn EndpointResolver>>,
 }
 
 impl Relay {
@@ -161,7 +190,7 @@ impl Relay {
 
     /// The same relay delivering tenants' endpoints too, as `endpoints`
     /// resolves them.
-    pub fn with_endpoints(mut self, endpoints: Arc<crate::tenants::EndpointDirectory>) -> Self {
+    pub fn with_endpoints(mut self, endpoints: Arc<dyn EndpointResolver>) -> Self {
         self.endpoints = Some(endpoints);
         self
     }
