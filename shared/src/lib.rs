@@ -14,6 +14,7 @@ pub mod example;
 pub mod failpoint;
 pub mod inbox;
 pub mod maintenance;
+pub mod management;
 pub mod metrics;
 pub mod migrate;
 pub mod outbox;
