@@ -155,6 +155,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "tenant_management",
         sql: include_str!("../migrations/0021_tenant_management.sql"),
     },
+    Migration {
+        version: 23,
+        name: "api_event_types_idempotency",
+        sql: include_str!("../migrations/0023_api_event_types_idempotency.sql"),
+    },
 ];
 
 /// Why migrating failed.

@@ -1,0 +1,106 @@
+//! Applications (`/api/v1/app`): hookbox's tenants, through the tenant
+//! functions (`hookbox::tenants::manage`).
+
+use serde_json::json;
+
+use super::error::ApiError;
+use super::wire::{self, Body};
+use super::{ApiResponse, Ctx};
+use crate::tenants::{ManageError, manage};
+
+fn refused(e: ManageError) -> ApiError {
+    ApiError::from_manage(e, wire::app_field)
+}
+
+/// `GET /api/v1/app`.
+pub(crate) async fn list(cx: &Ctx<'_>) -> Result<ApiResponse, ApiError> {
+    let q = wire::list_query(&cx.req.query, &[])?;
+    let page = manage::list_tenants(cx.db, q.iterator.as_deref(), q.limit)
+        .await
+        .map_err(refused)?;
+    Ok(ApiResponse::json(200, &wire::page(page, wire::app_out)))
+}
+
+/// `POST /api/v1/app[?get_if_exists=true]`: 201 created, or 200 with the
+/// application of that uid when `get_if_exists` (409 without it).
+pub(crate) async fn create(cx: &Ctx<'_>) -> Result<ApiResponse, ApiError> {
+    for name in cx.req.query.keys() {
+        if name != "get_if_exists" {
+            return Err(ApiError::query(
+                name,
+                format!("hookbox does not support the query parameter {name}"),
+            ));
+        }
+    }
+    let get_if_exists = wire::query_bool(&cx.req.query, "get_if_exists")?;
+    let spec = wire::app_in(&Body::parse(&cx.req.body, false)?)?;
+    if let Some(uid) = spec["uid"].as_str() {
+        match manage::get_tenant(cx.db, uid).await {
+            Ok(existing) if get_if_exists => {
+                return Ok(ApiResponse::json(200, &wire::app_out(&existing)));
+            }
+            Ok(existing) => {
+                return Err(ApiError::Conflict {
+                    code: "conflict",
+                    detail: format!(
+                        "an application with uid {uid:?} exists ({}); pass get_if_exists=true \
+                         to get it instead",
+                        existing.id
+                    ),
+                });
+            }
+            Err(ManageError::NotFound(_)) => {}
+            Err(e) => return Err(refused(e)),
+        }
+    }
+    let created = manage::create_tenant(cx.db, &spec, Some(cx.actor))
+        .await
+        .map_err(refused)?;
+    Ok(ApiResponse::json(201, &wire::app_out(&created)))
+}
+
+/// `GET /api/v1/app/{app_id}` (its id or uid).
+pub(crate) async fn get(cx: &Ctx<'_>, app: &str) -> Result<ApiResponse, ApiError> {
+    let tenant = manage::get_tenant(cx.db, app).await.map_err(refused)?;
+    Ok(ApiResponse::json(200, &wire::app_out(&tenant)))
+}
+
+/// `PUT /api/v1/app/{app_id}`: replaces every field (200), or creates the
+/// application when none has that id or uid (201), as Svix's upsert does.
+pub(crate) async fn put(cx: &Ctx<'_>, app: &str) -> Result<ApiResponse, ApiError> {
+    let spec = wire::app_in(&Body::parse(&cx.req.body, false)?)?;
+    match manage::get_tenant(cx.db, app).await {
+        Ok(tenant) => {
+            let updated = manage::update_tenant(cx.db, &tenant.id, &spec, Some(cx.actor))
+                .await
+                .map_err(refused)?;
+            Ok(ApiResponse::json(200, &wire::app_out(&updated)))
+        }
+        Err(ManageError::NotFound(_)) => {
+            let created = manage::create_tenant(cx.db, &spec, Some(cx.actor))
+                .await
+                .map_err(refused)?;
+            Ok(ApiResponse::json(201, &wire::app_out(&created)))
+        }
+        Err(e) => Err(refused(e)),
+    }
+}
+
+/// `PATCH /api/v1/app/{app_id}`: the fields given.
+pub(crate) async fn patch(cx: &Ctx<'_>, app: &str) -> Result<ApiResponse, ApiError> {
+    let changes = wire::app_patch(&Body::parse(&cx.req.body, false)?)?;
+    let updated = manage::update_tenant(cx.db, app, &changes, Some(cx.actor))
+        .await
+        .map_err(refused)?;
+    Ok(ApiResponse::json(200, &wire::app_out(&updated)))
+}
+
+/// `DELETE /api/v1/app/{app_id}`: with its endpoints, their secrets and
+/// undelivered deliveries (204).
+pub(crate) async fn delete(cx: &Ctx<'_>, app: &str) -> Result<ApiResponse, ApiError> {
+    let deleted = manage::delete_tenant(cx.db, app, Some(cx.actor))
+        .await
+        .map_err(refused)?;
+    tracing::info!(deleted = %json!(deleted), "application deleted through the API");
+    Ok(ApiResponse::empty(204))
+}
