@@ -6,7 +6,23 @@ use serde_json::json;
 use super::error::ApiError;
 use super::wire::{self, Body};
 use super::{ApiResponse, Ctx};
+use crate::params;
+use crate::store::{Statement, fetch_optional};
 use crate::tenants::{ManageError, manage};
+
+/// The tenant `key` names (id or uid), if any, without raising: inside a
+/// request's transaction a function's "not found" would abort it.
+const FIND: Statement = Statement::new(
+    "management.app_find",
+    "SELECT id FROM hookbox_tenants WHERE id = :key OR uid = :key",
+);
+
+pub(crate) async fn find(cx: &Ctx<'_>, key: &str) -> Result<Option<String>, ApiError> {
+    Ok(fetch_optional(cx.db, &FIND, &params! { "key" => key })
+        .await?
+        .map(|r| r.text("id"))
+        .transpose()?)
+}
 
 fn refused(e: ManageError) -> ApiError {
     ApiError::from_manage(e, wire::app_field)
@@ -35,22 +51,18 @@ pub(crate) async fn create(cx: &Ctx<'_>) -> Result<ApiResponse, ApiError> {
     let get_if_exists = wire::query_bool(&cx.req.query, "get_if_exists")?;
     let spec = wire::app_in(&Body::parse(&cx.req.body, false)?)?;
     if let Some(uid) = spec["uid"].as_str() {
-        match manage::get_tenant(cx.db, uid).await {
-            Ok(existing) if get_if_exists => {
-                return Ok(ApiResponse::json(200, &wire::app_out(&existing)));
-            }
-            Ok(existing) => {
+        if let Some(id) = find(cx, uid).await? {
+            if !get_if_exists {
                 return Err(ApiError::Conflict {
                     code: "conflict",
                     detail: format!(
-                        "an application with uid {uid:?} exists ({}); pass get_if_exists=true \
-                         to get it instead",
-                        existing.id
+                        "an application with uid {uid:?} exists ({id}); pass get_if_exists=true \
+                         to get it instead"
                     ),
                 });
             }
-            Err(ManageError::NotFound(_)) => {}
-            Err(e) => return Err(refused(e)),
+            let existing = manage::get_tenant(cx.db, &id).await.map_err(refused)?;
+            return Ok(ApiResponse::json(200, &wire::app_out(&existing)));
         }
     }
     let created = manage::create_tenant(cx.db, &spec, Some(cx.actor))
@@ -69,20 +81,19 @@ pub(crate) async fn get(cx: &Ctx<'_>, app: &str) -> Result<ApiResponse, ApiError
 /// application when none has that id or uid (201), as Svix's upsert does.
 pub(crate) async fn put(cx: &Ctx<'_>, app: &str) -> Result<ApiResponse, ApiError> {
     let spec = wire::app_in(&Body::parse(&cx.req.body, false)?)?;
-    match manage::get_tenant(cx.db, app).await {
-        Ok(tenant) => {
-            let updated = manage::update_tenant(cx.db, &tenant.id, &spec, Some(cx.actor))
+    match find(cx, app).await? {
+        Some(id) => {
+            let updated = manage::update_tenant(cx.db, &id, &spec, Some(cx.actor))
                 .await
                 .map_err(refused)?;
             Ok(ApiResponse::json(200, &wire::app_out(&updated)))
         }
-        Err(ManageError::NotFound(_)) => {
+        None => {
             let created = manage::create_tenant(cx.db, &spec, Some(cx.actor))
                 .await
                 .map_err(refused)?;
             Ok(ApiResponse::json(201, &wire::app_out(&created)))
         }
-        Err(e) => Err(refused(e)),
     }
 }
 

@@ -13,8 +13,19 @@ use serde_json::json;
 use super::error::ApiError;
 use super::wire::{self, Body};
 use super::{ApiResponse, Ctx};
+use crate::params;
+use crate::store::{Statement, fetch_optional};
 use crate::tenants::secrets::{MAX_GRACE, generate_secret, parse_secret};
 use crate::tenants::{Endpoint, ManageError, manage};
+
+/// The endpoint `ep` (id or uid) of the tenant `app` (id or uid), if any,
+/// without raising (a function's "not found" would abort the transaction).
+const FIND: Statement = Statement::new(
+    "management.endpoint_find",
+    "SELECT e.id FROM hookbox_endpoints AS e
+       JOIN hookbox_tenants AS t ON t.id = e.tenant_id
+      WHERE (t.id = :app OR t.uid = :app) AND (e.id = :ep OR e.uid = :ep)",
+);
 
 fn refused(e: ManageError) -> ApiError {
     ApiError::from_manage(e, wire::endpoint_field)
@@ -95,19 +106,21 @@ pub(crate) async fn get(cx: &Ctx<'_>, app: &str, ep: &str) -> Result<ApiResponse
 pub(crate) async fn put(cx: &Ctx<'_>, app: &str, ep: &str) -> Result<ApiResponse, ApiError> {
     no_query(cx)?;
     let input = wire::endpoint_in(&Body::parse(&cx.req.body, false)?, false)?;
-    match manage::get_endpoint(cx.db, app, ep).await {
-        Ok(found) => {
-            let updated =
-                manage::update_endpoint(cx.db, app, &found.id, &input.spec, Some(cx.actor))
-                    .await
-                    .map_err(refused)?;
+    let found = fetch_optional(cx.db, &FIND, &params! { "app" => app, "ep" => ep })
+        .await?
+        .map(|r| r.text("id"))
+        .transpose()?;
+    match found {
+        Some(id) => {
+            let updated = manage::update_endpoint(cx.db, app, &id, &input.spec, Some(cx.actor))
+                .await
+                .map_err(refused)?;
             Ok(ApiResponse::json(200, &wire::endpoint_out(&updated)))
         }
-        Err(ManageError::NotFound(_)) => {
+        None => {
             let created = create_sealed(cx, app, &input.spec, None).await?;
             Ok(ApiResponse::json(201, &wire::endpoint_out(&created)))
         }
-        Err(e) => Err(refused(e)),
     }
 }
 

@@ -458,10 +458,46 @@ const ENDPOINT_FIELDS: &[&str] = &[
     "version",
 ];
 
+/// Svix's event type names and channels: `^[a-zA-Z0-9\-_.]+$` up to
+/// `max_len`, at most `max_items` (hookbox's own `*` patterns and longer
+/// lists are set through SQL or the CLI).
+fn names(
+    field: &str,
+    list: Option<Vec<String>>,
+    max_items: usize,
+    max_len: usize,
+) -> Result<Option<Vec<String>>, ApiError> {
+    if let Some(items) = &list {
+        if items.len() > max_items {
+            return Err(ApiError::validation(
+                field,
+                format!("holds {} items, at most {max_items}", items.len()),
+            ));
+        }
+        if let Some(bad) = items.iter().find(|i| !is_name(i) || i.len() > max_len) {
+            return Err(ApiError::validation(
+                field,
+                format!(
+                    "{bad:?} is not 1 to {max_len} letters, digits, '-', '_' or '.' \
+                     (^[a-zA-Z0-9\\-_.]+$; hookbox's `*` patterns are set through SQL or the CLI)"
+                ),
+            ));
+        }
+    }
+    Ok(list)
+}
+
 fn event_types(body: &Body) -> Result<Option<Vec<String>>, ApiError> {
-    let new = body.string_list("eventTypes")?;
-    let old = body.string_list("filterTypes")?;
-    Ok(new.or(old))
+    let field = if body.has("eventTypes") {
+        "eventTypes"
+    } else {
+        "filterTypes"
+    };
+    names(field, body.string_list(field)?, usize::MAX, 256)
+}
+
+fn channels(body: &Body) -> Result<Option<Vec<String>>, ApiError> {
+    names("channels", body.string_list("channels")?, 10, 128)
 }
 
 /// What `EndpointIn` (create) or `EndpointUpdate` (PUT) carry: the whole
@@ -488,7 +524,7 @@ pub(crate) fn endpoint_in(body: &Body, create: bool) -> Result<EndpointInput, Ap
         "uid": body.uid("uid")?,
         "disabled": body.bool("disabled")?.unwrap_or(false),
         "filter_types": event_types(body)?,
-        "channels": body.string_list("channels")?,
+        "channels": channels(body)?,
         "metadata": body.string_map("metadata")?.unwrap_or_default(),
         "rate_limit": throttle(body)?,
         "version": body.uint("version", 1, 2_147_483_647)?.unwrap_or(1),
@@ -525,7 +561,7 @@ pub(crate) fn endpoint_patch(body: &Body) -> Result<Value, ApiError> {
         changes.insert("filter_types".into(), json!(event_types(body)?));
     }
     if body.has("channels") {
-        changes.insert("channels".into(), json!(body.string_list("channels")?));
+        changes.insert("channels".into(), json!(channels(body)?));
     }
     if body.has("metadata") {
         changes.insert("metadata".into(), json!(body.string_map("metadata")?));
