@@ -11,7 +11,12 @@
 //! - a queue with SQS semantics (in memory: visibility timeout, receive
 //!   count, maxReceiveCount → DLQ; or a real SQS endpoint such as moto)
 //!   feeding the real processor handler as the event source mapping would;
-//! - the relay + sweeper loop, and `/admin`.
+//! - the relay + sweeper loop, and `/admin`;
+//! - `/api/v1/…`: the HTTP management API (Svix's API), with a bearer token
+//!   (`HOOKBOX_API_TOKENS`, or one generated and printed) or an AWS SigV4
+//!   signature for `execute-api` with the stack's access key (configured,
+//!   or generated and printed), verified as API Gateway's IAM
+//!   authorization does.
 //!
 //! The default configuration has the `demo` partner (a documented contract)
 //! and the `demo-downstream` destination, which is the stack's own
@@ -22,6 +27,7 @@ pub mod admin;
 pub mod demo;
 pub mod event_source;
 pub mod gateway;
+pub mod management;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -36,6 +42,8 @@ use hookbox::blob::fs::FsBlobStore;
 use hookbox::clock::{Clock, SystemClock};
 use hookbox::config::{ConfigStore, HookboxConfig, TransportKind};
 use hookbox::delivery::{Coalescing, EventBridgeTransport, MAX_BATCH, SqsTransport};
+use hookbox::management::sigv4::{AccessKey, SigV4Keys};
+use hookbox::management::{ApiTokens, ManagementApi};
 use hookbox::processing::ProcessorConfig;
 use hookbox::queue::memory::{MemoryQueue, MemoryQueueConfig};
 use hookbox::queue::sqs::SqsQueue;
@@ -108,7 +116,18 @@ pub struct Options {
     /// bytes, base64); `None`: a new random one (what was sealed under an
     /// earlier one does not open: reuse the key with an existing database).
     pub vault_key: Option<String>,
+    /// The management API's tokens (`HOOKBOX_API_TOKENS`); `None`: one
+    /// generated token named `local` ([`LocalStack::api_token`]).
+    pub api_tokens: Option<ApiTokens>,
+    /// The access key SigV4-signed management requests may use; `None`: one
+    /// generated ([`LocalStack::sigv4_key`]).
+    pub sigv4_key: Option<AccessKey>,
+    /// Keep every answer of the management API ([`LocalStack::api_answers`]).
+    pub record_api_answers: bool,
 }
+
+/// The principal of the generated local access key.
+pub const LOCAL_SIGV4_PRINCIPAL: &str = "arn:aws:iam::000000000000:user/hookbox-local";
 
 impl Default for Options {
     fn default() -> Self {
@@ -127,8 +146,20 @@ impl Default for Options {
             blob_dir: None,
             aws_endpoint: None,
             vault_key: None,
+            api_tokens: None,
+            sigv4_key: None,
+            record_api_answers: false,
         }
     }
+}
+
+/// A random token (`hb_` and 64 hex digits).
+fn random_token(prefix: &str) -> String {
+    format!(
+        "{prefix}{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
 }
 
 /// The built-in configuration for a stack listening on `port`.
@@ -181,6 +212,9 @@ pub struct LocalStack {
     tasks: Vec<JoinHandle<()>>,
     blob_dir: PathBuf,
     vault_key: String,
+    api_token: Option<String>,
+    sigv4_key: AccessKey,
+    api_answers: Option<Arc<Mutex<Vec<serde_json::Value>>>>,
     // dropped last: the data API and the cluster outlive the tasks
     _blob_tmp: Option<tempfile::TempDir>,
     _data_api: Option<local_data_api::BackgroundServer>,
@@ -331,6 +365,45 @@ impl LocalStack {
             ),
             clock: clock.clone(),
         });
+        // tenants' endpoints: secrets sealed under the local key vault,
+        // receivers on this machine (loopback) allowed by the SSRF guard
+        let vault = match &options.vault_key {
+            Some(key) => {
+                LocalVault::from_base64(key).map_err(|e| anyhow::anyhow!("--vault-key: {e}"))?
+            }
+            None => LocalVault::new(DataKey::random()),
+        };
+        let vault_key = base64::engine::general_purpose::STANDARD.encode(vault.key().expose());
+        let keeper = SecretKeeper::new(Arc::new(vault));
+        // the management API: a generated token unless tokens are given
+        let (tokens, api_token) = match &options.api_tokens {
+            Some(tokens) => (tokens.clone(), None),
+            None => {
+                let token = random_token("hb_");
+                let tokens = ApiTokens::default()
+                    .with_token("local", &token)
+                    .map_err(|e| anyhow::anyhow!("the generated token: {e}"))?;
+                (tokens, Some(token))
+            }
+        };
+        let sigv4_key = options.sigv4_key.clone().unwrap_or_else(|| {
+            AccessKey::new(
+                format!(
+                    "AKLOCAL{}",
+                    &uuid::Uuid::new_v4().simple().to_string()[..13]
+                )
+                .to_ascii_uppercase(),
+                random_token(""),
+                LOCAL_SIGV4_PRINCIPAL,
+            )
+        });
+        let management = Arc::new(management::Management {
+            api: ManagementApi::new(db.clone(), keeper.clone(), clock.clone(), tokens),
+            sigv4: SigV4Keys::default().with(sigv4_key.clone()),
+            clock: clock.clone(),
+            answers: options.record_api_answers.then(Arc::default),
+        });
+        let api_answers = management.answers.clone();
         let admin = admin::Admin {
             db: db.clone(),
             queue: queue.clone(),
@@ -351,6 +424,12 @@ impl LocalStack {
                     .layer(axum::extract::DefaultBodyLimit::max(
                         gateway::MAX_REQUEST_BYTES,
                     )),
+            )
+            .route(
+                "/api/v1/{*rest}",
+                axum::routing::any(management::handle)
+                    .with_state(management)
+                    .layer(axum::extract::DefaultBodyLimit::max(management::MAX_BODY)),
             )
             .route("/", axum::routing::get(index))
             .merge(
@@ -454,24 +533,13 @@ impl LocalStack {
                     )),
                 );
         }
-        // tenants' endpoints: secrets sealed under the local key vault,
-        // receivers on this machine (loopback) allowed by the SSRF guard
-        let vault = match &options.vault_key {
-            Some(key) => {
-                LocalVault::from_base64(key).map_err(|e| anyhow::anyhow!("--vault-key: {e}"))?
-            }
-            None => LocalVault::new(DataKey::random()),
-        };
-        let vault_key = base64::engine::general_purpose::STANDARD.encode(vault.key().expose());
         let loopback = ["127.0.0.0/8", "::1/128"]
             .iter()
             .map(|n| n.parse::<ipnet::IpNet>())
             .collect::<Result<Vec<_>, _>>()
             .context("the loopback networks")?;
-        let relay = relay.with_endpoints(Arc::new(EndpointDirectory::new(
-            SecretKeeper::new(Arc::new(vault)),
-            loopback,
-        )));
+        let relay =
+            relay.with_endpoints(Arc::new(EndpointDirectory::new(keeper.clone(), loopback)));
         let relay = RelayFunction::new(relay, config.clone(), clock.clone(), Arc::new(TokioPause));
         tasks.push(tokio::spawn(relay_loop(
             relay,
@@ -489,6 +557,9 @@ impl LocalStack {
             tasks,
             blob_dir,
             vault_key,
+            api_token,
+            sigv4_key,
+            api_answers,
             _blob_tmp: blob_tmp,
             _data_api: data_api,
             _cluster: cluster,
@@ -500,6 +571,27 @@ impl LocalStack {
     /// and a restart on the same database to open what it sealed.
     pub fn vault_key(&self) -> &str {
         &self.vault_key
+    }
+
+    /// The management API's generated token (named `local`), when no
+    /// tokens were configured: `Authorization: Bearer <it>`.
+    pub fn api_token(&self) -> Option<&str> {
+        self.api_token.as_deref()
+    }
+
+    /// The access key SigV4-signed management requests may use (service
+    /// `execute-api`, any region).
+    pub fn sigv4_key(&self) -> &AccessKey {
+        &self.sigv4_key
+    }
+
+    /// Every answer of the management API so far (`{method, path, status,
+    /// body}`), when started with `record_api_answers`.
+    pub fn api_answers(&self) -> Vec<serde_json::Value> {
+        self.api_answers
+            .as_ref()
+            .map(|a| a.lock().unwrap_or_else(|p| p.into_inner()).clone())
+            .unwrap_or_default()
     }
 
     /// The directory of the blob store (bodies over the inline threshold).
@@ -549,7 +641,8 @@ impl Drop for LocalStack {
 async fn index() -> axum::response::Html<&'static str> {
     axum::response::Html(
         "<!doctype html><title>hookbox local</title><p>hookbox local stack: \
-         <code>POST /webhooks/{partner}</code>, operator page at <a href=\"/admin\">/admin</a>.</p>",
+         <code>POST /webhooks/{partner}</code>, the management API (Svix's) under \
+         <code>/api/v1/</code>, operator page at <a href=\"/admin\">/admin</a>.</p>",
     )
 }
 

@@ -70,6 +70,33 @@ struct Args {
     /// with --database-url to open what an earlier run sealed.
     #[arg(long, env = "HOOKBOX_LOCAL_VAULT_KEY", hide_env_values = true)]
     vault_key: Option<String>,
+    /// The management API's tokens, hashed: `[{"name": "ci", "sha256":
+    /// "<hex of the token's SHA-256>"}]`. Default: one token, generated and
+    /// printed at start.
+    #[arg(long, env = hookbox::management::TOKENS_ENV, hide_env_values = true)]
+    api_tokens: Option<String>,
+    /// The access key SigV4-signed management requests may use (service
+    /// execute-api), as `ACCESS_KEY_ID:SECRET_ACCESS_KEY[:PRINCIPAL_ARN]`.
+    /// Default: one generated and printed at start.
+    #[arg(long, env = "HOOKBOX_LOCAL_SIGV4_KEY", hide_env_values = true)]
+    sigv4_key: Option<String>,
+}
+
+/// `ACCESS_KEY_ID:SECRET_ACCESS_KEY[:PRINCIPAL_ARN]`.
+fn parse_sigv4_key(text: &str) -> anyhow::Result<hookbox::management::sigv4::AccessKey> {
+    let mut parts = text.splitn(3, ':');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(id), Some(secret), principal) if !id.is_empty() && !secret.is_empty() => {
+            Ok(hookbox::management::sigv4::AccessKey::new(
+                id,
+                secret,
+                principal.unwrap_or(hookbox_local::LOCAL_SIGV4_PRINCIPAL),
+            ))
+        }
+        _ => anyhow::bail!(
+            "--sigv4-key (HOOKBOX_LOCAL_SIGV4_KEY) must be ACCESS_KEY_ID:SECRET_ACCESS_KEY[:PRINCIPAL_ARN]"
+        ),
+    }
 }
 
 #[tokio::main]
@@ -109,6 +136,12 @@ async fn main() -> anyhow::Result<()> {
         blob_dir: args.blob_dir,
         aws_endpoint: args.aws_endpoint,
         vault_key: args.vault_key,
+        api_tokens: args
+            .api_tokens
+            .as_deref()
+            .map(hookbox::management::ApiTokens::from_json)
+            .transpose()?,
+        sigv4_key: args.sigv4_key.as_deref().map(parse_sigv4_key).transpose()?,
     };
     hookbox_local::check(&options)?;
     if let Some(url) = &options.database_url {
@@ -133,6 +166,24 @@ async fn main() -> anyhow::Result<()> {
         "HOOKBOX_LOCAL_VAULT_KEY={} (seals tenants' endpoint secrets; the CLI needs it to \
          reveal or rotate one)",
         stack.vault_key()
+    );
+    let api = format!("{}/api/v1", stack.url());
+    match stack.api_token() {
+        Some(token) => println!(
+            "HOOKBOX_API_TOKEN={token} (the management API at {api}, Svix's API: e.g. \
+             Svix(\"{token}\", SvixOptions(server_url=\"{}\")); configure your own with \
+             {}, hashed)",
+            stack.url(),
+            hookbox::management::TOKENS_ENV
+        ),
+        None => println!("the management API at {api} (tokens from --api-tokens)"),
+    }
+    let key = stack.sigv4_key();
+    println!(
+        "AWS_ACCESS_KEY_ID={} AWS_SECRET_ACCESS_KEY={} (SigV4 for execute-api at {api}, as {})",
+        key.access_key_id,
+        key.secret_access_key(),
+        key.principal
     );
     match &args.config {
         // the demo's partners and secrets: ready-to-paste signed requests
