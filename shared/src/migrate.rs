@@ -155,6 +155,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "tenant_management",
         sql: include_str!("../migrations/0021_tenant_management.sql"),
     },
+    Migration {
+        version: 22,
+        name: "messages_recover",
+        sql: include_str!("../migrations/0022_messages_recover.sql"),
+    },
 ];
 
 /// Why migrating failed.

@@ -3,7 +3,8 @@
 //! tenant's matching endpoints only, the relay delivering to endpoints
 //! signed with their sealed secrets, rotation with a grace period, held
 //! deliveries of disabled endpoints and tenants, deletion that says how
-//! much it removed, and the audit trail.
+//! much it removed, the audit trail; messages, their attempts and recover
+//! (migration 22).
 
 mod common;
 
@@ -15,5 +16,7 @@ mod isolation;
 mod kms;
 #[path = "tenants/manage.rs"]
 mod manage;
+#[path = "tenants/messages.rs"]
+mod messages;
 #[path = "tenants/publish.rs"]
 mod publish;
