@@ -426,6 +426,58 @@ fn names_are_unique_lowercase_and_sorted() {
 }
 
 #[test]
+fn linear_refuses_a_webhook_timestamp_written_as_a_string_naming_the_field() {
+    // Signed correctly (hex HMAC-SHA256 with `hookbox-test-secret`), but
+    // `webhookTimestamp` is a JSON string: Linear's SDK refuses it
+    // (`typeof timestamp !== "number"`), and so does the preset.
+    let string = check(
+        "linear",
+        &[(
+            "Linear-Signature",
+            "525fe13db5b9689af4df650dfd4b1ea0176d12726a18aca8c48af7bb04ae4945",
+        )],
+        r#"{"action":"create","type":"Issue","webhookTimestamp":"1700000000000"}"#,
+        &["hookbox-test-secret"],
+        1_700_000_000,
+    );
+    assert!(malformed(&string, "/webhookTimestamp"), "{string:?}");
+    let shown = format!("{}", string.as_ref().expect_err("refused"));
+    assert!(
+        shown.contains("/webhookTimestamp") && shown.contains("string"),
+        "{shown}"
+    );
+    // A boolean is no number either.
+    let boolean = check(
+        "linear",
+        &[(
+            "Linear-Signature",
+            "23d428e05f0f9e7e060dfba42adcf3387568d2e14f26f220ceaeee80edbeed4d",
+        )],
+        r#"{"action":"create","type":"Issue","webhookTimestamp":true}"#,
+        &["hookbox-test-secret"],
+        1_700_000_000,
+    );
+    assert!(malformed(&boolean, "/webhookTimestamp"), "{boolean:?}");
+    // The same body with the number verifies (the computed vector).
+    let number = check(
+        "linear",
+        &[(
+            "Linear-Signature",
+            "8f907dcb89784bd6bc197feb5443fb4f4d49acaf389d1e974ecf358607923a57",
+        )],
+        r#"{"action":"create","type":"Issue","webhookTimestamp":1700000000000}"#,
+        &["hookbox-test-secret"],
+        1_700_000_000,
+    );
+    assert!(number.is_ok(), "{number:?}");
+    // Mailgun's timestamp stays a string, as Mailgun sends it.
+    assert!(matches!(
+        preset("mailgun").recipe,
+        Recipe::Signed(signed) if signed.timestamp.is_some_and(|t| t.format == hookbox::signature::TimeFormat::Seconds)
+    ));
+}
+
+#[test]
 fn every_preset_compiles_and_round_trips_as_configuration() {
     for preset in presets::all() {
         let verifier = preset.verifier().expect(preset.name);

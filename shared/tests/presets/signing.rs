@@ -72,7 +72,7 @@ fn verify_time(preset: &Preset, body: &str) -> i64 {
                     .and_then(serde_json::Value::as_i64)
                     .expect("a numeric timestamp");
                 match at.format {
-                    TimeFormat::Millis => number / 1000,
+                    TimeFormat::Millis | TimeFormat::MillisNumber => number / 1000,
                     _ => number,
                 }
             }

@@ -113,10 +113,11 @@ pub(crate) const LINEAR: Preset = Preset {
         },
         encoding: Encoding::Hex,
         message: BODY,
-        // Inside the signed body.
+        // Inside the signed body, a JSON number (Linear's SDK refuses a
+        // string).
         timestamp: Some(TimestampAt {
             source: TimestampSource::Json("/webhookTimestamp"),
-            format: TimeFormat::Millis,
+            format: TimeFormat::MillisNumber,
         }),
     }),
     tolerance_secs: Some(60),
