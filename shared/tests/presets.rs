@@ -318,7 +318,8 @@ fn official_or_sdk_vectors_cover_these_presets() {
     // provider published or that its official SDK generated or confirmed
     // (`tools/presets/sdk/generate.mjs`). 29 when it was set, 30 with
     // gitlab-signed, 47 with the presets added with an SDK vector on
-    // 2026-12-03 (issue #28 asks for 45).
+    // 2026-12-03 (issue #28 asks for 45), 51 with telnyx, plivo, sinch and
+    // viber (2026-12-04).
     let vouched: BTreeSet<&str> = all_vectors()
         .filter(|v| matches!(v.source, Source::Official(_) | Source::Sdk(_)))
         .map(|v| v.preset)
@@ -330,7 +331,7 @@ fn official_or_sdk_vectors_cover_these_presets() {
         presets::names().count()
     );
     assert!(
-        vouched.len() >= 47,
+        vouched.len() >= 51,
         "official or SDK vectors cover only {} presets: {vouched:?}",
         vouched.len()
     );
@@ -366,10 +367,14 @@ fn official_or_sdk_vectors_cover_these_presets() {
         "modern-treasury",
         "onfido",
         "orb",
+        "plivo",
         "pusher",
         "retell",
+        "sinch",
         "stream-chat",
+        "telnyx",
         "twilio-sha256",
+        "viber",
         "webflow",
         "zoom",
     ] {
@@ -381,26 +386,57 @@ fn official_or_sdk_vectors_cover_these_presets() {
 /// one (see `official_or_sdk_vectors_cover_these_presets`).
 const COMPUTED_ONLY: &[&str] = &[
     "airtable",
+    "airwallex",
+    "alchemy",
     "asana",
+    "attio",
     "bitbucket",
+    "bolt",
+    "buildkite",
+    "cal-com",
     "calendly",
+    "checkout-com",
+    "circleci",
+    "clickup",
+    "close",
+    "customer-io",
     "docusign",
     "dropbox",
+    "flutterwave",
+    "frame-io",
+    "gitea",
     "gitlab",
+    "help-scout",
+    "heroku",
     "intercom",
     "jira",
     "lemon-squeezy",
+    "mailjet",
+    "maxio",
     "meta",
+    "microsoft-teams",
     "mollie",
     "netlify",
+    "okta",
     "paystack",
+    "persona",
     "postmark",
     "segment",
+    "sendbird",
     "sentry",
+    "squarespace",
+    "sumsub",
+    "tally",
+    "telegram",
     "twitch-eventsub",
     "typeform",
+    "vapi",
     "vercel",
+    "veriff",
     "woocommerce",
+    "x-activity",
+    "xendit",
+    "zendesk",
 ];
 
 #[test]
@@ -423,6 +459,18 @@ fn names_are_unique_lowercase_and_sorted() {
     sorted.sort_unstable();
     assert_eq!(names, sorted, "keep the catalog alphabetical");
     assert!(names.len() >= 45, "{} presets", names.len());
+}
+
+#[test]
+fn the_registry_lists_at_least_94_presets_one_summary_line_each() {
+    // `hookbox presets` prints `summary()` of every entry, one a line, name
+    // first (issue #45 asks for 94 or more).
+    let lines: Vec<String> = presets::all().iter().map(Preset::summary).collect();
+    assert!(lines.len() >= 94, "{} presets", lines.len());
+    for (line, name) in lines.iter().zip(presets::names()) {
+        assert_eq!(line.split('\t').next(), Some(name), "{line}");
+        assert_eq!(line.split('\t').count(), 3, "{line}");
+    }
 }
 
 #[test]
