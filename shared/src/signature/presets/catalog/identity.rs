@@ -26,17 +26,19 @@ pub(crate) const OKTA: Preset = Preset {
 pub(crate) const PERSONA: Preset = Preset {
     name: "persona",
     provider: "Persona",
-    // `t=<s>,v1=<hex>`; while a secret rotates Persona sends two such sets
-    // separated by a space, so each `,` item may hold `v1=… t=…`: the
-    // space-separated rest of an item is then another item's start, which
-    // this recipe does not split (the first set verifies).
+    // `t=<s>,v1=<hex>`. While a secret rotates Persona sends two such sets
+    // separated by a space (`t=A,v1=X t=B,v1=Y`); split at `,` the first
+    // signature runs into the second set (`v1=X t=B`) and does not decode,
+    // so only `Y` is checked, over `A`: during a rotation a request
+    // verifies only with the new secret and when both sets carry the same
+    // time. Splitting at both separators needs a recipe change.
     recipe: t_dot_body(&["Persona-Signature"], &["v1="], TimeFormat::Seconds),
     // Persona documents no window: the 5 minutes of Stripe's layout.
     tolerance_secs: Some(300),
     event_id: Json("/data/id"),
     event_type: Json("/data/attributes/name"),
     handshake: None,
-    secret: "the webhook's secret (Dashboard, Webhooks; `wbhsec_…`, text)",
+    secret: "the webhook's secret (Dashboard, Webhooks; text)",
     docs: "https://docs.withpersona.com/docs/webhooks-best-practices#checking-signatures",
     sample: Sample {
         headers: NO_HEADERS,
