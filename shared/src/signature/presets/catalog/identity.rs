@@ -57,7 +57,7 @@ pub(crate) const SUMSUB: Preset = Preset {
     event_type: Json("/type"),
     handshake: None,
     secret: "the webhook's secret key (Dev space, Webhooks), with the signature algorithm set to HMAC_SHA256_HEX",
-    docs: "https://docs.sumsub.com/docs/webhook-manager#verify-webhook-sender",
+    docs: "https://docs.sumsub.com/docs/webhook-manager",
     sample: Sample {
         headers: &[("X-Payload-Digest-Alg", "HMAC_SHA256_HEX")],
         body: r#"{"applicantId":"5c9e177b0a975a6eeccf5960","inspectionId":"5c9e177b0a975a6eeccf5961","correlationId":"req-63f92830-4d68-4eee-98d5-875d53a12258","levelName":"basic-kyc-level","externalUserId":"12672","type":"applicantReviewed","reviewStatus":"completed","createdAtMs":"2023-11-14 22:13:20.000"}"#,

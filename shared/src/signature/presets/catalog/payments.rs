@@ -464,7 +464,7 @@ pub(crate) const XENDIT: Preset = Preset {
     event_type: Json("/event"),
     handshake: None,
     secret: "the account's webhook verification token (Settings, Webhooks), sent as is in `x-callback-token`",
-    docs: "https://docs.xendit.co/docs/handling-webhooks",
+    docs: "https://docs.xendit.co/webhook/getting-started/",
     sample: Sample {
         headers: &[("webhook-id", "whk_01hf6j2q1y7v9k3m5n8p0r2t4w")],
         body: r#"{"event":"payment.succeeded","business_id":"5f27a14a9bf05c73dd040bc8","created":"2023-11-14T22:13:20.000Z","data":{"id":"py-01","status":"SUCCEEDED"}}"#,
