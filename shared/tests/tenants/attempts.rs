@@ -22,6 +22,7 @@ for_each_adapter!(
     attempts_show_a_receiver_that_fails_then_succeeds,
     recover_sends_again_exactly_the_failed_and_dead_deliveries_of_its_range,
     messages_go_with_their_tenant_and_with_their_last_delivery_at_retention,
+    only_tenants_deliveries_have_an_entry_in_the_message_index,
 );
 
 async fn attempts_show_a_receiver_that_fails_then_succeeds(adapter: Adapter) {
@@ -384,4 +385,28 @@ async fn messages_go_with_their_tenant_and_with_their_last_delivery_at_retention
             .len(),
         1
     );
+}
+
+async fn only_tenants_deliveries_have_an_entry_in_the_message_index(adapter: Adapter) {
+    let s = setup(adapter).await;
+    let db = s.db.as_ref();
+    let def = hookbox::store::fetch_one(
+        db,
+        &sql("SELECT indexdef FROM pg_indexes WHERE indexname = 'outbox_message'"),
+        &hookbox::params! {},
+    )
+    .await
+    .expect("index")
+    .text("indexdef")
+    .expect("indexdef");
+    assert!(def.ends_with("WHERE (message_id IS NOT NULL)"), "{def}");
+    // a message's deliveries are found through it
+    let tx = db.begin().await.expect("begin");
+    tx.execute(&sql("SET LOCAL enable_seqscan = off"), &hookbox::params! {})
+        .await
+        .expect("set");
+    let lookup = sql("SELECT o.id FROM outbox AS o WHERE o.message_id = :m");
+    let plan = common::plan(tx.as_ref(), &lookup, &hookbox::params! { "m" => "msg_x" }).await;
+    tx.rollback().await.expect("rollback");
+    common::assert_uses(&plan, "outbox_message", "outbox");
 }
