@@ -133,6 +133,24 @@ async fn attempts_show_a_receiver_that_fails_then_succeeds(adapter: Adapter) {
     .expect("page");
     assert_eq!(after_first.data.len(), 1);
     assert_eq!(after_first.data[0].id, ok.id);
+    let one = messages::get_attempt(db, "acme", &failed.id)
+        .await
+        .expect("get");
+    assert_eq!(&one, failed);
+    manage::create_tenant(db, &json!({"uid": "other", "name": "Other"}), None)
+        .await
+        .expect("other");
+    for (tenant, attempt, expected) in [
+        ("other", failed.id.as_str(), "has no attempt"),
+        ("acme", "atmpt_x", "is not an attempt id"),
+    ] {
+        match messages::get_attempt(db, tenant, attempt).await {
+            Err(ManageError::NotFound(m) | ManageError::Invalid(m)) => {
+                assert!(m.contains(expected), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     // an operator's replay moves the delivering attempt into the attempt
     // log: the attempts keep their ids, the delivery is pending again
