@@ -574,6 +574,40 @@ BEGIN
 END
 $$;
 
+-- One attempt of p_tenant's, by its id (which names its delivery).
+CREATE FUNCTION public.hookbox_attempt_get(p_tenant text, p_attempt text) RETURNS jsonb
+LANGUAGE plpgsql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, public, pg_temp
+AS $$
+DECLARE
+    c_fn constant text := 'hookbox_attempt_get';
+    v_tenant text := public.hookbox_tenant_id(p_tenant);
+    v_doc jsonb;
+BEGIN
+    IF v_tenant IS NULL THEN
+        RAISE EXCEPTION '%: no tenant %', c_fn, pg_catalog.quote_nullable(p_tenant)
+            USING ERRCODE = 'P0002';
+    END IF;
+    IF p_attempt IS NULL OR p_attempt !~ '^atmpt_[0-9a-f]{48}$' THEN
+        RAISE EXCEPTION '%: % is not an attempt id (atmpt_ and 48 hex digits)', c_fn,
+            pg_catalog.quote_nullable(pg_catalog.left(p_attempt, 200)) USING ERRCODE = '22023';
+    END IF;
+    SELECT a.doc INTO v_doc
+      FROM public.hookbox_attempts(ARRAY(
+               SELECT o.id FROM public.outbox AS o
+                 JOIN public.hookbox_messages AS m ON m.id = o.message_id
+                WHERE o.id = CAST(pg_catalog.substr(p_attempt, 23) AS uuid)
+                  AND m.tenant_id = v_tenant)) AS a
+     WHERE a.id = p_attempt COLLATE "C";
+    IF v_doc IS NULL THEN
+        RAISE EXCEPTION '%: tenant % has no attempt %', c_fn, pg_catalog.quote_literal(v_tenant),
+            pg_catalog.quote_literal(p_attempt) USING ERRCODE = 'P0002';
+    END IF;
+    RETURN v_doc;
+END
+$$;
+
 -- ----------------------------------------------------------------- recover
 
 -- Sends again an endpoint's failed deliveries created in [p_since,
@@ -691,6 +725,7 @@ GRANT EXECUTE ON FUNCTION
                                            timestamptz),
     public.hookbox_attempt_list_by_endpoint(text, text, text, integer, text, timestamptz,
                                             timestamptz),
+    public.hookbox_attempt_get(text, text),
     public.hookbox_endpoint_recover(text, text, timestamptz, timestamptz, jsonb)
 TO hookbox_manager;
 -- creating a message is publishing

@@ -8,6 +8,8 @@
 
 mod common;
 
+#[path = "tenants/attempts.rs"]
+mod attempts;
 #[path = "tenants/delivery.rs"]
 mod delivery;
 #[path = "tenants/isolation.rs"]

@@ -241,6 +241,11 @@ pub const ATTEMPTS_BY_ENDPOINT: Statement = Statement::new(
                 CAST(:after AS text), CAST(:limit AS integer), CAST(:status AS text),
                 CAST(:since AS timestamptz), CAST(:until AS timestamptz)) AS doc",
 );
+/// `hookbox_attempt_get`.
+pub const ATTEMPT_GET: Statement = Statement::new(
+    "messages.attempt_get",
+    "SELECT hookbox_attempt_get(CAST(:tenant AS text), CAST(:attempt AS text)) AS doc",
+);
 /// `hookbox_endpoint_recover`.
 pub const ENDPOINT_RECOVER: Statement = Statement::new(
     "endpoints.recover",
@@ -420,6 +425,21 @@ pub async fn list_attempts_by_endpoint(
             "since" => filter.since,
             "until" => filter.until,
         },
+    )
+    .await
+}
+
+/// One attempt of `tenant`'s, by its id (`atmpt_…`, which names its
+/// delivery): while its delivery is in the outbox.
+pub async fn get_attempt(
+    db: &dyn Executor,
+    tenant: &str,
+    attempt: &str,
+) -> Result<Attempt, ManageError> {
+    call(
+        db,
+        &ATTEMPT_GET,
+        params! { "tenant" => tenant, "attempt" => attempt },
     )
     .await
 }
