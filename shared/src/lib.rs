@@ -23,6 +23,7 @@ pub mod queue;
 pub mod signature;
 pub mod startup;
 pub mod store;
+pub mod subscription;
 pub mod tenants;
 pub mod vault;
 

@@ -156,6 +156,11 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/0021_tenant_management.sql"),
     },
     Migration {
+        version: 22,
+        name: "messages_recover",
+        sql: include_str!("../migrations/0022_messages_recover.sql"),
+    },
+    Migration {
         version: 23,
         name: "api_event_types_idempotency",
         sql: include_str!("../migrations/0023_api_event_types_idempotency.sql"),

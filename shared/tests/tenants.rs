@@ -3,10 +3,13 @@
 //! tenant's matching endpoints only, the relay delivering to endpoints
 //! signed with their sealed secrets, rotation with a grace period, held
 //! deliveries of disabled endpoints and tenants, deletion that says how
-//! much it removed, and the audit trail.
+//! much it removed, the audit trail; messages, their attempts and recover
+//! (migration 22).
 
 mod common;
 
+#[path = "tenants/attempts.rs"]
+mod attempts;
 #[path = "tenants/delivery.rs"]
 mod delivery;
 #[path = "tenants/isolation.rs"]
@@ -15,5 +18,7 @@ mod isolation;
 mod kms;
 #[path = "tenants/manage.rs"]
 mod manage;
+#[path = "tenants/messages.rs"]
+mod messages;
 #[path = "tenants/publish.rs"]
 mod publish;

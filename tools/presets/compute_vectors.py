@@ -114,6 +114,43 @@ def main():
         id=msg_id,
         signature="v1," + base64.b64encode(mac(base64.b64decode(key), f"{msg_id}.{TS}.{BODY}")).decode(),
     )
+
+    # Presets added for issue #45 (2026-12-04). Body only.
+    for name, prefix in [
+        ("alchemy", ""),
+        ("attio", ""),
+        ("cal-com", ""),
+        ("checkout-com", ""),
+        ("clickup", ""),
+        ("gitea", ""),
+        ("maxio", ""),
+        ("sendbird", ""),
+        ("sumsub", ""),
+        ("veriff", ""),
+    ]:
+        show(name, signature=prefix + hexmac(SECRET, BODY))
+    for name, prefix in [("bolt", ""), ("heroku", ""), ("tally", ""), ("x-activity", "sha256=")]:
+        show(name, signature=prefix + b64mac(SECRET, BODY))
+    show("help-scout", signature=b64mac(SECRET, BODY, hashlib.sha1))
+    # CircleCI: `v1=` + hex, over `an-important-request-payload` with `hunter123`.
+    show("circleci", signature="v1=" + hexmac("hunter123", "an-important-request-payload"))
+    # Microsoft Teams: `HMAC ` + base64, keyed with the base64-decoded token.
+    teams_key = base64.b64encode(b"teams-outgoing-webhook-token-32b").decode()
+    show("microsoft-teams", secret=teams_key, authorization="HMAC " + b64mac(base64.b64decode(teams_key), BODY))
+    # Squarespace and Close: the secret is hex, the key its decoded bytes.
+    hex_key = hashlib.sha256(b"hookbox hex key").hexdigest()
+    show("squarespace", secret=hex_key, signature=hexmac(bytes.fromhex(hex_key), BODY))
+    show("close", secret=hex_key, timestamp=TS, signature=hexmac(bytes.fromhex(hex_key), TS + BODY))
+    # Timestamp and body.
+    show("airwallex", timestamp=TS_MS, signature=hexmac(SECRET, TS_MS + BODY))
+    show("persona", signature=f"t={TS},v1=" + hexmac(SECRET, TS + "." + BODY))
+    show("buildkite", signature=f"timestamp={TS},signature=" + hexmac(SECRET, TS + "." + BODY))
+    show("frame-io", timestamp=TS, signature="v0=" + hexmac(SECRET, "v0:" + TS + ":" + BODY))
+    show("customer-io", timestamp=TS, signature=hexmac(SECRET, "v0:" + TS + ":" + BODY))
+    zendesk_ts = "2023-11-14T22:13:20Z"
+    show("zendesk", timestamp=zendesk_ts, signature=b64mac(SECRET, zendesk_ts + BODY))
+    # X's CRC answer: sha256= + base64 HMAC-SHA256(consumer secret, crc_token).
+    show("x-activity crc", crc_token="challenge_token_123", response_token="sha256=" + b64mac(SECRET, "challenge_token_123"))
     # Basic auth and tokens.
     show("chargebee/postmark", authorization="Basic " + base64.b64encode(b"hookbox:s3cret").decode())
     # Discord: Ed25519 over timestamp + body, with a fixed seed.

@@ -169,8 +169,8 @@ async fn outbox_rows(owner: &dyn Database) -> Vec<(String, String, String, Strin
 /// time), not `hookbox_publish`, not the table.
 #[tokio::test]
 async fn ingest_forwards_only_the_row_it_stored_to_its_partners_routes() {
+    use hookbox::config::route::Deliveries;
     use hookbox::inbox::routed::{AtIngest, Stored, insert_forwarded};
-    use hookbox::processing::routing::Deliveries;
 
     let (db, owner) = migrated().await;
     // as the relay syncs them: demo routes to billing and audit, hr to payroll
@@ -288,8 +288,8 @@ async fn ingest_forwards_only_the_row_it_stored_to_its_partners_routes() {
 /// schema the migrations do not own) cannot plant a better match.
 #[tokio::test]
 async fn a_planted_overload_is_never_called() {
+    use hookbox::config::route::Deliveries;
     use hookbox::inbox::routed::{AtIngest, Stored, insert_forwarded};
-    use hookbox::processing::routing::Deliveries;
 
     let db = TestDb::create().await;
     let owner: Arc<dyn Database> =

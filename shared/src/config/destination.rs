@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::target::{HttpTarget, RawTarget, Target, TransportKind};
 use super::{ConfigError, is_name};
-use crate::outbox::subscription::{RawSubscription, Subscription};
+use crate::subscription::{RawSubscription, Subscription};
 
 /// Backoff after failed delivery attempts 1, 2, 3, …: 5 s, 5 min, 30 min,
 /// 2 h, 5 h, 10 h, 10 h (the last step repeats if `max_attempts` is larger).
@@ -54,7 +54,7 @@ pub struct Destination {
     /// Delay after failed attempt n is `backoff[n - 1]` (the last repeats), ±20%.
     pub backoff: Vec<Duration>,
     /// The published events it gets (`None`: only those published to it by
-    /// name). See [`crate::outbox::subscription`].
+    /// name). See [`crate::subscription`].
     pub subscription: Option<Subscription>,
     /// The breaker opens after this many failed attempts in a row.
     pub trip_after: u32,

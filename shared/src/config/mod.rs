@@ -39,7 +39,7 @@
 //! ```
 //!
 //! `subscribe` (optional; without it a destination gets only the events
-//! published to it by name) is documented in [`crate::outbox::subscription`]
+//! published to it by name) is documented in [`crate::subscription`]
 //! and docs/publishing.md.
 //!
 //! A destination's `"type"` is its transport: `"http"` (the default, the

@@ -31,9 +31,8 @@ use super::InboxStatus;
 use super::lease::bounded;
 use super::repo::{NewInboxEvent, stored_id};
 use crate::config::Partner;
-use crate::config::route::Unrouted;
+use crate::config::route::{self, Deliveries, Plan, Unrouted};
 use crate::params;
-use crate::processing::routing::{self, Deliveries, Plan};
 use crate::store::{DbError, Executor, Statement, Value, fetch_optional};
 
 /// Turns forwarding at ingest on (`true`) or off (`false`, the default):
@@ -90,7 +89,7 @@ pub fn at_ingest(partner: &Partner, event: &NewInboxEvent) -> Option<AtIngest> {
     let body = event.body.inline()?;
     let payload: serde_json::Value = serde_json::from_slice(body).ok()?;
     Some(
-        match routing::plan(
+        match route::plan(
             partner,
             &event.event_id,
             event.event_type.as_deref(),

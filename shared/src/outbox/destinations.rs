@@ -11,10 +11,10 @@
 
 use chrono::{DateTime, Utc};
 
-use super::subscription::like_pattern;
 use crate::config::HookboxConfig;
 use crate::params;
 use crate::store::{DbError, Executor, Statement, fetch_one};
+use crate::subscription::like_pattern;
 
 /// Makes `outbox_destinations` what `config` says, in ONE statement:
 /// destinations no longer configured are removed, new and changed ones

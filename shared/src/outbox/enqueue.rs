@@ -46,7 +46,7 @@ pub const MAX_AGGREGATE_TYPE_BYTES: usize = 128;
 /// Longest `aggregate_id` (it often comes from partner input, e.g. an order id).
 pub const MAX_AGGREGATE_ID_BYTES: usize = 512;
 /// Longest `event_type`.
-pub const MAX_OUTBOX_EVENT_TYPE_BYTES: usize = 256;
+pub const MAX_OUTBOX_EVENT_TYPE_BYTES: usize = crate::subscription::MAX_EVENT_TYPE_BYTES;
 
 /// Why an event could not be enqueued.
 #[derive(Debug, thiserror::Error)]

@@ -26,7 +26,6 @@ pub mod payload;
 pub mod publish;
 pub mod relay;
 pub mod repo;
-pub mod subscription;
 
 use std::fmt;
 use std::str::FromStr;

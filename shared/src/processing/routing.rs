@@ -1,6 +1,7 @@
 //! Forwarding by routes: the business handler a team deploys without
 //! writing Rust. Each verified, deduplicated partner event goes to the
-//! destinations its partner's routes name (`config::route`), as one outbox
+//! destinations its partner's routes name (`config::route`, which also
+//! makes the plan: what a partner's routes make of one event), as one outbox
 //! row per matching route, written in the processor's transaction: the
 //! inbox row's `processed` status and its deliveries commit together, so a
 //! crash never forwards without recording or records without forwarding.
@@ -28,21 +29,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::handler::{BusinessHandler, HandlerError, InboxEvent, Outcome};
-use crate::config::route::{self, Unrouted};
+use crate::config::route::{Plan, Unrouted, plan as route_plan};
 use crate::config::{ConfigStore, Partner};
 use crate::inbox;
 use crate::outbox::{self, JsonOutboxEvent};
 use crate::store::Transaction;
-
-/// The aggregate type of forwarded events: their aggregate is
-/// `partner:<name>` with the ordering key (or event id) as its id.
-pub fn aggregate_type(partner: &str) -> String {
-    format!("partner:{partner}")
-}
-
-/// The event type of a forwarded event whose partner names none (or that
-/// carried none): matched by the route pattern `*` only.
-pub const UNTYPED: &str = "untyped";
 
 /// Routes each event of a partner with routes; hands the others to an
 /// optional Rust handler.
@@ -139,60 +130,6 @@ pub enum Forwarded {
     Unrouted(String),
 }
 
-/// What a partner's routes make of one event: the same at ingest (which
-/// forwards in the statement that stores the event, `inbox::routed`) and in
-/// the processor ([`forward`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Plan {
-    /// One delivery per matched route, all with the same fields.
-    Deliver(Deliveries),
-    /// No route matched: why (names the partner and the event type).
-    Unrouted(String),
-}
-
-/// The deliveries of one event: one outbox row per destination.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Deliveries {
-    /// The matched routes' destinations, in route order, each once.
-    pub destinations: Vec<String>,
-    /// The event's type, or [`UNTYPED`].
-    pub event_type: String,
-    /// `partner:<name>` ([`aggregate_type`]).
-    pub aggregate_type: String,
-    /// The ordering key, or the event id when the partner has none.
-    pub aggregate_id: String,
-}
-
-/// Matches `payload` (the event's JSON body) against `partner`'s routes.
-pub fn plan(
-    partner: &Partner,
-    event_id: &str,
-    event_type: Option<&str>,
-    ordering_key: Option<&str>,
-    payload: &serde_json::Value,
-) -> Plan {
-    let event_type = event_type.unwrap_or(UNTYPED);
-    let routes = route::matching(&partner.routes, event_type, payload);
-    if routes.is_empty() {
-        return Plan::Unrouted(format!(
-            "no route of partner {:?} matches event type {event_type:?} (and its filters)",
-            partner.name
-        ));
-    }
-    Plan::Deliver(Deliveries {
-        // (every route names a destination of the same configuration:
-        // checked when it was parsed)
-        destinations: routes.iter().map(|r| r.to.clone()).collect(),
-        event_type: event_type.to_owned(),
-        aggregate_type: aggregate_type(&partner.name),
-        // an empty key is no key (an empty id is no aggregate)
-        aggregate_id: ordering_key
-            .filter(|k| !k.is_empty())
-            .unwrap_or(event_id)
-            .to_owned(),
-    })
-}
-
 /// True when a string (or key) of `payload` holds U+0000: PostgreSQL's
 /// jsonb refuses it, so such a payload cannot be an outbox row.
 pub fn holds_nul(payload: &serde_json::Value) -> bool {
@@ -241,7 +178,7 @@ pub async fn forward(
             row.partner, row.event_id
         )));
     }
-    let plan = plan(
+    let plan = route_plan(
         partner,
         &row.event_id,
         row.event_type.as_deref(),

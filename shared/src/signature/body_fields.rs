@@ -24,6 +24,8 @@ enum Field {
     /// A number or boolean as JSON writes it, on the stack (a timestamp:
     /// no allocation).
     Short(Short),
+    /// A number too long for [`Field::Short`], as JSON writes it.
+    Long(String),
     /// Another kind of value (object, array, null).
     Other,
 }
@@ -134,7 +136,7 @@ impl Body {
                         if fmt::Write::write_fmt(&mut short, format_args!("{value}")).is_ok() {
                             Field::Short(short)
                         } else {
-                            Field::Text(value.to_string())
+                            Field::Long(value.to_string())
                         }
                     }
                     Some(_) => Field::Other,
@@ -156,13 +158,35 @@ impl Body {
             Fields::NotJson => return Err(malformed(pointer, "the body is not JSON")),
         };
         match fields.iter().find(|(p, _)| *p == pointer).map(|(_, f)| f) {
-            Some(Field::Text(text)) => Ok(text),
+            Some(Field::Text(text) | Field::Long(text)) => Ok(text),
             Some(Field::Short(short)) => short
                 .as_str()
                 .ok_or_else(|| malformed(pointer, "body field is not a string or number")),
             Some(Field::Other) => Err(malformed(pointer, "body field is not a string or number")),
             Some(Field::Missing) | None => Err(missing(pointer)),
         }
+    }
+}
+
+impl Body {
+    /// The text of the field at `pointer`, which must be a JSON number (a
+    /// string, even of digits, is refused, naming the field).
+    pub(super) fn number(&self, pointer: &'static str) -> Result<&str, SignatureError> {
+        if let Fields::Read(fields) = &self.fields {
+            match fields.iter().find(|(p, _)| *p == pointer).map(|(_, f)| f) {
+                Some(Field::Text(_)) => {
+                    return Err(malformed(
+                        pointer,
+                        "body field is a JSON string, not a number",
+                    ));
+                }
+                Some(Field::Short(short)) if matches!(short.as_str(), Some("true" | "false")) => {
+                    return Err(malformed(pointer, "body field is a boolean, not a number"));
+                }
+                _ => {}
+            }
+        }
+        self.field(pointer)
     }
 }
 

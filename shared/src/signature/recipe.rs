@@ -188,6 +188,11 @@ pub enum TimeFormat {
     Seconds,
     /// Unix milliseconds, digits only.
     Millis,
+    /// Unix milliseconds, digits only, written as a JSON number: for a
+    /// timestamp in the body, a JSON string is refused (Linear's
+    /// `webhookTimestamp`, which Linear's SDK refuses as a string). In a
+    /// header, the same as [`TimeFormat::Millis`].
+    MillisNumber,
     /// RFC 3339, e.g. `2024-01-01T00:00:00.123456789Z`.
     Rfc3339,
     /// An ISO 8601 date and time in UTC written without an offset, e.g.
@@ -241,7 +246,7 @@ pub(super) fn invalid_secret(
 pub(crate) fn parse_time(text: &str, format: TimeFormat) -> Result<i64, &'static str> {
     match format {
         TimeFormat::Seconds => timestamp::parse_unix_seconds(text),
-        TimeFormat::Millis => {
+        TimeFormat::Millis | TimeFormat::MillisNumber => {
             // ASCII first: the split below is by bytes, and a header or body
             // field may hold any character (found by the fuzz target).
             if text.len() < 4 || !text.is_ascii() {
@@ -466,6 +471,7 @@ impl fmt::Display for Signed {
             let format = match at.format {
                 TimeFormat::Seconds => "s",
                 TimeFormat::Millis => "ms",
+                TimeFormat::MillisNumber => "ms, a JSON number",
                 TimeFormat::Rfc3339 => "RFC 3339",
                 TimeFormat::UtcDateTime => "ISO 8601, UTC",
             };

@@ -17,7 +17,7 @@ use super::headers::Headers;
 use super::keys::{KeyUse, PreparedKey};
 use super::parse::MAX_SIGNATURES;
 use super::recipe::{
-    Context, KeyFormat, Part, Primitive, SCHEME, SignatureAt, Signed, TimestampSource,
+    Context, KeyFormat, Part, Primitive, SCHEME, SignatureAt, Signed, TimeFormat, TimestampSource,
     invalid_secret, malformed, missing, no_match, parse_time,
 };
 use super::secret::Secret;
@@ -246,6 +246,9 @@ impl Signed {
                 (header, text)
             }
             TimestampSource::Json(pointer) => match body {
+                Some(body) if at.format == TimeFormat::MillisNumber => {
+                    (pointer, body.number(pointer)?)
+                }
                 Some(body) => (pointer, body.field(pointer)?),
                 // The authorizer has no body: nothing to check yet.
                 None => return Ok(None),

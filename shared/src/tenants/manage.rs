@@ -57,7 +57,7 @@ impl Actor {
         }
     }
 
-    fn json(actor: Option<&Actor>) -> Value {
+    pub(super) fn json(actor: Option<&Actor>) -> Value {
         actor.map_or(Value::Null, |a| {
             Value::Json(serde_json::json!({"face": a.face.as_str(), "principal": a.principal}))
         })
@@ -125,7 +125,9 @@ impl From<DbError> for ManageError {
     }
 }
 
-async fn call<T: DeserializeOwned>(
+/// Runs `statement` (one function call answering a document as `doc`) and
+/// reads the document.
+pub(super) async fn call<T: DeserializeOwned>(
     db: &dyn Executor,
     statement: &'static Statement,
     params: crate::store::Params,

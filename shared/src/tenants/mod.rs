@@ -13,7 +13,10 @@
 //! - [`manage`]: create, read, list, update, disable, enable and delete
 //!   tenants and endpoints; rotation; the audit trail.
 //! - [`publish`]: an event to one tenant's matching endpoints, in the
-//!   caller's transaction.
+//!   caller's transaction (recorded as a message).
+//! - [`messages`]: messages (with the caller's `event_id`, deduplicated),
+//!   their deliveries' attempts, and recovering an endpoint's failed
+//!   deliveries (migration 22).
 //! - [`secrets`]: generating, sealing and opening endpoints' signing secrets
 //!   (envelope encryption under the [`crate::vault`]).
 //! - [`directory`]: what the relay knows of an endpoint it delivers to,
@@ -21,6 +24,7 @@
 
 pub mod directory;
 pub mod manage;
+pub mod messages;
 pub mod publish;
 pub mod secrets;
 
@@ -31,6 +35,7 @@ use serde::{Deserialize, Serialize};
 
 pub use directory::EndpointDirectory;
 pub use manage::{Actor, Face, ManageError};
+pub use messages::{Attempt, AttemptStatus, CreatedMessage, DeliveryStatus, Message, Recovered};
 pub use publish::{TenantDelivery, TenantEvent, publish_to};
 pub use secrets::SecretKeeper;
 
@@ -134,6 +139,9 @@ pub struct Deleted {
     pub secrets: i64,
     /// Deliveries deleted before they were delivered.
     pub undelivered: i64,
+    /// Messages deleted (a tenant's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<i64>,
 }
 
 /// One entry of the audit trail.

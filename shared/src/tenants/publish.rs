@@ -1,9 +1,10 @@
 //! Publishing to one tenant, in the caller's transaction
-//! (`hookbox_publish_to`, migration 20): one outbox row per endpoint of that
+//! (`hookbox_publish_to`, migrations 20 and 22): the message is recorded
+//! ([`super::messages`]), and one outbox row written per endpoint of that
 //! tenant whose subscription matches, each its own delivery with its own
-//! `webhook-id`; never a row for another tenant. No matching endpoint: no
-//! row (the event is not kept for endpoints added later). A tenant that does
-//! not exist is an error.
+//! `webhook-id`; never a row for another tenant. No matching endpoint: the
+//! message alone, no delivery (it is not sent to endpoints added later). A
+//! tenant that does not exist is an error.
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;

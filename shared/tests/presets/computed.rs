@@ -249,4 +249,174 @@ pub(super) const VECTORS: &[Vector] = &[
         wrong_secret: "hookbox:other",
         ..body("postmark")
     },
+    // Presets added for issue #45 (2026-12-04): no published vector, and
+    // no official SDK function that signs or verifies them (see
+    // tools/presets/official-vectors-research.md).
+    Vector {
+        headers: headers!("X-Alchemy-Signature" => HEX),
+        ..body("alchemy")
+    },
+    Vector {
+        headers: headers!("Attio-Signature" => HEX),
+        ..body("attio")
+    },
+    Vector {
+        headers: headers!("X-Cal-Signature-256" => HEX),
+        ..body("cal-com")
+    },
+    Vector {
+        headers: headers!("Cko-Signature" => HEX),
+        ..body("checkout-com")
+    },
+    Vector {
+        headers: headers!("X-Signature" => HEX),
+        ..body("clickup")
+    },
+    Vector {
+        headers: headers!("X-Gitea-Signature" => HEX),
+        ..body("gitea")
+    },
+    Vector {
+        headers: headers!("X-Chargify-Webhook-Signature-Hmac-Sha-256" => HEX),
+        ..body("maxio")
+    },
+    Vector {
+        headers: headers!("x-sendbird-signature" => HEX),
+        ..body("sendbird")
+    },
+    Vector {
+        headers: headers!(
+            "X-Payload-Digest" => HEX,
+            "X-Payload-Digest-Alg" => "HMAC_SHA256_HEX",
+        ),
+        ..body("sumsub")
+    },
+    Vector {
+        headers: headers!("X-HMAC-SIGNATURE" => HEX),
+        ..body("veriff")
+    },
+    Vector {
+        headers: headers!("X-Bolt-Hmac-Sha256" => B64),
+        ..body("bolt")
+    },
+    Vector {
+        headers: headers!("Heroku-Webhook-Hmac-SHA256" => B64),
+        ..body("heroku")
+    },
+    Vector {
+        headers: headers!("Tally-Signature" => B64),
+        ..body("tally")
+    },
+    Vector {
+        headers: headers!("x-twitter-webhooks-signature" => "sha256=DrmhK3milcHXhTdqi77zQ9efWx0wDUuZ4YYqs9YOH0E="),
+        ..body("x-activity")
+    },
+    Vector {
+        headers: headers!("X-HelpScout-Signature" => "lunIZ8LEP6VmiZ5RyLLBVAkluSk="),
+        ..body("help-scout")
+    },
+    Vector {
+        // The key is the base64-decoded security token.
+        headers: headers!("Authorization" => "HMAC i5son9g2DFmO8tYsnPWZV2Ci58YATwipLApviI0VGHY="),
+        secrets: &["dGVhbXMtb3V0Z29pbmctd2ViaG9vay10b2tlbi0zMmI="],
+        wrong_secret: "c2VjcmV0",
+        ..body("microsoft-teams")
+    },
+    Vector {
+        // The key is the hex-decoded secret.
+        headers: headers!("Squarespace-Signature" => "1e1c96fae044cfc81e2ce1eac1daaa596271cabd84f1c31740eb9ee4892d1c4b"),
+        secrets: &["e8e9c55551a368c30fbb4cafd81f648ad6e032f2ab41d830cf338e219972244b"],
+        wrong_secret: "00ff",
+        ..body("squarespace")
+    },
+    Vector {
+        headers: headers!(
+            "close-sig-timestamp" => "1700000000",
+            "close-sig-hash" => "64aac5b2f450eb6b2472f4c8deba3e321aef58fba696156c14a3e964c3280017",
+        ),
+        secrets: &["e8e9c55551a368c30fbb4cafd81f648ad6e032f2ab41d830cf338e219972244b"],
+        wrong_secret: "00ff",
+        now: 1_700_000_000,
+        ..body("close")
+    },
+    Vector {
+        headers: headers!(
+            "x-timestamp" => "1700000000000",
+            "x-signature" => "2200b9667807cec326bc0ba0032701cb63db4fe80ae401dcf79d412fd15990a4",
+        ),
+        now: 1_700_000_000,
+        ..body("airwallex")
+    },
+    Vector {
+        headers: headers!("Persona-Signature" => "t=1700000000,v1=c67c06f43a7c737b66abd1e0bf1b42717e8669ec70a5ae0a80a817ab6663d049"),
+        now: 1_700_000_000,
+        ..body("persona")
+    },
+    Vector {
+        headers: headers!(
+            "X-Buildkite-Signature" => "timestamp=1700000000,signature=c67c06f43a7c737b66abd1e0bf1b42717e8669ec70a5ae0a80a817ab6663d049",
+        ),
+        now: 1_700_000_000,
+        ..body("buildkite")
+    },
+    Vector {
+        headers: headers!(
+            "X-Frameio-Request-Timestamp" => "1700000000",
+            "X-Frameio-Signature" => "v0=d020d2aea1d8df033324ec12de12a3821f45653e08a08620b5e7a01e8414e437",
+        ),
+        now: 1_700_000_000,
+        ..body("frame-io")
+    },
+    Vector {
+        headers: headers!(
+            "X-CIO-Timestamp" => "1700000000",
+            "X-CIO-Signature" => "d020d2aea1d8df033324ec12de12a3821f45653e08a08620b5e7a01e8414e437",
+        ),
+        now: 1_700_000_000,
+        ..body("customer-io")
+    },
+    Vector {
+        headers: headers!(
+            "X-Zendesk-Webhook-Signature-Timestamp" => "2023-11-14T22:13:20Z",
+            "X-Zendesk-Webhook-Signature" => "58wbRYZx1aGgqYW5h6G9ACacBw59Iae6eOe+F1wln2A=",
+        ),
+        now: 1_700_000_000,
+        ..body("zendesk")
+    },
+    Vector {
+        headers: headers!("verif-hash" => SECRET),
+        ..body("flutterwave")
+    },
+    Vector {
+        headers: headers!("x-callback-token" => SECRET),
+        ..body("xendit")
+    },
+    Vector {
+        headers: headers!("Authorization" => SECRET),
+        ..body("okta")
+    },
+    Vector {
+        headers: headers!("X-Telegram-Bot-Api-Secret-Token" => SECRET),
+        ..body("telegram")
+    },
+    Vector {
+        headers: headers!("X-Vapi-Secret" => SECRET),
+        ..body("vapi")
+    },
+    Vector {
+        headers: headers!("Authorization" => "Basic aG9va2JveDpzM2NyZXQ="),
+        secrets: &["hookbox:s3cret"],
+        wrong_secret: "hookbox:other",
+        ..body("mailjet")
+    },
+    Vector {
+        // `an-important-request-payload` with `hunter123`: one of the
+        // examples a third-party reference (hookdeck/webhook-skills,
+        // circleci-webhooks) attributes to CircleCI's validation guide,
+        // which could not be read here.
+        headers: headers!("circleci-signature" => "v1=9be2242094a9a8c00c64306f382a7f9d691de910b4a266f67bd314ef18ac49fa"),
+        body: "an-important-request-payload",
+        secrets: &["hunter123"],
+        ..body("circleci")
+    },
 ];

@@ -448,4 +448,78 @@ pub(super) const VECTORS: &[Vector] = &[
         now: 1_700_000_000,
         ..V
     },
+    Vector {
+        // The key as hex: the portal's base64 `gAmiL6XkJ5HGyF62QnL9zUYxVWMPNAznacaA/h3WuDI=`.
+        preset: "telnyx",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: telnyx@7.24.0 new TelnyxWebhook(publicKey).verify(payload, headers) (lib/webhooks.js), verify only: Ed25519 by node:crypto from a fixed seed; verify accepts it at the vector's time, refuses a changed body and a clock 301 s later",
+        ),
+        headers: &[
+            (
+                "telnyx-signature-ed25519",
+                "vsDMOCQFQZ/NgvHO1uWhod3xyEGk329gdepGwRnybALrI/QrJRnVKZoZXJp2JjRPTHqOPOqvh5rAasduqeWzAg==",
+            ),
+            ("telnyx-timestamp", "1700000000"),
+        ],
+        body: r#"{"data":{"event_type":"message.received","id":"b301ed3f-1490-491f-995f-6e64e69674d4","occurred_at":"2023-11-14T22:13:20.000+00:00","payload":{"id":"84cca175-9755-4859-b67f-4730d7f58aa3","text":"SDK vector"},"record_type":"event"},"meta":{"attempt":1,"delivered_to":"https://example.com/webhooks"}}"#,
+        secrets: &["8009a22fa5e42791c6c85eb64272fdcd463155630f340ce769c680fe1dd6b832"],
+        // RFC 8032 test 1 public key: valid, not the signer's.
+        wrong_secret: "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a",
+        now: 1_700_000_000,
+        ..V
+    },
+    Vector {
+        // V2 signs the URL (without a query string) and the nonce, not the
+        // form body.
+        preset: "plivo",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: plivo@4.79.0 validateSignature(uri, nonce, signature, auth_token) (dist/utils/security.js), verify only: HMAC by node:crypto; validateSignature accepts it, refuses a changed nonce and a changed URL",
+        ),
+        headers: &[
+            (
+                "X-Plivo-Signature-V2",
+                "nEgfwuyKC5S57kUwkcm986cjTH0jsbPnCWPQCTuq78w=",
+            ),
+            ("X-Plivo-Signature-V2-Nonce", "05429567804466091622"),
+        ],
+        body: "CallUUID=2b2d0b0a-1b7e-4b5f-9a58-6b7c3a1e2f11&CallStatus=ringing&Direction=inbound&From=14155550100&To=14155550199",
+        url: Some("https://hooks.example.com/webhooks/plivo"),
+        secrets: &["hookbox-sdk-plivo-auth-token"],
+        ..V
+    },
+    Vector {
+        preset: "sinch",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: @sinch/sdk-client@1.5.0 calculateWebhookSignature(computeSignedData(body, nonce, timestamp), secret) signs it; @sinch/conversation@1.4.0 ConversationCallbackWebhooks#validateAuthenticationHeader accepts it and refuses a changed body",
+        ),
+        headers: &[
+            (
+                "x-sinch-webhook-signature",
+                "yYVePPGmo+y1ESDQX0ZWgWxdq5BIYHB9ZBZVIUOWHUE=",
+            ),
+            (
+                "x-sinch-webhook-signature-nonce",
+                "01FJA8B4A7BM43YGWSG9GBV067",
+            ),
+            ("x-sinch-webhook-signature-timestamp", "1700000000"),
+            ("x-sinch-webhook-signature-algorithm", "HmacSHA256"),
+        ],
+        body: r#"{"app_id":"01EB37HMH1M6SV18ASNS3G135H","accepted_time":"2023-11-14T22:13:20.000Z","event_time":"2023-11-14T22:13:19.000Z","project_id":"c36f3d3d-1513-4edd-ae42-11995557ff61","message":{"id":"01EQBC1A3BEK731GY4YXEN0C2R","direction":"TO_APP","contact_message":{"text_message":{"text":"SDK vector"}}}}"#,
+        secrets: &["hookbox-sdk-sinch-secret"],
+        now: 1_700_000_000,
+        ..V
+    },
+    Vector {
+        preset: "viber",
+        source: Source::Sdk(
+            "tools/presets/sdk/generate.mjs: viber-bot@1.0.18 new MessageValidator(logger, authToken).validateMessage(signature, body) (lib/message/message-validator.js, what its middleware checks), verify only: HMAC by node:crypto; validateMessage accepts it and refuses a changed body",
+        ),
+        headers: &[(
+            "X-Viber-Content-Signature",
+            "7adfc9ea0c6bd6a5cd74e3e99da6717480f29e558689f34fdb25846c35f912a7",
+        )],
+        body: r#"{"event":"message","timestamp":1700000000000,"chat_hostname":"SN-376_","message_token":4912661846655238145,"sender":{"id":"01234567890A=","name":"SDK Vector","language":"en","country":"UK","api_version":1},"message":{"type":"text","text":"a message to the service"},"silent":false}"#,
+        secrets: &["445da6az1s345z78-dazcczb2542zv51a-e0vc5fva17480im9"],
+        ..V
+    },
 ];

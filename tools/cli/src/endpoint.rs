@@ -1,4 +1,5 @@
-//! `hookbox endpoint create|get|list|update|disable|enable|delete|secret|rotate`:
+//! `hookbox endpoint create|get|list|update|disable|enable|delete|secret|rotate|
+//! recover|attempts`:
 //! a tenant's endpoints managed at runtime, through the same SQL functions
 //! as the SQL face and the HTTP API (`hookbox::tenants::manage`).
 //!
@@ -22,6 +23,7 @@ use hookbox::vault::local::LocalVault;
 use serde_json::{Map, Value, json};
 
 use crate::common::{DbArgs, Failure, Outcome, connect};
+use crate::message;
 use crate::tenant::{Writer, failed, nonempty, pairs, parse_pair, print_json, print_value};
 
 /// The key vault's variables.
@@ -56,6 +58,13 @@ pub enum EndpointCommand {
     /// Seal a new signing secret now and print it (once); the previous one
     /// keeps signing for --grace-secs (needs the key vault).
     Rotate(RotateArgs),
+    /// Send again the endpoint's failed deliveries created since --since
+    /// (dead ones, and pending ones that failed), due now, with their
+    /// webhook-id; prints how many.
+    Recover(message::RecoverArgs),
+    /// A page of the endpoint's delivery attempts, message by message
+    /// (`iterator`: pass it as --after; a page may be short and not done).
+    Attempts(message::EndpointAttemptsArgs),
 }
 
 /// The fields `create` and `update` share.
@@ -280,6 +289,8 @@ pub async fn run(command: &EndpointCommand) -> Outcome {
         EndpointCommand::Delete(args) => delete(args).await,
         EndpointCommand::Secret(args) => secret(args).await,
         EndpointCommand::Rotate(args) => rotate(args).await,
+        EndpointCommand::Recover(args) => message::recover(args).await,
+        EndpointCommand::Attempts(args) => message::endpoint_attempts(args).await,
     }
 }
 

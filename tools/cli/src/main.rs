@@ -15,6 +15,7 @@ mod dlq;
 mod endpoint;
 mod enroll;
 mod inbox;
+mod message;
 mod outbox;
 mod send;
 mod stats;
@@ -86,9 +87,14 @@ enum Command {
     #[command(subcommand)]
     Tenant(tenant::TenantCommand),
     /// A tenant's endpoints: create, get, list, update, disable, enable,
-    /// delete, secret, rotate. JSON out; a refusal names the field (exit 1).
+    /// delete, secret, rotate, recover, attempts. JSON out; a refusal names
+    /// the field (exit 1).
     #[command(subcommand)]
     Endpoint(endpoint::EndpointCommand),
+    /// A tenant's messages: create (publish), get, list, attempts. JSON
+    /// out; a refusal names the field (exit 1).
+    #[command(subcommand)]
+    Message(message::MessageCommand),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -309,6 +315,7 @@ fn main() -> ExitCode {
         Command::EnrollKey(command) => enroll::run(command),
         Command::Tenant(command) => common::block_on(tenant::run(command)),
         Command::Endpoint(command) => common::block_on(endpoint::run(command)),
+        Command::Message(command) => common::block_on(message::run(command)),
     };
     result.unwrap_or_else(common::Failure::report)
 }

@@ -77,7 +77,7 @@ pub struct ReplayArgs {
 
 /// A `--since`/`--until` value: RFC 3339, a date (midnight UTC), or an age
 /// (`30s`, `90m`, `6h`, `2d`) before now.
-fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
+pub(crate) fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
     let text = text.trim();
     if let Ok(t) = DateTime::parse_from_rfc3339(text) {
         return Ok(t.to_utc());

@@ -14,8 +14,8 @@
 //
 // This file is the entry point; the blocks live in one module per family
 // of hookbox's preset catalog (shared/src/signature/presets/catalog/*.rs):
-// business.mjs, developer.mjs, messaging.mjs, payments.mjs and
-// standard.mjs, each exporting `run()`, which generate.mjs runs in that
+// business.mjs, developer.mjs, messaging.mjs, payments.mjs, standard.mjs
+// and telephony.mjs, each exporting `run()`, which generate.mjs runs in that
 // order. Their shared helpers (pkg, tamper, hmacHex, emit, atClock, ...)
 // are in lib.mjs. A failed check throws, and the script exits non-zero.
 //
@@ -28,8 +28,9 @@ import * as developer from "./developer.mjs";
 import * as messaging from "./messaging.mjs";
 import * as payments from "./payments.mjs";
 import * as standard from "./standard.mjs";
+import * as telephony from "./telephony.mjs";
 
-for (const family of [business, developer, messaging, payments, standard]) {
+for (const family of [business, developer, messaging, payments, standard, telephony]) {
   await family.run();
 }
 

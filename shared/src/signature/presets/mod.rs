@@ -50,7 +50,7 @@ use super::recipe::{Part, Recipe, SignatureAt, TimestampAt, TimestampSource};
 use super::verifier::Verifier;
 
 pub use catalog::PRESETS;
-pub use handshake::{HandshakeAnswer, HandshakeError, MAX_CHALLENGE_BYTES};
+pub use handshake::{GetRequest, HandshakeAnswer, HandshakeError, MAX_CHALLENGE_BYTES};
 pub use page::providers_page;
 pub use sign::{Outgoing, PresetSignError, SignatureHeaders, SigningKey};
 
@@ -124,6 +124,17 @@ pub enum Handshake {
     /// Asana: the first POST carries `X-Hook-Secret`, answered by echoing
     /// it in the same header; it then becomes the signing secret.
     AsanaHookSecret,
+    /// Okta event hooks: a one-time GET carrying
+    /// `X-Okta-Verification-Challenge` and the hook's authentication
+    /// header, answered with `{"verification":<challenge>}` once that
+    /// header is one of the partner's secrets
+    /// ([`Handshake::answer_get_request`]).
+    OktaVerification,
+    /// X's Account Activity CRC: GET `?crc_token=…` (when the webhook is
+    /// registered, then hourly), answered with `{"response_token":"sha256=
+    /// <base64 HMAC-SHA256(consumer secret, crc_token)>"}`
+    /// ([`Handshake::answer_get_request`]).
+    XCrc,
 }
 
 /// A sample event: headers and body (unsigned).
@@ -296,6 +307,8 @@ impl Handshake {
             Self::MetaVerifyToken => "Meta GET hub.challenge (verify token)",
             Self::DropboxChallenge => "Dropbox GET challenge (echo)",
             Self::AsanaHookSecret => "Asana X-Hook-Secret (echo)",
+            Self::OktaVerification => "Okta GET X-Okta-Verification-Challenge",
+            Self::XCrc => "X GET crc_token (CRC)",
         }
     }
 }

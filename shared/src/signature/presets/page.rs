@@ -39,8 +39,41 @@ pub fn providers_page() -> String {
     for preset in PRESETS {
         page.push_str(&section(preset));
     }
+    page.push_str(NOT_PRESETS);
     page
 }
+
+/// The providers that are not presets, and why: what each would take.
+const NOT_PRESETS: &str = "\n## Not presets yet\n\n\
+     **Keys fetched over the network.** These providers sign with a key hookbox would have \
+     to download and cache, which a preset (data over the request and configured secrets) \
+     cannot do. Each would take a key fetcher beside the verifier (HTTPS only, host \
+     allow-list, cache with expiry, refresh on an unknown key id, a failure answered 503 so \
+     the provider retries rather than 401) and the ingest Lambda's network access to the \
+     host:\n\n\
+     - **PayPal**: `PAYPAL-TRANSMISSION-SIG` is RSA-SHA256 over \
+     `{transmission id}|{transmission time}|{webhook id}|{CRC32 of the body}`, verified with \
+     the certificate at `PAYPAL-CERT-URL` (must be under `api.paypal.com` / \
+     `api.sandbox.paypal.com`, chained to a trusted CA); the webhook id is configuration. \
+     The alternative is PayPal's verify-webhook-signature API call with OAuth client \
+     credentials, one call per event. \
+     <https://developer.paypal.com/api/rest/webhooks/rest/#link-verifysignature>\n\
+     - **Plaid**: the `Plaid-Verification` header is an ES256 JWT whose `kid` names a key \
+     fetched with `/webhook_verification_key/get` (client id and secret); its \
+     `request_body_sha256` claim must equal the body's SHA-256 and `iat` be under 5 minutes \
+     old. <https://plaid.com/docs/api/webhooks/webhook-verification/>\n\
+     - **AWS SNS** (HTTP/S subscriptions): `Signature` inside the JSON body, RSA-SHA1 \
+     (`SignatureVersion` 1) or RSA-SHA256 (2) over a canonical string of selected fields, with \
+     the certificate at `SigningCertURL` (an `sns.<region>.amazonaws.com` host); the \
+     subscription is confirmed by fetching `SubscribeURL`. Within AWS, subscribing an SQS \
+     queue needs none of this. \
+     <https://docs.aws.amazon.com/sns/latest/dg/sns-verify-signature-of-message.html>\n\n\
+     **Handshakes not routed yet.** Okta's verification and X's CRC are GETs whose answers \
+     need the request's headers (Okta) and the partner's secrets (both): \
+     `Handshake::answer_get_request` computes them, but the authorizer and ingest call \
+     `Partner::answer_get` with the query only, so until they pass the headers and secrets \
+     such a GET is refused (400 `bad_handshake`) and the provider will not enable the \
+     webhook.\n";
 
 fn section(preset: &Preset) -> String {
     let tolerance = preset.tolerance_secs.map_or_else(
@@ -116,6 +149,11 @@ fn enrolment(preset: &Preset) -> String {
 /// What the authentication proves.
 fn proves(recipe: Recipe) -> &'static str {
     match recipe {
+        Recipe::Signed(signed) if !signed.signs_body() => {
+            "It proves the sender holds the key, NOT that the body is the provider's: \
+             the signature covers other parts of the request only, so anyone who sees one \
+             request can send its signature with another body. Keep the endpoint on HTTPS."
+        }
         Recipe::Token { .. } | Recipe::BasicAuth => {
             "It proves only that the sender knows the shared value: the body is not \
              signed, so anyone who sees one request (a logging proxy) can send others. \
@@ -170,6 +208,18 @@ fn answer(handshake: Handshake) -> &'static str {
              partner's `verify_tokens`, 403 otherwise"
         }
         Handshake::DropboxChallenge => "a GET whose `challenge` is echoed as text/plain",
+        Handshake::OktaVerification => {
+            "a GET whose `X-Okta-Verification-Challenge` is answered as `{\"verification\":…}` \
+             when its `Authorization` header is one of the partner's secrets (computed by \
+             `Handshake::answer_get_request`; ingest and the authorizer do not route it yet, \
+             see below)"
+        }
+        Handshake::XCrc => {
+            "a GET `crc_token` answered with `{\"response_token\":\"sha256=…\"}`, its \
+             HMAC-SHA256 with the consumer secret; a token that could be a JSON body is refused, \
+             so the answer never signs one (computed by `Handshake::answer_get_request`; ingest \
+             and the authorizer do not route it yet, see below)"
+        }
         Handshake::AsanaHookSecret => {
             "the first POST's `X-Hook-Secret` echoed (200, no body) while the partner has an \
              `enroll_key`, 403 `not_enrolling` otherwise; the secret is logged sealed to that \

@@ -297,7 +297,9 @@ impl Signer<'_, '_> {
         let seconds = self.seconds()?;
         Ok(match format {
             TimeFormat::Seconds => seconds,
-            TimeFormat::Millis => self.outgoing.timestamp.timestamp_millis().to_string(),
+            TimeFormat::Millis | TimeFormat::MillisNumber => {
+                self.outgoing.timestamp.timestamp_millis().to_string()
+            }
             TimeFormat::Rfc3339 => self
                 .outgoing
                 .timestamp

@@ -376,3 +376,52 @@ pub(crate) const WOOCOMMERCE: Preset = Preset {
         body: r#"{"id":727,"status":"processing"}"#,
     },
 };
+
+pub(crate) const CAL_COM: Preset = Preset {
+    name: "cal-com",
+    provider: "Cal.com",
+    recipe: body_hmac(SHA256, &["X-Cal-Signature-256"], &[""], Encoding::Hex),
+    tolerance_secs: None,
+    event_id: Absent,
+    event_type: Json("/triggerEvent"),
+    handshake: None,
+    secret: "the webhook's secret (Settings, Developer, Webhooks; text)",
+    docs: "https://cal.com/docs/developing/guides/automation/webhooks#verifying-the-authenticity-of-the-received-payload",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"triggerEvent":"BOOKING_CREATED","createdAt":"2023-11-14T22:13:20.000Z","payload":{"type":"30min","title":"30 min meeting","startTime":"2023-11-20T10:00:00Z","uid":"bFJeNb2uX8ANpT3JL5EfXw"}}"#,
+    },
+};
+
+pub(crate) const CLICKUP: Preset = Preset {
+    name: "clickup",
+    provider: "ClickUp",
+    recipe: body_hmac(SHA256, &["X-Signature"], &[""], Encoding::Hex),
+    tolerance_secs: None,
+    // The change's history item: one per change, the same on a retry.
+    event_id: Json("/history_items/0/id"),
+    event_type: Json("/event"),
+    handshake: None,
+    secret: "the webhook's secret (returned when the webhook is created; text)",
+    docs: "https://developer.clickup.com/docs/webhooksignature",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"event":"taskCreated","history_items":[{"id":"2800763136717140857","type":1,"date":"1700000000000","field":"status"}],"task_id":"1vj37mc","webhook_id":"7fa3ec74-69a8-4530-a251-8a13730bd204"}"#,
+    },
+};
+
+pub(crate) const TALLY: Preset = Preset {
+    name: "tally",
+    provider: "Tally (forms)",
+    recipe: body_hmac(SHA256, &["Tally-Signature"], &[""], Encoding::Base64),
+    tolerance_secs: None,
+    event_id: Json("/eventId"),
+    event_type: Json("/eventType"),
+    handshake: None,
+    secret: "the webhook's signing secret (Integrations, Webhooks; text)",
+    docs: "https://tally.so/help/webhooks",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"eventId":"a4cb511e-d513-4fa5-baee-b815d718dfd1","eventType":"FORM_RESPONSE","createdAt":"2023-11-14T22:13:20.000Z","data":{"responseId":"2wgx4n","formId":"VwbNEw","fields":[]}}"#,
+    },
+};

@@ -113,10 +113,11 @@ pub(crate) const LINEAR: Preset = Preset {
         },
         encoding: Encoding::Hex,
         message: BODY,
-        // Inside the signed body.
+        // Inside the signed body, a JSON number (Linear's SDK refuses a
+        // string).
         timestamp: Some(TimestampAt {
             source: TimestampSource::Json("/webhookTimestamp"),
-            format: TimeFormat::Millis,
+            format: TimeFormat::MillisNumber,
         }),
     }),
     tolerance_secs: Some(60),
@@ -230,5 +231,178 @@ pub(crate) const WORKOS: Preset = Preset {
     sample: Sample {
         headers: NO_HEADERS,
         body: r#"{"id":"event_01HZ0000000000000000000000","event":"user.created","data":{"object":"user","id":"user_01"},"created_at":"2023-11-14T22:13:20.000Z"}"#,
+    },
+};
+
+pub(crate) const ALCHEMY: Preset = Preset {
+    name: "alchemy",
+    provider: "Alchemy (Notify webhooks)",
+    recipe: body_hmac(SHA256, &["X-Alchemy-Signature"], &[""], Encoding::Hex),
+    tolerance_secs: None,
+    event_id: Json("/id"),
+    event_type: Json("/type"),
+    handshake: None,
+    secret: "the webhook's signing key (Dashboard, Webhooks; text)",
+    docs: "https://www.alchemy.com/docs/reference/notify-api-quickstart#webhook-signature--security",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"webhookId":"wh_octjglnywaupz6th","id":"whevt_ogrc5v64myey69ux","createdAt":"2023-11-14T22:13:20.000Z","type":"ADDRESS_ACTIVITY","event":{"network":"ETH_MAINNET","activity":[]}}"#,
+    },
+};
+
+pub(crate) const BUILDKITE: Preset = Preset {
+    name: "buildkite",
+    provider: "Buildkite (webhooks with a signature)",
+    // `timestamp=<s>,signature=<hex>` over `{timestamp}.{body}`.
+    recipe: Recipe::Signed(Signed {
+        primitive: SHA256,
+        signature: SignatureAt::Headers {
+            names: &["X-Buildkite-Signature"],
+            prefixes: &["signature="],
+            separator: Some(','),
+        },
+        encoding: Encoding::Hex,
+        message: &[Part::Timestamp, Part::Text("."), Part::Body],
+        timestamp: Some(TimestampAt {
+            source: TimestampSource::SignatureItem("timestamp"),
+            format: TimeFormat::Seconds,
+        }),
+    }),
+    // Buildkite advises checking the timestamp against replays: the usual
+    // 5 minutes.
+    tolerance_secs: Some(300),
+    event_id: Absent,
+    event_type: Header("X-Buildkite-Event"),
+    handshake: None,
+    secret: "the webhook's token, with the webhook set to send a signature rather than the token (text)",
+    docs: "https://buildkite.com/docs/apis/webhooks#webhook-signature",
+    sample: Sample {
+        headers: &[("X-Buildkite-Event", "build.finished")],
+        body: r#"{"event":"build.finished","build":{"id":"f62a1b4d-10f9-4790-bc1c-e2c3a0c80983","number":42,"state":"passed"},"pipeline":{"slug":"hookbox"},"sender":{"name":"Some Person"}}"#,
+    },
+};
+
+pub(crate) const CIRCLECI: Preset = Preset {
+    name: "circleci",
+    provider: "CircleCI (outbound webhooks)",
+    // `v1=<hex>`, in a list of versioned signatures: only `v1` is read
+    // (CircleCI: check the latest version only, against downgrades).
+    recipe: Recipe::Signed(Signed {
+        primitive: SHA256,
+        signature: SignatureAt::Headers {
+            names: &["circleci-signature"],
+            prefixes: &["v1="],
+            separator: Some(','),
+        },
+        encoding: Encoding::Hex,
+        message: BODY,
+        timestamp: None,
+    }),
+    tolerance_secs: None,
+    event_id: Json("/id"),
+    event_type: Json("/type"),
+    handshake: None,
+    secret: "the webhook's secret token (text)",
+    docs: "https://circleci.com/docs/guides/integration/outbound-webhooks/#validate-webhooks",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"id":"3888f21b-eaa7-38e3-8f3d-75a63bba8895","type":"workflow-completed","happened_at":"2023-11-14T22:13:20.000Z","webhook":{"id":"cf8c4fdd-0587-4da1-b4ca-4846e9640af9","name":"hookbox"},"workflow":{"id":"fda08377-fe7e-46b1-8992-3a7aaecac9c3","status":"success"}}"#,
+    },
+};
+
+pub(crate) const FRAME_IO: Preset = Preset {
+    name: "frame-io",
+    provider: "Frame.io (webhooks)",
+    recipe: Recipe::Signed(Signed {
+        primitive: SHA256,
+        signature: SignatureAt::Headers {
+            names: &["X-Frameio-Signature"],
+            prefixes: &["v0="],
+            separator: None,
+        },
+        encoding: Encoding::Hex,
+        message: &[
+            Part::Text("v0:"),
+            Part::Timestamp,
+            Part::Text(":"),
+            Part::Body,
+        ],
+        timestamp: in_header("X-Frameio-Request-Timestamp", TimeFormat::Seconds),
+    }),
+    // Frame.io advises refusing an old timestamp against replays: the usual
+    // 5 minutes.
+    tolerance_secs: Some(300),
+    event_id: Absent,
+    event_type: Json("/type"),
+    handshake: None,
+    secret: "the webhook's signing secret (returned when the webhook is created; text)",
+    docs: "https://developer.frame.io/docs/automations-webhooks/webhooks-overview",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"type":"asset.created","resource":{"type":"asset","id":"5e2b3b5d-52c7-4b4a-9b8c-9c8d5e6f7a8b"},"account":{"id":"a1b2c3d4-0000-4000-8000-000000000001"},"team":{"id":"a1b2c3d4-0000-4000-8000-000000000002"},"user":{"id":"a1b2c3d4-0000-4000-8000-000000000003"}}"#,
+    },
+};
+
+pub(crate) const GITEA: Preset = Preset {
+    name: "gitea",
+    provider: "Gitea / Forgejo",
+    recipe: body_hmac(SHA256, &["X-Gitea-Signature"], &[""], Encoding::Hex),
+    tolerance_secs: None,
+    event_id: Header("X-Gitea-Delivery"),
+    event_type: Header("X-Gitea-Event"),
+    handshake: None,
+    secret: "the webhook's secret (text)",
+    docs: "https://docs.gitea.com/usage/webhooks",
+    sample: Sample {
+        headers: &[
+            ("X-Gitea-Delivery", "f6266f16-1bf3-46a5-9ea4-602e06ead473"),
+            ("X-Gitea-Event", "push"),
+        ],
+        body: r#"{"ref":"refs/heads/main","before":"28e1879d029cb852e4844d9c718537df08844e03","after":"bffeb74224043ba2feb48d137756c8a9331c449a","repository":{"full_name":"hookbox/hookbox"}}"#,
+    },
+};
+
+pub(crate) const HEROKU: Preset = Preset {
+    name: "heroku",
+    provider: "Heroku (app webhooks)",
+    recipe: body_hmac(
+        SHA256,
+        &["Heroku-Webhook-Hmac-SHA256"],
+        &[""],
+        Encoding::Base64,
+    ),
+    tolerance_secs: None,
+    event_id: Json("/id"),
+    event_type: Composite(&[Json("/resource"), Json("/action")]),
+    handshake: None,
+    secret: "the webhook's secret (`heroku webhooks:add --secret`, or the one it generates; text)",
+    docs: "https://devcenter.heroku.com/articles/app-webhooks#securing-webhook-requests",
+    sample: Sample {
+        headers: &[("Heroku-Webhook-Id", "2d8a5e2a-3d1c-4b8e-9e0f-1a2b3c4d5e6f")],
+        body: r#"{"id":"a3f4c2d1-9b8e-4f7a-8c6d-5e4f3a2b1c0d","action":"update","actor":{"email":"someone@example.com"},"data":{"app":{"name":"hookbox"},"status":"succeeded"},"resource":"release","version":"application/vnd.heroku+json; version=3","created_at":"2023-11-14T22:13:20Z"}"#,
+    },
+};
+
+/// X's Account Activity API (formerly Twitter).
+pub(crate) const X_ACTIVITY: Preset = Preset {
+    name: "x-activity",
+    provider: "X (Account Activity API, formerly Twitter)",
+    recipe: body_hmac(
+        SHA256,
+        &["x-twitter-webhooks-signature"],
+        &["sha256="],
+        Encoding::Base64,
+    ),
+    tolerance_secs: None,
+    // Each body holds one kind of activity under its own key
+    // (`tweet_create_events`, `favorite_events`…): no common id or type.
+    event_id: Absent,
+    event_type: Absent,
+    handshake: Some(Handshake::XCrc),
+    secret: "the app's consumer secret (API secret key; text)",
+    docs: "https://docs.x.com/x-api/webhooks/introduction",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"for_user_id":"2244994945","favorite_events":[{"id":"a7ba59eab0bfcba386f7acedac279542","created_at":"Mon Mar 26 16:33:26 +0000 2018","timestamp_ms":1522082006140}]}"#,
     },
 };

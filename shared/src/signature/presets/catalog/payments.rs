@@ -326,3 +326,147 @@ pub(crate) const STRIPE: Preset = Preset {
         body: r#"{"id":"evt_123","object":"event","type":"customer.created","data":{"object":{}}}"#,
     },
 };
+
+pub(crate) const AIRWALLEX: Preset = Preset {
+    name: "airwallex",
+    provider: "Airwallex",
+    recipe: Recipe::Signed(Signed {
+        primitive: SHA256,
+        signature: SignatureAt::Headers {
+            names: &["x-signature"],
+            prefixes: &[""],
+            separator: None,
+        },
+        encoding: Encoding::Hex,
+        // The timestamp, then the body, no separator.
+        message: &[Part::Timestamp, Part::Body],
+        timestamp: in_header("x-timestamp", TimeFormat::Millis),
+    }),
+    // Airwallex documents no window: the 5 minutes most providers use (a
+    // captured request is refused once older).
+    tolerance_secs: Some(300),
+    event_id: Json("/id"),
+    event_type: Json("/name"),
+    handshake: None,
+    secret: "the notification URL's secret key (Developer, Webhooks; text)",
+    docs: "https://www.airwallex.com/docs/developer-tools/webhooks/listen-for-webhook-events",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"id":"evt_hkdmr7yvtgsfsrpxd2u","name":"payment_intent.succeeded","account_id":"acct_01","data":{"object":{"id":"int_01","status":"SUCCEEDED"}},"created_at":"2023-11-14T22:13:20+0000"}"#,
+    },
+};
+
+pub(crate) const BOLT: Preset = Preset {
+    name: "bolt",
+    provider: "Bolt",
+    recipe: body_hmac(SHA256, &["X-Bolt-Hmac-Sha256"], &[""], Encoding::Base64),
+    tolerance_secs: None,
+    event_id: Absent,
+    event_type: Json("/type"),
+    handshake: None,
+    secret: "the signing secret (Merchant Dashboard, Administration, API; text)",
+    docs: "https://help.bolt.com/developers/webhooks/hook-verification/",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"type":"payment","object":"transaction","data":{"id":"TAd9Zf3vtWZQg","reference":"XXXX-XXXX-XXXX","status":"authorized"}}"#,
+    },
+};
+
+pub(crate) const CHECKOUT_COM: Preset = Preset {
+    name: "checkout-com",
+    provider: "Checkout.com",
+    recipe: body_hmac(SHA256, &["Cko-Signature"], &[""], Encoding::Hex),
+    // No timestamp is sent or signed.
+    tolerance_secs: None,
+    event_id: Json("/id"),
+    event_type: Json("/type"),
+    handshake: None,
+    secret: "the webhook's signature key (the key of the workflow's webhook action; text)",
+    docs: "https://www.checkout.com/docs/developer-resources/event-notifications/receive-webhooks",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"id":"evt_az5sblvku4ge3dwpztvyizgcau","type":"payment_captured","version":"1.0.0","created_on":"2023-11-14T22:13:20Z","data":{"id":"pay_mbabizu24mvu3mela5njyhpit4","amount":6540,"currency":"USD"}}"#,
+    },
+};
+
+pub(crate) const FLUTTERWAVE: Preset = Preset {
+    name: "flutterwave",
+    provider: "Flutterwave (v3 webhooks)",
+    recipe: Recipe::Token {
+        header: "verif-hash",
+    },
+    tolerance_secs: None,
+    event_id: Composite(&[Json("/event"), Json("/data/id")]),
+    event_type: Json("/event"),
+    handshake: None,
+    secret: "the secret hash set in the dashboard (Settings, Webhooks), sent as is in `verif-hash`",
+    docs: "https://developer.flutterwave.com/docs/webhooks",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"event":"charge.completed","data":{"id":285959875,"tx_ref":"Links-616626414629","status":"successful","amount":100,"currency":"NGN"}}"#,
+    },
+};
+
+pub(crate) const MAXIO: Preset = Preset {
+    name: "maxio",
+    provider: "Maxio Advanced Billing (Chargify)",
+    recipe: body_hmac(
+        SHA256,
+        &["X-Chargify-Webhook-Signature-Hmac-Sha-256"],
+        &[""],
+        Encoding::Hex,
+    ),
+    tolerance_secs: None,
+    // The body is form-encoded: the id and event are form fields, the id
+    // is also this header.
+    event_id: Header("X-Chargify-Webhook-Id"),
+    event_type: Absent,
+    handshake: None,
+    secret: "the site's shared key (Config, Settings, Webhooks; text)",
+    docs: "https://docs.maxio.com/hc/en-us/articles/24266136649869-Webhooks-Reference",
+    sample: Sample {
+        headers: &[("X-Chargify-Webhook-Id", "100000001")],
+        body: "id=100000001&event=signup_success&payload[subscription][id]=42&payload[subscription][state]=active",
+    },
+};
+
+pub(crate) const SQUARESPACE: Preset = Preset {
+    name: "squarespace",
+    provider: "Squarespace (Commerce webhooks)",
+    // The secret is hexadecimal; the key is its decoded bytes.
+    recipe: body_hmac(
+        Primitive::Hmac(Algorithm::Sha256, KeyFormat::Hex),
+        &["Squarespace-Signature"],
+        &[""],
+        Encoding::Hex,
+    ),
+    tolerance_secs: None,
+    event_id: Json("/id"),
+    event_type: Json("/topic"),
+    handshake: None,
+    secret: "the subscription's secret (hexadecimal, as the Webhook Subscriptions API returns it; the key is its decoded bytes)",
+    docs: "https://developers.squarespace.com/commerce-apis/webhooks/verifying-notifications",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: r#"{"id":"7aa5f7cf-1fd5-4ad4-9dba-7a4d0e0d6a5c","websiteId":"5f7c4c7a8d3e2a1b0c9d8e7f","subscriptionId":"0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d","topic":"order.create","createdOn":"2023-11-14T22:13:20.000Z","data":{"orderId":"5f7c4c7a8d3e2a1b0c9d8e80"}}"#,
+    },
+};
+
+pub(crate) const XENDIT: Preset = Preset {
+    name: "xendit",
+    provider: "Xendit",
+    recipe: Recipe::Token {
+        header: "x-callback-token",
+    },
+    tolerance_secs: None,
+    // Xendit's id of the notification, the same on its retries.
+    event_id: Header("webhook-id"),
+    event_type: Json("/event"),
+    handshake: None,
+    secret: "the account's webhook verification token (Settings, Webhooks), sent as is in `x-callback-token`",
+    docs: "https://docs.xendit.co/webhook/getting-started/",
+    sample: Sample {
+        headers: &[("webhook-id", "whk_01hf6j2q1y7v9k3m5n8p0r2t4w")],
+        body: r#"{"event":"payment.succeeded","business_id":"5f27a14a9bf05c73dd040bc8","created":"2023-11-14T22:13:20.000Z","data":{"id":"py-01","status":"SUCCEEDED"}}"#,
+    },
+};

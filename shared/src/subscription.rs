@@ -1,5 +1,8 @@
 //! What a destination subscribes to: the events published without a
-//! destination (`hookbox_publish(…)`, [`super::publish`]) that it gets.
+//! destination (`hookbox_publish(…)`, [`crate::outbox::publish`]) that it
+//! gets; a partner's routes ([`crate::config::route`]) use the same matcher.
+//! It lives below both directions: config, the outbox and the inbox's
+//! routing all read it, it reads none of them.
 //!
 //! ```json
 //! "subscribe": {
@@ -21,7 +24,10 @@ pub const MAX_EVENT_TYPES: usize = 64;
 /// Most filters one destination lists.
 pub const MAX_FILTERS: usize = 16;
 /// Longest event type or pattern, bytes (an outbox row's `event_type`).
-pub const MAX_PATTERN_BYTES: usize = super::MAX_OUTBOX_EVENT_TYPE_BYTES;
+pub const MAX_PATTERN_BYTES: usize = MAX_EVENT_TYPE_BYTES;
+/// Longest event type, bytes: the outbox's `event_type` column
+/// ([`crate::outbox::MAX_OUTBOX_EVENT_TYPE_BYTES`] is this).
+pub const MAX_EVENT_TYPE_BYTES: usize = 256;
 
 /// A destination's subscription.
 #[derive(Debug, Clone, PartialEq)]
