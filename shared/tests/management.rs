@@ -15,6 +15,8 @@ mod endpoints;
 mod event_types;
 #[path = "management/idempotency.rs"]
 mod idempotency;
+#[path = "management/messages.rs"]
+mod messages;
 
 use std::collections::BTreeMap;
 use std::io::Write as _;

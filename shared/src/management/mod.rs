@@ -13,7 +13,7 @@
 //! Served (Svix's OpenAPI document, `server/openapi.json` of
 //! svix/svix-webhooks at commit [`SVIX_OPENAPI_COMMIT`]; the subset in
 //! docs/api/openapi.json): applications, endpoints with their secrets and
-//! rotation, event types, health. Every other route answers 404
+//! rotation, messages, attempts and recover, event types, health. Every other route answers 404
 //! `not_supported` naming it; a field or query parameter hookbox does not
 //! know answers 422 naming it.
 //!
@@ -22,7 +22,7 @@
 //! - [`sigv4`]: AWS Signature Version 4 verification (the local stack's
 //!   stand-in for API Gateway's IAM authorization).
 //! - `wire`: Svix's camelCase documents and the functions' snake_case ones.
-//! - `apps`, `endpoints`, `event_types`: the routes.
+//! - `apps`, `endpoints`, `messages`, `event_types`: the routes.
 //! - `idempotency`: `Idempotency-Key` on POST, kept in the database.
 
 mod apps;
@@ -31,6 +31,7 @@ mod endpoints;
 pub mod error;
 mod event_types;
 pub mod idempotency;
+mod messages;
 pub mod sigv4;
 mod wire;
 
@@ -165,6 +166,13 @@ enum Op {
     DeleteEndpoint(String, String),
     GetSecret(String, String),
     RotateSecret(String, String),
+    CreateMessage(String),
+    ListMessages(String),
+    GetMessage(String, String),
+    AttemptsByMessage(String, String),
+    AttemptsByEndpoint(String, String),
+    GetAttempt(String, String, String),
+    Recover(String, String),
     ListEventTypes,
     CreateEventType,
     GetEventType(String),
@@ -186,6 +194,11 @@ impl Op {
                 | Self::GetSecret(..)
                 | Self::ListEventTypes
                 | Self::GetEventType(_)
+                | Self::ListMessages(_)
+                | Self::GetMessage(..)
+                | Self::AttemptsByMessage(..)
+                | Self::AttemptsByEndpoint(..)
+                | Self::GetAttempt(..)
         )
     }
 
@@ -241,6 +254,13 @@ fn route(method: &str, path: &str) -> Option<Op> {
         ("DELETE", ["app", a, "endpoint", e]) => Op::DeleteEndpoint(own(a), own(e)),
         ("GET", ["app", a, "endpoint", e, "secret"]) => Op::GetSecret(own(a), own(e)),
         ("POST", ["app", a, "endpoint", e, "secret", "rotate"]) => Op::RotateSecret(own(a), own(e)),
+        ("POST", ["app", a, "msg"]) => Op::CreateMessage(own(a)),
+        ("GET", ["app", a, "msg"]) => Op::ListMessages(own(a)),
+        ("GET", ["app", a, "msg", m]) => Op::GetMessage(own(a), own(m)),
+        ("GET", ["app", a, "attempt", "msg", m]) => Op::AttemptsByMessage(own(a), own(m)),
+        ("GET", ["app", a, "attempt", "endpoint", e]) => Op::AttemptsByEndpoint(own(a), own(e)),
+        ("GET", ["app", a, "msg", m, "attempt", t]) => Op::GetAttempt(own(a), own(m), own(t)),
+        ("POST", ["app", a, "endpoint", e, "recover"]) => Op::Recover(own(a), own(e)),
         ("GET", ["event-type"]) => Op::ListEventTypes,
         ("POST", ["event-type"]) => Op::CreateEventType,
         ("GET", ["event-type", n]) => Op::GetEventType(own(n)),
@@ -407,6 +427,13 @@ async fn run(cx: &Ctx<'_>, op: &Op) -> Result<ApiResponse, ApiError> {
         Op::DeleteEndpoint(a, e) => endpoints::delete(cx, a, e).await,
         Op::GetSecret(a, e) => endpoints::secret(cx, a, e).await,
         Op::RotateSecret(a, e) => endpoints::rotate(cx, a, e).await,
+        Op::CreateMessage(a) => messages::create(cx, a).await,
+        Op::ListMessages(a) => messages::list(cx, a).await,
+        Op::GetMessage(a, m) => messages::get(cx, a, m).await,
+        Op::AttemptsByMessage(a, m) => messages::by_message(cx, a, m).await,
+        Op::AttemptsByEndpoint(a, e) => messages::by_endpoint(cx, a, e).await,
+        Op::GetAttempt(a, m, t) => messages::attempt(cx, a, m, t).await,
+        Op::Recover(a, e) => messages::recover(cx, a, e).await,
         Op::ListEventTypes => event_types::list(cx).await,
         Op::CreateEventType => event_types::create(cx).await,
         Op::GetEventType(n) => event_types::get(cx, n).await,
@@ -432,7 +459,14 @@ mod tests {
             route("GET", "/api/v1/event-type/user%2Esignup"),
             Some(Op::GetEventType("user.signup".into()))
         );
-        assert_eq!(route("POST", "/api/v1/app/acme/msg"), None);
+        assert_eq!(
+            route("POST", "/api/v1/app/acme/msg"),
+            Some(Op::CreateMessage("acme".into()))
+        );
+        assert_eq!(
+            route("POST", "/api/v1/app/acme/msg/m1/endpoint/ep_1/resend"),
+            None
+        );
         assert_eq!(route("DELETE", "/api/v1/app"), None);
         assert_eq!(route("GET", "/api/v2/app"), None);
         assert_eq!(route("GET", "/api/v1/app/%zz"), None);

@@ -215,7 +215,7 @@ async fn refusals_name_the_field_and_unsupported_routes_name_themselves(adapter:
     }
     // Svix's routes hookbox does not serve answer 404 naming the route
     for (method, target) in [
-        ("POST", "/api/v1/app/acme/msg"),
+        ("POST", "/api/v1/app/acme/msg/m1/endpoint/ep_1/resend"),
         ("GET", "/api/v1/app/acme/endpoint/ep_1/stats"),
         ("POST", "/api/v1/auth/app-portal-access/acme"),
         ("DELETE", "/api/v1/app"),
