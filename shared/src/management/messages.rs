@@ -250,7 +250,16 @@ fn attempt_list_query(
     q: &BTreeMap<String, String>,
     extra: &[&str],
 ) -> Result<wire::ListQuery, ApiError> {
-    let mut known = vec!["status", "before", "after", "with_content"];
+    // `expanded_statuses` (Svix's SDKs send it, true): hookbox's attempts
+    // are 0 (success) or 2 (fail) either way
+    wire::query_bool(q, "expanded_statuses")?;
+    let mut known = vec![
+        "status",
+        "before",
+        "after",
+        "with_content",
+        "expanded_statuses",
+    ];
     known.extend(extra);
     for name in q.keys() {
         if name == "order" {

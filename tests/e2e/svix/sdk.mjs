@@ -7,6 +7,8 @@
 //   node sdk.mjs setup   <server url> <token> <app uid> <receiver base url>
 //   node sdk.mjs disable <server url> <token> <app uid> <endpoint uid>
 //   node sdk.mjs enable  <server url> <token> <app uid> <endpoint uid>
+//   node sdk.mjs publish <server url> <token> <app uid> <n>
+//   node sdk.mjs attempts <server url> <token> <app uid> <message id>
 //   node sdk.mjs delete  <server url> <token> <app uid>
 //
 // Each phase prints one JSON document of what the SDK returned.
@@ -117,6 +119,26 @@ async function setDisabled(svix, appUid, endpointUid, disabled) {
   return { disabled: out.disabled, read_back: again.disabled };
 }
 
+async function publish(svix, appUid, n) {
+  const out = await svix.message.create(appUid, {
+    eventType: "order.paid",
+    payload: { n },
+    eventId: `order-${n}`,
+  });
+  // v2 SDKs leave payloads out unless asked
+  const got = await svix.message.get(appUid, `order-${n}`, { withContent: true });
+  assert.equal(got.id, out.id);
+  assert.deepEqual(got.payload, { n });
+  return { id: out.id };
+}
+
+async function attempts(svix, appUid, msgId) {
+  const page = await svix.messageAttempt.listByMsg(appUid, msgId);
+  return page.data
+    .map((a) => [a.endpointId, Number(a.status), a.responseStatusCode])
+    .sort((a, b) => (a[0] < b[0] ? -1 : 1));
+}
+
 async function remove(svix, appUid) {
   for (const e of (await svix.endpoint.list(appUid)).data) {
     await svix.endpoint.delete(appUid, e.id);
@@ -138,6 +160,8 @@ let out;
 if (phase === "setup") out = await setup(svix, appUid, extra);
 else if (phase === "disable" || phase === "enable")
   out = await setDisabled(svix, appUid, extra, phase === "disable");
+else if (phase === "publish") out = await publish(svix, appUid, Number(extra));
+else if (phase === "attempts") out = await attempts(svix, appUid, extra);
 else if (phase === "delete") out = await remove(svix, appUid);
 else throw new Error(`unknown phase ${phase}`);
 console.log(JSON.stringify(out));

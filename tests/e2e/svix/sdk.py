@@ -1,11 +1,14 @@
 """Svix's official Python SDK (the `svix` package, unmodified) against
 hookbox's management API, as a team on Svix keeps its code and points the
-SDK at hookbox (docs/tenants.md, "The HTTP API"). Run in phases by
+SDK at hookbox (docs/tenants.md, "The HTTP API"): applications, endpoints,
+secrets, event types, messages and attempts. Run in phases by
 tests/e2e/tests/svix_sdks.rs:
 
     sdk.py setup   <server url> <token> <app uid> <receiver base url>
     sdk.py disable <server url> <token> <app uid> <endpoint uid>
     sdk.py enable  <server url> <token> <app uid> <endpoint uid>
+    sdk.py publish <server url> <token> <app uid> <n>
+    sdk.py attempts <server url> <token> <app uid> <message id>
     sdk.py delete  <server url> <token> <app uid>
 
 Each phase prints one JSON document of what the SDK returned.
@@ -24,9 +27,11 @@ from svix.api import (
     EndpointSecretRotateIn,
     EndpointUpsertIn,
     EventTypeIn,
+    MessageIn,
     Svix,
     SvixOptions,
 )
+from svix.api.message import MessageGetOptions
 from svix.exceptions import HttpError, HTTPValidationError
 
 # a chosen signing secret (Standard Webhooks' whsec_ and base64)
@@ -129,6 +134,21 @@ def set_disabled(svix, app_uid, endpoint_uid, disabled):
     return {"disabled": out.disabled, "read_back": again.disabled}
 
 
+def publish(svix, app_uid, n):
+    out = svix.message.create(
+        app_uid, MessageIn(event_type="order.paid", payload={"n": n}, event_id=f"order-{n}")
+    )
+    # v2 SDKs leave payloads out unless asked
+    got = svix.message.get(app_uid, f"order-{n}", MessageGetOptions(with_content=True))
+    assert got.id == out.id and got.payload == {"n": n}, got
+    return {"id": out.id}
+
+
+def attempts(svix, app_uid, msg_id):
+    page = svix.message_attempt.list_by_msg(app_uid, msg_id)
+    return sorted([a.endpoint_id, int(a.status), a.response_status_code] for a in page.data)
+
+
 def delete(svix, app_uid):
     for e in svix.endpoint.list(app_uid).data:
         svix.endpoint.delete(app_uid, e.id)
@@ -149,6 +169,10 @@ def main(argv):
         out = setup(svix, app_uid, argv[5])
     elif phase in ("disable", "enable"):
         out = set_disabled(svix, app_uid, argv[5], phase == "disable")
+    elif phase == "publish":
+        out = publish(svix, app_uid, int(argv[5]))
+    elif phase == "attempts":
+        out = attempts(svix, app_uid, argv[5])
     elif phase == "delete":
         out = delete(svix, app_uid)
     else:

@@ -4,10 +4,11 @@
 //! API"): each creates an application with a uid, endpoints at loopback
 //! receivers (one with a chosen secret), reads, lists, updates, rotates the
 //! secret, disables, enables and deletes, through tests/e2e/svix/sdk.py and
-//! sdk.mjs. Events published to the application (SQL `hookbox_publish_to`)
-//! reach its endpoints signed with the secrets the SDK shows, verified with
-//! Standard Webhooks' own Python library; a disabled endpoint's delivery is
-//! held until it is enabled. A request signed by botocore's SigV4Auth is
+//! sdk.mjs. Messages the SDK creates (and one published in SQL,
+//! `hookbox_publish_to`) reach the application's endpoints signed with the
+//! secrets the SDK shows, verified with Standard Webhooks' own Python
+//! library, and the SDK lists their attempts; a disabled endpoint's
+//! delivery is held until it is enabled. A request signed by botocore's SigV4Auth is
 //! verified and acts as the key's principal. Every answer the stack gave is
 //! checked against Svix's OpenAPI document (docs/api/conformance.py).
 
@@ -177,10 +178,29 @@ async fn svix_official_sdks_manage_tenants_on_the_local_stack() {
         assert_eq!(setup["errors"]["missing"]["code"], "not_found", "{setup}");
         assert_eq!(setup["secrets"]["orders"], ROTATED, "{setup}");
 
-        // published to the application: each endpoint gets it, signed
-        assert_eq!(publish(store.as_ref(), app, json!({"n": 1})).await, 2);
+        // a message the SDK creates: each endpoint gets it, signed
+        let msg = sdk(language, &["publish", &url, TOKEN, app, "1"]).await;
+        let msg = msg["id"].as_str().expect("message id").to_string();
         let all = wait_delivered(&sink, &format!("/{app}/all"), 1).await;
         let orders = wait_delivered(&sink, &format!("/{app}/orders"), 1).await;
+        let endpoints = &setup["endpoints"];
+        let attempts = tokio::time::timeout(PATIENCE, async {
+            loop {
+                let a = sdk(language, &["attempts", &url, TOKEN, app, &msg]).await;
+                if a.as_array().map(Vec::len) == Some(2) {
+                    return a;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        })
+        .await
+        .expect("both attempts listed");
+        let mut expected = vec![
+            json!([endpoints["all"], 0, 200]),
+            json!([endpoints["orders"], 0, 200]),
+        ];
+        expected.sort_by_key(|v| v[0].as_str().unwrap_or_default().to_string());
+        assert_eq!(attempts, json!(expected), "{language}");
         let all_secret = setup["secrets"]["all"].as_str().expect("secret");
         let verdicts = verify(&[
             (&all, all_secret),
@@ -293,6 +313,9 @@ async fn svix_official_sdks_manage_tenants_on_the_local_stack() {
         "v1.endpoint.get-secret",
         "v1.endpoint.rotate-secret",
         "v1.event-type.create",
+        "v1.message.create",
+        "v1.message.get",
+        "v1.message-attempt.list-by-msg",
         "v1.health.get",
     ] {
         assert!(
