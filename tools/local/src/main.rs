@@ -142,6 +142,7 @@ async fn main() -> anyhow::Result<()> {
             .map(hookbox::management::ApiTokens::from_json)
             .transpose()?,
         sigv4_key: args.sigv4_key.as_deref().map(parse_sigv4_key).transpose()?,
+        record_api_answers: false,
     };
     hookbox_local::check(&options)?;
     if let Some(url) = &options.database_url {
