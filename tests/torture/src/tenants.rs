@@ -181,13 +181,18 @@ enum Change {
 }
 
 /// The first changes: one of each kind; two endpoints disabled, one
-/// deleted with what it held, the other enabled (what it missed is sent).
-const KINDS: [Change; 7] = [
+/// deleted with what it held meanwhile, the other enabled (what it missed
+/// is sent).
+const KINDS: [Change; 11] = [
     Change::Disable,
     Change::Rotate,
     Change::Add,
     Change::Disable,
     Change::RotateThroughSql,
+    Change::Rotate,
+    Change::Add,
+    Change::Rotate,
+    Change::Rotate,
     Change::Delete,
     Change::Enable,
 ];
@@ -312,7 +317,7 @@ impl Tenants {
                         .filter(|i| self.endpoints[**i].tenant == tenant)
                         .count()
                 };
-                let held = self.rng.bool();
+                let held = self.calls <= KINDS.len() || self.rng.bool();
                 pick(&mut self.rng, &|e| {
                     counts(e.tenant) > 2 && (!held || e.is_disabled())
                 })
