@@ -245,7 +245,7 @@ impl Tenants {
         let n = self.next_uid;
         let filter = FILTERS[n % FILTERS.len()];
         // one endpoint in two gets an order's events in order
-        let ordered = n % 2 == 0;
+        let ordered = n.is_multiple_of(2);
         let mut spec = json!({
             "uid": format!("e{n}"),
             "url": format!("https://t{tenant}-e{n}.torture.invalid/hooks"),
@@ -436,41 +436,22 @@ impl Tenants {
             .await
             .map_err(|e| format!("reading the endpoints' sealed secrets: {e}"))?;
         for row in &rows.rows {
-            let read = || -> Result<(String, Uuid, Uuid, Vec<u8>, Option<i64>), hookbox::store::DbError> {
-                Ok((
-                    row.text("endpoint_id")?,
-                    row.uuid("id")?,
-                    row.uuid("data_key_id")?,
-                    row.bytes("sealed")?,
-                    row.opt_i64("expires_ms")?,
-                ))
-            };
-            let (endpoint_id, id, data_key_id, sealed, expires_ms) =
-                read().map_err(|e| format!("reading a sealed secret: {e}"))?;
-            let expires_at = expires_ms.and_then(|ms| Utc.timestamp_millis_opt(ms).single());
+            let (endpoint_id, expires_at, sealed) =
+                sealed_row(row).map_err(|e| format!("reading a sealed secret: {e}"))?;
             let Some(endpoint) = self.endpoints.iter_mut().find(|e| e.id == endpoint_id) else {
                 continue;
             };
-            if let Some(known) = endpoint.secrets.iter_mut().find(|s| s.id == id) {
+            if let Some(known) = endpoint.secrets.iter_mut().find(|s| s.id == sealed.id) {
                 known.expires_at = expires_at;
                 continue;
             }
             let secret = self
                 .keeper
-                .open(
-                    db,
-                    &endpoint_id,
-                    &SealedSecret {
-                        id,
-                        data_key_id,
-                        sealed,
-                        current: expires_at.is_none(),
-                    },
-                )
+                .open(db, &endpoint_id, &sealed)
                 .await
                 .map_err(|e| format!("opening a secret of endpoint {endpoint_id}: {e}"))?;
             endpoint.secrets.push(KnownSecret {
-                id,
+                id: sealed.id,
                 secret,
                 first_seen: now,
                 expires_at,
@@ -488,4 +469,24 @@ impl Tenants {
     pub(crate) fn endpoint(&self, id: &str) -> Option<&Endpoint> {
         self.endpoints.iter().find(|e| e.id == id)
     }
+}
+
+/// One row of `hookbox_endpoint_secrets`: its endpoint, when its grace
+/// ends, and the sealed secret.
+fn sealed_row(
+    row: &hookbox::store::Row,
+) -> Result<(String, Option<DateTime<Utc>>, SealedSecret), hookbox::store::DbError> {
+    let expires_at = row
+        .opt_i64("expires_ms")?
+        .and_then(|ms| Utc.timestamp_millis_opt(ms).single());
+    Ok((
+        row.text("endpoint_id")?,
+        expires_at,
+        SealedSecret {
+            id: row.uuid("id")?,
+            data_key_id: row.uuid("data_key_id")?,
+            sealed: row.bytes("sealed")?,
+            current: expires_at.is_none(),
+        },
+    ))
 }
