@@ -5,6 +5,9 @@
 //! then a ledger check of the promise. Through either database adapter.
 //!
 //! What a run does, step by step (10 s of the clock each):
+//! 0. between relay runs, while the database is up, one change to the
+//!    tenants' endpoints (`tenants.rs`: added, rotated, disabled, enabled,
+//!    deleted);
 //! 1. partners send the webhooks due now (signed; `sw`: Standard Webhooks,
 //!    `gh`: GitHub), each answer recorded; a 5xx or a crash is resent a
 //!    minute later, like a partner would;
@@ -17,13 +20,15 @@
 //! 4. outages (the database, the queue, PostgreSQL itself, the AWS
 //!    services) start and end at random.
 //!
-//! Then, with the faults off, it runs to quiescence and checks the ledger
-//! ([`Ledger`]). A failing run returns its seed and the command to replay.
+//! Then, with the faults off and every endpoint enabled, it runs to
+//! quiescence and checks the ledger (`ledger.rs`, `tenant_ledger.rs`). A
+//! failing run returns its seed and the command to replay.
 
 pub mod aws;
 mod db;
 mod exact;
 pub mod faults;
+mod invoke;
 mod ledger;
 mod outages;
 mod partners;
@@ -49,7 +54,6 @@ use hookbox::example::OrdersHandler;
 use hookbox::inbox::ingest::{Ingest, IngestRequest};
 use hookbox::metrics::Metrics;
 use hookbox::processing::{Processor, ProcessorConfig, RoutingHandler};
-use hookbox::queue::QueueConsumer;
 use hookbox::queue::memory::{MemoryQueue, MemoryQueueConfig};
 use hookbox::relay::{Relay, RelaySettings};
 use hookbox::signature::Headers;
@@ -58,8 +62,9 @@ use hookbox::store::Executor;
 use db::database;
 pub use faults::quiet_injected_crashes;
 use faults::{FlakyDb, FlakyQueue, arm_failpoints, disarm_failpoints};
+use invoke::{invoke, refuse};
 use ledger::{check_ledger, quiet, statement};
-use partners::{Refusable, refusable, signed_headers};
+use partners::{refusable, signed_headers};
 use receiver::{GONE, Receivers};
 use router::Router;
 use scenario::{config, t0, webhooks};
@@ -553,48 +558,4 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
             figures,
         }))
     }
-}
-
-/// Sends a request that must be refused; its status (`None`: it crashed).
-async fn refuse(ingest: &Ingest, request: &Refusable) -> Option<u16> {
-    let ingest_request = IngestRequest {
-        partner: request.partner,
-        headers: Headers::from_pairs(
-            request
-                .headers
-                .iter()
-                .map(|(n, v)| (n.as_str(), v.as_str())),
-        ),
-        body: &request.body,
-        url: None,
-    };
-    let mut metrics = Metrics::new();
-    AssertUnwindSafe(ingest.handle(&ingest_request, &mut metrics))
-        .catch_unwind()
-        .await
-        .ok()
-        .map(|r| r.status)
-}
-
-/// One processor invocation: receive up to 10, process, delete those not
-/// reported failed; a crash deletes nothing. Returns how many it received.
-async fn invoke(processor: &Processor<'_>, memory: &MemoryQueue) -> usize {
-    let Ok(got) = memory.receive(10).await else {
-        return 0;
-    };
-    if got.is_empty() {
-        return 0;
-    }
-    let report = AssertUnwindSafe(processor.process_batch(&got, None))
-        .catch_unwind()
-        .await;
-    if let Ok(report) = report {
-        let retry = report.retry_message_ids();
-        for m in &got {
-            if !retry.contains(&m.message_id) {
-                let _ = memory.delete(&m.receipt_handle).await;
-            }
-        }
-    }
-    got.len()
 }
