@@ -160,6 +160,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "messages_recover",
         sql: include_str!("../migrations/0022_messages_recover.sql"),
     },
+    Migration {
+        version: 25,
+        name: "management_login",
+        sql: include_str!("../migrations/0025_management_login.sql"),
+    },
 ];
 
 /// Why migrating failed.
