@@ -165,6 +165,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "management_login",
         sql: include_str!("../migrations/0025_management_login.sql"),
     },
+    Migration {
+        version: 26,
+        name: "childless_messages_purge",
+        sql: include_str!("../migrations/0026_childless_messages_purge.sql"),
+    },
 ];
 
 /// Why migrating failed.
