@@ -1,0 +1,656 @@
+//! Tenants at scale (issue #41): the relay delivering to tenants' endpoints
+//! when there are many of them, and fairly between tenants, each figure
+//! beside a baseline measured in the same run on the same cluster:
+//!
+//! (a) delivery rate and claim latency with many endpoints of many tenants,
+//!     rows pending on every one, against 10 endpoints with as many rows;
+//! (b) healthy tenants' delivery rate while one tenant's 100 endpoints hang
+//!     every request (a loopback receiver that never answers), against the
+//!     same healthy work with nothing failing;
+//! (c) the p99 delay of a quiet tenant's new events while another tenant
+//!     has a large backlog, against the quiet tenant alone;
+//! (d) statements per publish to a tenant with 3 endpoints, through both
+//!     adapters.
+//!
+//! Endpoints are seeded with set-based SQL (`generate_series`), as rows of
+//! `hookbox_tenants`, `outbox_destinations` and `hookbox_endpoints`. The
+//! relay resolves them as the production directory does (its statement,
+//! `tenants::directory::ENDPOINTS`, for the names of each batch not read in
+//! the last 10 s) but signs with one bench secret: sealing 10,000 secrets
+//! one by one would take longer than the measurement.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use hookbox::clock::{Clock, SystemClock};
+use hookbox::config::{
+    ConfigStore, DEFAULT_BACKOFF_SECS, DEFAULT_COOL_DOWN, DEFAULT_DESTINATION_TIMEOUT,
+    DEFAULT_MAX_IN_FLIGHT, DEFAULT_TRIP_AFTER, Destination, HookboxConfig, HttpTarget, Target,
+};
+use hookbox::outbox::{self, ClaimRequest};
+use hookbox::relay::{EndpointResolver, HttpSender, Relay, TokioPause, Unresolved, WebhookSender};
+use hookbox::signature::Secret;
+use hookbox::store::data_api::{DataApiDatabase, DataApiTarget};
+use hookbox::store::{Database, Executor, Statement};
+use hookbox::tenants::{TenantEvent, publish_to};
+
+use crate::counting::CountingDb;
+use crate::pg::Bench;
+use crate::relay::{self, SECRET};
+use crate::report::{Figure, Goal, count};
+use crate::stats::p50_p99_max;
+
+pub const SECTION: &str = "Tenants at scale";
+
+/// How much each scenario does.
+#[derive(Debug, Clone, Copy)]
+pub struct Sizes {
+    /// (a): endpoints and tenants of the large side, rows on each side.
+    pub endpoints: u64,
+    pub tenants: u64,
+    pub rows: u64,
+    /// (b): rows of the healthy tenants.
+    pub healthy_rows: u64,
+    /// (c): the backlog, and the quiet tenant's events (one every 100 ms).
+    pub backlog: u64,
+    pub quiet_events: u64,
+}
+
+pub const QUICK: Sizes = Sizes {
+    endpoints: 1_000,
+    tenants: 500,
+    rows: 2_000,
+    healthy_rows: 2_000,
+    backlog: 5_000,
+    quiet_events: 10,
+};
+
+pub const FULL: Sizes = Sizes {
+    endpoints: 10_000,
+    tenants: 5_000,
+    rows: 20_000,
+    healthy_rows: 20_000,
+    backlog: 100_000,
+    quiet_events: 100,
+};
+
+async fn exec(db: &dyn Executor, sql: String) -> anyhow::Result<()> {
+    let sql: &'static str = Box::leak(sql.into_boxed_str());
+    db.execute(&Statement::new("bench.tenants", sql), &hookbox::params! {})
+        .await?;
+    Ok(())
+}
+
+/// `prefix` tenants `1..=tenants` (`app_` ids from their numbers) and
+/// endpoints `first..first + endpoints` spread over them round robin (as ids
+/// in creation order spread a tenant's endpoints over the name space), all
+/// at `url`.
+async fn seed_endpoints(
+    db: &dyn Executor,
+    tag: u32,
+    tenants: u64,
+    endpoints: u64,
+    url: &str,
+) -> anyhow::Result<()> {
+    exec(
+        db,
+        format!(
+            "INSERT INTO hookbox_tenants (id, uid, name, created_at, updated_at)
+             SELECT 'app_' || lpad(to_hex({tag}), 8, '0') || lpad(to_hex(g), 24, '0'),
+                    't{tag}-' || g, 'tenant ' || g, now(), now()
+               FROM generate_series(1, {tenants}) AS g"
+        ),
+    )
+    .await?;
+    exec(
+        db,
+        format!(
+            "INSERT INTO outbox_destinations (name, tenant_id, event_types, event_like, synced_at)
+             SELECT 'ep_' || lpad(to_hex({tag}), 8, '0') || lpad(to_hex(e), 24, '0'),
+                    'app_' || lpad(to_hex({tag}), 8, '0') || lpad(to_hex(e % {tenants} + 1), 24, '0'),
+                    '{{*}}', '{{%}}', now()
+               FROM generate_series(1, {endpoints}) AS e"
+        ),
+    )
+    .await?;
+    exec(
+        db,
+        format!(
+            "INSERT INTO hookbox_endpoints (id, tenant_id, url, created_at, updated_at)
+             SELECT d.name, d.tenant_id, '{url}', now(), now()
+               FROM outbox_destinations AS d
+              WHERE d.name LIKE 'ep\\_' || lpad(to_hex({tag}), 8, '0') || '%'"
+        ),
+    )
+    .await
+}
+
+/// `rows` due rows over endpoints `1..=endpoints` of seed `tag`, round robin.
+async fn seed_rows(db: &dyn Executor, tag: u32, endpoints: u64, rows: u64) -> anyhow::Result<()> {
+    exec(
+        db,
+        format!(
+            "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination,
+                                 payload, status, next_attempt_at, created_at)
+             SELECT gen_random_uuid(), 'message', 'm-{tag}-' || g, 'order.paid',
+                    'ep_' || lpad(to_hex({tag}), 8, '0') || lpad(to_hex(g % {endpoints} + 1), 24, '0'),
+                    jsonb_build_object('n', g, 'note', repeat('x', 200)), 'pending', now(), now()
+               FROM generate_series(1, {rows}) AS g"
+        ),
+    )
+    .await?;
+    exec(db, "ANALYZE outbox".into()).await?;
+    exec(db, "ANALYZE outbox_destinations".into()).await
+}
+
+/// The endpoints of a batch, read with the production directory's
+/// statement (cached 10 s), signing with the bench secret.
+#[derive(Debug, Default)]
+struct BenchEndpoints {
+    cache: Mutex<HashMap<String, (DateTime<Utc>, Arc<Destination>)>>,
+}
+
+fn endpoint(id: &str, url: &str) -> anyhow::Result<Destination> {
+    Ok(Destination {
+        name: id.to_string(),
+        target: Target::Http(HttpTarget {
+            url: reqwest::Url::parse(url)?,
+            secrets: vec![Secret::new(SECRET)],
+            allowed_networks: vec!["127.0.0.0/8".parse()?],
+            headers: Vec::new(),
+        }),
+        timeout: DEFAULT_DESTINATION_TIMEOUT,
+        max_attempts: u32::try_from(DEFAULT_BACKOFF_SECS.len() + 1)?,
+        max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+        ordered: false,
+        backoff: DEFAULT_BACKOFF_SECS
+            .iter()
+            .map(|s| Duration::from_secs(*s))
+            .collect(),
+        subscription: None,
+        trip_after: DEFAULT_TRIP_AFTER,
+        cool_down: DEFAULT_COOL_DOWN,
+        disable_after: None,
+        rate_limit_per_sec: None,
+    })
+}
+
+#[async_trait::async_trait]
+impl EndpointResolver for BenchEndpoints {
+    async fn resolve(
+        &self,
+        db: &dyn Executor,
+        names: &[&str],
+        now: DateTime<Utc>,
+    ) -> HashMap<String, Result<Arc<Destination>, Unresolved>> {
+        let mut out = HashMap::new();
+        let mut wanted: Vec<&str> = Vec::new();
+        {
+            let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+            for name in names {
+                match cache.get(*name) {
+                    Some((at, d)) if now - *at < chrono::Duration::seconds(10) => {
+                        out.insert(name.to_string(), Ok(d.clone()));
+                    }
+                    _ if !wanted.contains(name) => wanted.push(name),
+                    _ => {}
+                }
+            }
+        }
+        if wanted.is_empty() {
+            return out;
+        }
+        let fail = |reason: String| Unresolved {
+            reason,
+            retryable: true,
+        };
+        let read = db
+            .execute(
+                &hookbox::tenants::directory::ENDPOINTS,
+                &hookbox::params! { "ids" => serde_json::json!(wanted), "now" => now },
+            )
+            .await;
+        let rows = match read {
+            Ok(rows) => rows.rows,
+            Err(e) => {
+                for name in wanted {
+                    out.insert(name.to_string(), Err(fail(e.to_string())));
+                }
+                return out;
+            }
+        };
+        for row in &rows {
+            let made = row
+                .text("id")
+                .map_err(anyhow::Error::from)
+                .and_then(|id| Ok((id.clone(), endpoint(&id, &row.text("url")?)?)));
+            match made {
+                Ok((id, d)) => {
+                    let d = Arc::new(d);
+                    self.cache
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(id.clone(), (now, d.clone()));
+                    out.insert(id, Ok(d));
+                }
+                Err(e) => fail_unresolved(&mut out, &wanted, e),
+            }
+        }
+        out
+    }
+}
+
+/// A row the bench cannot read fails every name still unresolved.
+fn fail_unresolved(
+    out: &mut HashMap<String, Result<Arc<Destination>, Unresolved>>,
+    wanted: &[&str],
+    e: anyhow::Error,
+) {
+    for name in wanted {
+        out.entry(name.to_string()).or_insert_with(|| {
+            Err(Unresolved {
+                reason: format!("bench endpoint: {e:#}"),
+                retryable: false,
+            })
+        });
+    }
+}
+
+/// A receiver on 127.0.0.1 answering 200 at once to every POST, counting
+/// them; a POST to `/quiet` records when it arrived, by the `n` of its
+/// payload.
+#[derive(Clone, Default)]
+struct Sink {
+    hits: Arc<AtomicU64>,
+    quiet: Arc<Mutex<HashMap<u64, Instant>>>,
+}
+
+impl Sink {
+    async fn start() -> anyhow::Result<(String, Sink)> {
+        let sink = Sink::default();
+        let state = sink.clone();
+        let app = axum::Router::new().fallback(axum::routing::post(
+            move |uri: axum::http::Uri, body: axum::body::Bytes| {
+                let state = state.clone();
+                async move {
+                    if uri.path() == "/quiet" {
+                        let n = serde_json::from_slice::<serde_json::Value>(&body)
+                            .ok()
+                            .and_then(|v| v.get("n").and_then(|n| n.as_u64()));
+                        if let Some(n) = n {
+                            state
+                                .quiet
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .entry(n)
+                                .or_insert_with(Instant::now);
+                        }
+                    }
+                    state.hits.fetch_add(1, Ordering::Relaxed);
+                    axum::http::StatusCode::OK
+                }
+            },
+        ));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Ok((format!("http://{addr}"), sink))
+    }
+
+    fn hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    async fn wait_for(&self, n: u64, within: Duration) -> anyhow::Result<()> {
+        let until = Instant::now() + within;
+        while self.hits() < n {
+            anyhow::ensure!(
+                Instant::now() < until,
+                "the sink got {} of {n} requests in {within:?}",
+                self.hits()
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        Ok(())
+    }
+}
+
+fn tenant_relay(db: Arc<dyn Database>, worker: &str) -> Relay {
+    let sender: Arc<dyn WebhookSender> = Arc::new(HttpSender::default());
+    relay::relay(db, sender, worker).with_endpoints(Arc::new(BenchEndpoints::default()))
+}
+
+fn empty_config() -> anyhow::Result<ConfigStore> {
+    Ok(ConfigStore::fixed(
+        HookboxConfig::parse("{}", "bench")?,
+        Arc::new(SystemClock),
+    ))
+}
+
+/// (a), one side: claim latency (p50, p99 ms of up to 20 claims of 100 rows,
+/// released after) and deliveries/s of a drain.
+async fn many_endpoints(
+    bench: &Bench,
+    name: &str,
+    tenants: u64,
+    endpoints: u64,
+    rows: u64,
+) -> anyhow::Result<((f64, f64), f64)> {
+    let (_, db) = bench.database(name, 16).await?;
+    let (url, sink) = Sink::start().await?;
+    seed_endpoints(db.as_ref(), 1, tenants, endpoints, &format!("{url}/in")).await?;
+    seed_rows(db.as_ref(), 1, endpoints, rows).await?;
+    exec(db.as_ref(), "CHECKPOINT".into()).await?;
+    let mut claims = Vec::new();
+    // at most half the rows, so every claim finds a full batch
+    let samples = (rows / relay::BATCH.unsigned_abs() / 2).clamp(2, 21);
+    for i in 0..samples {
+        let now = SystemClock.now();
+        let token = format!("claim-bench/{i}");
+        let t = Instant::now();
+        let claimed = outbox::claim_batch(
+            db.as_ref(),
+            ClaimRequest {
+                worker: &token,
+                now,
+                lease_until: now + chrono::Duration::seconds(60),
+                limit: relay::BATCH,
+                ordered_destinations: &[],
+                destination_caps: &[],
+            },
+            outbox::repo::CLAIM_BUDGET_BYTES,
+        )
+        .await?;
+        if i > 0 {
+            claims.push(t.elapsed());
+        }
+        anyhow::ensure!(!claimed.is_empty(), "a claim found nothing due");
+    }
+    exec(
+        db.as_ref(),
+        "UPDATE outbox SET locked_until = NULL, locked_by = NULL WHERE locked_by LIKE 'claim-bench/%'"
+            .into(),
+    )
+    .await?;
+    let claim = p50_p99_max(&mut claims);
+    let t = Instant::now();
+    let run = tenant_relay(db.clone(), name).drain(&empty_config()?).await;
+    let elapsed = t.elapsed().as_secs_f64();
+    anyhow::ensure!(run.errors.is_empty(), "relay errors: {:?}", run.errors);
+    anyhow::ensure!(
+        run.deliveries.delivered == rows && sink.hits() >= rows,
+        "delivered {} of {rows} ({} received)",
+        run.deliveries.delivered,
+        sink.hits()
+    );
+    Ok(((claim.0, claim.1), rows as f64 / elapsed))
+}
+
+/// (b), one side: deliveries/s of `rows` rows over 50 healthy tenants' 100
+/// endpoints, while (with `hanging`) a tenant's 100 endpoints, with 20 due
+/// rows each, hang every request.
+async fn healthy_beside_hanging(
+    bench: &Bench,
+    name: &str,
+    rows: u64,
+    hanging: bool,
+) -> anyhow::Result<f64> {
+    let (_, db) = bench.database(name, 16).await?;
+    let (url, sink) = Sink::start().await?;
+    seed_endpoints(db.as_ref(), 1, 50, 100, &format!("{url}/in")).await?;
+    let tarpit = hookbox_testkit::receivers::Tarpit::start().await;
+    if hanging {
+        seed_endpoints(db.as_ref(), 2, 1, 100, &tarpit.url("/hang")).await?;
+        seed_rows(db.as_ref(), 2, 100, 2_000).await?;
+    }
+    seed_rows(db.as_ref(), 1, 100, rows).await?;
+    exec(db.as_ref(), "CHECKPOINT".into()).await?;
+    let relay = tenant_relay(db.clone(), name);
+    let store = empty_config()?;
+    let deadline = SystemClock.now() + chrono::Duration::seconds(300);
+    let t = Instant::now();
+    tokio::select! {
+        _ = relay.run(&store, deadline, &TokioPause) => anyhow::bail!("the run ended first"),
+        done = sink.wait_for(rows, Duration::from_secs(240)) => done?,
+    }
+    Ok(rows as f64 / t.elapsed().as_secs_f64())
+}
+
+/// (c), one side: the quiet tenant's events (one every 100 ms) from publish
+/// to arrival, p50, p99 and max ms, with (or without) another tenant's
+/// `backlog` due on 10 endpoints.
+async fn quiet_beside_backlog(
+    bench: &Bench,
+    name: &str,
+    backlog: u64,
+    events: u64,
+) -> anyhow::Result<(f64, f64, f64)> {
+    let (_, db) = bench.database(name, 16).await?;
+    let (url, sink) = Sink::start().await?;
+    seed_endpoints(db.as_ref(), 1, 1, 10, &format!("{url}/in")).await?;
+    seed_endpoints(db.as_ref(), 2, 1, 1, &format!("{url}/quiet")).await?;
+    if backlog > 0 {
+        seed_rows(db.as_ref(), 1, 10, backlog).await?;
+    }
+    exec(db.as_ref(), "CHECKPOINT".into()).await?;
+    let quiet_tenant = "t2-1";
+    let relay = tenant_relay(db.clone(), name);
+    let store = empty_config()?;
+    let deadline = SystemClock.now() + chrono::Duration::seconds(300);
+    let publisher = async {
+        // the relay's first claims are under way
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut published = HashMap::new();
+        for n in 0..events {
+            let tx = db.begin().await?;
+            let event = TenantEvent {
+                event_type: "order.paid".into(),
+                payload: serde_json::json!({ "n": n }),
+                aggregate: None,
+                channels: None,
+            };
+            publish_to(tx.as_ref(), quiet_tenant, &event, SystemClock.now()).await?;
+            tx.commit().await?;
+            published.insert(n, Instant::now());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let until = Instant::now() + Duration::from_secs(120);
+        loop {
+            let arrived = sink.quiet.lock().unwrap_or_else(|p| p.into_inner()).len();
+            if arrived as u64 >= events {
+                break;
+            }
+            anyhow::ensure!(
+                Instant::now() < until,
+                "{arrived} of the quiet tenant's {events} events arrived"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        anyhow::Ok(published)
+    };
+    let published = tokio::select! {
+        _ = relay.run(&store, deadline, &TokioPause) => anyhow::bail!("the run ended first"),
+        published = publisher => published?,
+    };
+    let arrived = sink.quiet.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let mut delays: Vec<Duration> = published
+        .iter()
+        .filter_map(|(n, at)| arrived.get(n).map(|got| got.saturating_duration_since(*at)))
+        .collect();
+    Ok(p50_p99_max(&mut delays))
+}
+
+/// (d): calls per publish to a tenant with 3 endpoints (BEGIN and COMMIT
+/// excluded), through `db`; `calls` counts what reached the adapter.
+async fn calls_per_publish(
+    db: &dyn Database,
+    calls: &dyn Fn() -> u64,
+    tenant: &str,
+) -> anyhow::Result<f64> {
+    const PUBLISHES: u64 = 20;
+    let mut statements = 0;
+    for n in 0..PUBLISHES {
+        let tx = db.begin().await?;
+        let before = calls();
+        let event = TenantEvent {
+            event_type: "order.paid".into(),
+            payload: serde_json::json!({ "n": n }),
+            aggregate: None,
+            channels: None,
+        };
+        let rows = publish_to(tx.as_ref(), tenant, &event, SystemClock.now()).await?;
+        statements += calls() - before;
+        tx.commit().await?;
+        anyhow::ensure!(
+            rows.len() == 3,
+            "a publish wrote {} rows, not 3",
+            rows.len()
+        );
+    }
+    Ok(statements as f64 / PUBLISHES as f64)
+}
+
+async fn publish_calls(bench: &Bench) -> anyhow::Result<(f64, f64)> {
+    let (_, db) = bench.database("bench_tenants_d", 4).await?;
+    seed_endpoints(db.as_ref(), 1, 1, 3, "http://127.0.0.1:9/in").await?;
+    let counting = CountingDb::new(db.clone());
+    let counts = counting.counts.clone();
+    let direct = calls_per_publish(&counting, &|| counts.total(), "t1-1").await?;
+    let server = local_data_api::spawn_background(local_data_api::Config::new(bench.admin_url()))
+        .map_err(|e| anyhow::anyhow!("cannot start the local Data API: {e}"))?;
+    let data_api = Arc::new(DataApiDatabase::local(
+        &server.endpoint_url(),
+        DataApiTarget {
+            resource_arn: "arn:aws:rds:us-east-1:123456789012:cluster:hookbox-bench".into(),
+            secret_arn: "arn:aws:secretsmanager:us-east-1:123456789012:secret:hookbox-bench".into(),
+            database: "bench_tenants_d".into(),
+        },
+    ));
+    let sdk = data_api.clone();
+    let via_data_api =
+        calls_per_publish(data_api.as_ref(), &|| sdk.calls().total(), "t1-1").await?;
+    drop(server);
+    Ok((direct, via_data_api))
+}
+
+/// Every figure of the section.
+pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, String)> {
+    let mut figures = Vec::new();
+    // (a): the small side first, then the large one
+    let (small_claim, small_rate) =
+        many_endpoints(bench, "bench_tenants_a10", 5, 10, sizes.rows).await?;
+    let (large_claim, large_rate) = many_endpoints(
+        bench,
+        "bench_tenants_a",
+        sizes.tenants,
+        sizes.endpoints,
+        sizes.rows,
+    )
+    .await?;
+    let many = format!(
+        "{} endpoints of {} tenants",
+        count(sizes.endpoints as f64),
+        count(sizes.tenants as f64)
+    );
+    figures.push(
+        Figure::ratio(
+            SECTION,
+            format!("delivery rate, {many}, rows pending on each"),
+            "deliveries/s",
+            large_rate,
+            ("10 endpoints, as many rows", small_rate),
+            Goal::RatioAtLeast(0.9),
+        )
+        .when_missed(
+            "The claim's cost grows with the destinations it looks at: see its latency below.",
+        ),
+    );
+    figures.push(Figure::ratio(
+        SECTION,
+        format!("claim p50, 100 rows, {many}"),
+        "ms",
+        large_claim.0,
+        ("10 endpoints", small_claim.0),
+        Goal::None,
+    ));
+    // (b)
+    let calm = healthy_beside_hanging(bench, "bench_tenants_b0", sizes.healthy_rows, false).await?;
+    let stormy = healthy_beside_hanging(bench, "bench_tenants_b", sizes.healthy_rows, true).await?;
+    figures.push(
+        Figure::ratio(
+            SECTION,
+            "healthy tenants' delivery rate while 100 endpoints of one tenant hang",
+            "deliveries/s",
+            stormy,
+            ("nothing failing", calm),
+            Goal::RatioAtLeast(0.9),
+        )
+        .when_missed(
+            "Hanging requests hold the relay's lanes or its claims: see docs/relay.md, \
+             fairness.",
+        ),
+    );
+    // (c)
+    let alone = quiet_beside_backlog(bench, "bench_tenants_c0", 0, sizes.quiet_events).await?;
+    let beside =
+        quiet_beside_backlog(bench, "bench_tenants_c", sizes.backlog, sizes.quiet_events).await?;
+    figures.push(
+        Figure::ratio(
+            SECTION,
+            format!(
+                "quiet tenant's p99 delay, another tenant's backlog of {}",
+                count(sizes.backlog as f64)
+            ),
+            "ms",
+            beside.1,
+            ("the quiet tenant alone", alone.1),
+            Goal::AtMost(2_000.0),
+        )
+        .when_missed("The claim takes the oldest due rows first, whoever they are for."),
+    );
+    // (d)
+    let (direct, via_data_api) = publish_calls(bench).await?;
+    figures.push(Figure::value(
+        SECTION,
+        "statements per publish to a tenant with 3 endpoints, direct PostgreSQL",
+        "statements",
+        direct,
+        Goal::AtMost(1.0),
+    ));
+    figures.push(Figure::value(
+        SECTION,
+        "statements per publish to a tenant with 3 endpoints, Data API",
+        "ExecuteStatement calls",
+        via_data_api,
+        Goal::AtMost(1.0),
+    ));
+    let note = format!(
+        "Direct PostgreSQL, the durable bench cluster, an instant receiver on 127.0.0.1; the \
+         relay of the Relay section (4 lanes, batches of {}), tenants' endpoints resolved by \
+         the directory's statement. (a): {rows} due rows spread evenly over {many}, against \
+         the same rows over 10 endpoints of 5 tenants; claim latency from up to 20 claims of {} \
+         rows before the drain (p99 {:.2} ms against {:.2} ms). (b): {healthy} rows over 100 \
+         endpoints of 50 tenants, time until the last arrives; beside them 2,000 due rows of \
+         one tenant's 100 endpoints whose receiver reads every request and never answers \
+         (timeout 10 s). (c): one event to the quiet tenant every 100 ms, {events} events, \
+         from its publish's commit to its arrival (p50 {:.0} ms, max {:.0} ms; alone p50 \
+         {:.0} ms), while another tenant has {backlog} due rows on 10 endpoints. (d): 20 \
+         publishes (`hookbox::tenants::publish_to`, `hookbox_publish_to`), each writing 3 \
+         rows, statements counted at the port (BEGIN and COMMIT excluded).\n",
+        relay::BATCH,
+        relay::BATCH,
+        large_claim.1,
+        small_claim.1,
+        beside.0,
+        beside.2,
+        alone.0,
+        rows = count(sizes.rows as f64),
+        healthy = count(sizes.healthy_rows as f64),
+        events = sizes.quiet_events,
+        backlog = count(sizes.backlog as f64),
+    );
+    Ok((figures, note))
+}
