@@ -155,6 +155,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "tenant_management",
         sql: include_str!("../migrations/0021_tenant_management.sql"),
     },
+    Migration {
+        version: 24,
+        name: "claim_at_scale",
+        sql: include_str!("../migrations/0024_claim_at_scale.sql"),
+    },
 ];
 
 /// Why migrating failed.
