@@ -150,8 +150,11 @@ async fn seed_rows(db: &dyn Executor, tag: u32, endpoints: u64, rows: u64) -> an
 /// statement (cached 10 s), signing with the bench secret.
 #[derive(Debug, Default)]
 struct BenchEndpoints {
-    cache: Mutex<HashMap<String, (DateTime<Utc>, Arc<Destination>)>>,
+    cache: Mutex<HashMap<String, Cached>>,
 }
+
+/// An endpoint as read at a time.
+type Cached = (DateTime<Utc>, Arc<Destination>);
 
 fn endpoint(id: &str, url: &str) -> anyhow::Result<Destination> {
     Ok(Destination {
