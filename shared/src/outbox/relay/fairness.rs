@@ -14,6 +14,13 @@
 //! destination that hangs every request keeps `max_in_flight` rows, and
 //! every other destination's rows are claimed at the next statement.
 //!
+//! Tenants' endpoints (not in the configuration) found slow are capped the
+//! same way, at their free slots of the default `max_in_flight`; and a slow
+//! destination's rows in flight hold neither their lane's room nor its next
+//! statement (`flights`), so one tenant's many hanging endpoints never stall
+//! a lane. Fairness between tenants within a claim is the claim's own
+//! (migration 24: each tenant one share, split among its endpoints).
+//!
 //! A destination with `rate_limit_per_sec` is also capped by a token
 //! bucket (one second's worth, refilled on the relay's clock): a claim
 //! takes at most the whole tokens left, and spends one per row it claimed.
