@@ -32,6 +32,7 @@ mod report;
 mod scale;
 mod signatures;
 mod stats;
+mod tenant_setup;
 mod tenants;
 
 use std::path::PathBuf;
