@@ -161,6 +161,11 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/0022_messages_recover.sql"),
     },
     Migration {
+        version: 24,
+        name: "claim_at_scale",
+        sql: include_str!("../migrations/0024_claim_at_scale.sql"),
+    },
+    Migration {
         version: 25,
         name: "management_login",
         sql: include_str!("../migrations/0025_management_login.sql"),
