@@ -108,3 +108,79 @@ no_sig = headers("msg_2004", T, payment)
 del no_sig["webhook-signature"]
 write("apigw-authorizer-missing-signature.json", authorizer("restricted", no_sig))
 write("apigw-authorizer-unknown-partner.json", authorizer("nobody", headers("msg_2005", T, payment)))
+
+
+# ------------------------------------------------------------ management API
+# The HTTP management API (functions/management) on its two routes: bearer
+# tokens on /api/v1/{proxy+} (no gateway authorization: the function checks
+# the token), SigV4 on /iam/api/v1/{proxy+} (AWS_IAM: API Gateway verified
+# the caller and puts its ARN in requestContext.identity.userArn).
+# MANAGEMENT_TOKEN is a test token: tests configure its SHA-256
+# (HOOKBOX_API_TOKENS=[{"name": "sample", "sha256": sha256(MANAGEMENT_TOKEN)}]).
+MANAGEMENT_TOKEN = "hookbox-sample-token-not-a-secret"
+CALLER_ARN = f"arn:aws:sts::{ACCOUNT}:assumed-role/hookbox-operator/alice"
+
+
+def management(method, path, hdrs, body=None, query=None, iam=False, identity=None):
+    resource = "/iam/api/v1/{proxy+}" if iam else "/api/v1/{proxy+}"
+    proxy_param = path.split("/api/v1/", 1)[1]
+    ident = {"sourceIp": SOURCE_IP, "userAgent": hdrs.get("User-Agent", "")}
+    ident.update(identity or {})
+    return {
+        "resource": resource,
+        "path": path,
+        "httpMethod": method,
+        "headers": hdrs,
+        "multiValueHeaders": {k: [v] for k, v in hdrs.items()},
+        "queryStringParameters": {k: v[-1] for k, v in query.items()} if query else None,
+        "multiValueQueryStringParameters": query or None,
+        "pathParameters": {"proxy": proxy_param},
+        "stageVariables": None,
+        "requestContext": {
+            "accountId": ACCOUNT, "apiId": API, "stage": "prod",
+            "resourcePath": resource, "path": f"/prod{path}",
+            "httpMethod": method, "requestId": "5a1f3e2b-7b61-11e6-9a41-93e8deadbeef",
+            "requestTimeEpoch": T * 1000,
+            "identity": ident,
+        },
+        # binary media type */*: API Gateway sends every body base64-encoded
+        "body": base64.b64encode(body).decode() if body is not None else None,
+        "isBase64Encoded": body is not None,
+    }
+
+
+def management_headers(extra=None):
+    h = {
+        "Host": f"{API}.execute-api.eu-west-1.amazonaws.com",
+        "Accept": "application/json",
+        "User-Agent": "svix-libs/1.0.0/python",
+        "X-Forwarded-For": SOURCE_IP,
+    }
+    h.update(extra or {})
+    return h
+
+
+list_query = {"limit": ["2"], "order": ["ascending"]}
+write("apigw-management-bearer.json",
+      management("GET", "/api/v1/app", management_headers(
+          {"Authorization": f"Bearer {MANAGEMENT_TOKEN}"}), query=list_query))
+write("apigw-management-no-token.json",
+      management("GET", "/api/v1/app", management_headers(), query=list_query))
+# the bearer route with no token but an identity, in the event and in
+# headers: nothing of it is trusted there (401)
+write("apigw-management-spoofed-identity.json",
+      management("GET", "/api/v1/app", management_headers({
+          "X-Amzn-Iam-User-Arn": CALLER_ARN,
+          "X-Hookbox-Principal": CALLER_ARN,
+      }), query=list_query, identity={"userArn": CALLER_ARN, "caller": "AROAEXAMPLE:alice"}))
+tenant = b'{"name":"Acme Inc","uid":"acme"}'
+write("apigw-management-iam.json",
+      management("POST", "/iam/api/v1/app/", management_headers({
+          "Content-Type": "application/json",
+          "Authorization": "AWS4-HMAC-SHA256 Credential=ASIAEXAMPLE/20260528/eu-west-1/execute-api/aws4_request, "
+                           "SignedHeaders=host;x-amz-date, Signature=0000000000000000000000000000000000000000000000000000000000000000",
+          "X-Amz-Date": "20260528T202640Z",
+      }), body=tenant, iam=True, identity={
+          "userArn": CALLER_ARN, "caller": "AROAEXAMPLE:alice",
+          "accountId": ACCOUNT, "accessKey": "ASIAEXAMPLE",
+      }))

@@ -1,4 +1,4 @@
-//! The build script of the five Lambda crates (each `Cargo.toml` says
+//! The build script of the six Lambda crates (each `Cargo.toml` says
 //! `build = "../link.rs"`): their bootstraps are linked as non-PIE
 //! executables on Linux, so the loader has no relocations of their own
 //! image to apply at every cold start.

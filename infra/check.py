@@ -53,6 +53,28 @@
    (HOOKBOX_PARTNERS_SECRET_ARN); ingest forwards at ingest
    (HOOKBOX_FORWARD_AT_INGEST is "true"), which is only sound beside a
    processor that forwards by the same routes.
+11. The management API (on the translated template too): the management
+   function is reached on exactly two routes of the stack's API, the
+   resources its code knows (functions/management/src/event.rs):
+   /api/v1/{proxy+} without a gateway authorizer (the function checks the
+   bearer token) and /iam/api/v1/{proxy+} authorized by AWS_IAM (SigV4)
+   with no invoke role (the caller's credentials never invoke the
+   function); every other route of the API keeps an authorizer.
+12. The endpoint secrets' key: one AWS::KMS::Key, symmetric, rotated
+   (EnableKeyRotation), retained with the stack, with an alias, whose key
+   policy denies every cryptographic use without the encryption context
+   the code sends (shared/src/vault/kms.rs: purpose=hookbox-endpoint-secrets).
+   Every function that sets HOOKBOX_KMS_KEY_ID sets it to that key, and
+   exactly those functions may use it: exactly the actions of KMS_ACTIONS,
+   on that key alone, under the same encryption context. Apart from the
+   partners secret's optional key (kms:Decrypt via Secrets Manager), no
+   other KMS grant exists.
+13. No plaintext token: HOOKBOX_API_TOKENS is never set in the template
+   (only declared `!Ref AWS::NoValue` for local runs); the tokens' secret
+   (HOOKBOX_API_TOKENS_SECRET_ARN) is a secret of the template whose
+   initial value, if any, holds only names and SHA-256 hashes; nothing in
+   the template's text looks like a bearer token. The management
+   function's role holds only MANAGEMENT_ACTIONS.
 
 Usage: python3 infra/check.py [TEMPLATE] (default infra/template.yaml).
 Prints OK and exits 0, or prints every problem and exits 1 (2 when
@@ -378,12 +400,32 @@ def check_translated(cfn: dict) -> None:
 # ExecuteStatement, and Begin/Commit/RollbackTransaction where a use case
 # opens a transaction; nothing calls BatchExecuteStatement).
 TX = {"rds-data:ExecuteStatement", "rds-data:BeginTransaction", "rds-data:CommitTransaction", "rds-data:RollbackTransaction"}
+
+
+def management_data_api_actions() -> set[str]:
+    """The management API runs one statement per call today; once its code
+    (shared/src/management, shared/src/tenants, functions/management/src)
+    opens a transaction (`.begin(`), the function needs the transaction
+    actions too, and this check says so instead of a deployed AccessDenied."""
+    for base in (ROOT / "shared" / "src" / "management", ROOT / "shared" / "src" / "tenants", ROOT / "functions" / "management" / "src"):
+        for path in sorted(base.rglob("*.rs")) if base.exists() else []:
+            text = path.read_text()
+            cut = text.find("#[cfg(test)]")
+            if ".begin(" in (text if cut < 0 else text[:cut]):
+                return set(TX)
+    return {"rds-data:ExecuteStatement"}
+
+
 DATA_API_ACTIONS = {
     "ingest": {"rds-data:ExecuteStatement"},
     "processor": TX,
     "relay": TX,
     "migrate": TX,
+    "management": management_data_api_actions(),
 }
+# Secrets a function reads besides its database role's, by the variable
+# naming them.
+SECRET_VARIABLES = ("HOOKBOX_PARTNERS_SECRET_ARN", "HOOKBOX_API_TOKENS_SECRET_ARN")
 MASTER_SECRET = {"Fn::GetAtt": ["DbCluster", "MasterUserSecret.SecretArn"]}
 
 
@@ -460,6 +502,9 @@ def check_secrets_and_data_api(sam: dict, cfn: dict) -> None:
                 expected.add(json.dumps(secret, sort_keys=True))
         if "HOOKBOX_PARTNERS_SECRET_ARN" in env:
             expected.add(json.dumps(partners, sort_keys=True))
+        for var in SECRET_VARIABLES[1:]:
+            if var in env:
+                expected.add(json.dumps(env[var], sort_keys=True))
         got = {json.dumps(r, sort_keys=True) for r in granted}
         if got != expected:
             extra = sorted(got - expected)
@@ -564,6 +609,233 @@ def check_relay_destinations(template: dict, cfn: dict) -> None:
     notes.append("relay destinations: events:PutEvents and sqs:SendMessage on exactly the parameters' ARNs")
 
 
+# ------------------------------------------------------------ management API
+# The routes of the management function and the resources its code knows
+# (functions/management/src/event.rs: BEARER_RESOURCE, IAM_RESOURCE).
+BEARER_ROUTE = "/api/v1/{proxy+}"
+IAM_ROUTE = "/iam/api/v1/{proxy+}"
+MANAGEMENT_EVENT_CODE = ROOT / "functions" / "management" / "src" / "event.rs"
+OPERATIONS = ("get", "put", "post", "delete", "options", "head", "patch", "x-amazon-apigateway-any-method")
+
+
+def functions_of(template: dict, binary: str) -> dict:
+    return {
+        name: res
+        for name, res in (template.get("Resources") or {}).items()
+        if res.get("Type") == "AWS::Serverless::Function"
+        and ((res.get("Metadata") or {}).get("BuildProperties") or {}).get("Binary") == binary
+    }
+
+
+def check_management_api(template: dict, cfn: dict) -> None:
+    functions = functions_of(template, "management")
+    if len(functions) != 1:
+        problem(f"the management function must be deployed once, is {len(functions)} times")
+        return
+    name, res = next(iter(functions.items()))
+    code = MANAGEMENT_EVENT_CODE.read_text() if MANAGEMENT_EVENT_CODE.exists() else ""
+    for route in (BEARER_ROUTE, IAM_ROUTE):
+        if f'"{route}"' not in code:
+            problem(f"{name}: route {route} is not a resource {MANAGEMENT_EVENT_CODE.relative_to(ROOT)} knows")
+    events = ((res.get("Properties") or {}).get("Events")) or {}
+    routes = {}
+    for ev_name, ev in events.items():
+        props = ev.get("Properties") or {}
+        if ev.get("Type") != "Api":
+            problem(f"{name}.{ev_name}: the management function is invoked by API Gateway only, not {ev.get('Type')}")
+            continue
+        routes[props.get("Path")] = (ev_name, props)
+    if set(routes) != {BEARER_ROUTE, IAM_ROUTE}:
+        problem(f"{name}: routes {sorted(map(str, routes))}, must be exactly {BEARER_ROUTE} and {IAM_ROUTE}")
+    for path, (ev_name, props) in routes.items():
+        auth = props.get("Auth") or {}
+        if props.get("RestApiId") != {"Ref": "WebhookApi"}:
+            problem(f"{name}.{ev_name}: must be on the stack's API (RestApiId !Ref WebhookApi)")
+        if path == IAM_ROUTE:
+            if auth.get("Authorizer") != "AWS_IAM":
+                problem(f"{name}.{ev_name}: {IAM_ROUTE} must be authorized by AWS_IAM (SigV4), is {auth.get('Authorizer')!r}")
+            if auth.get("InvokeRole") != "NONE":
+                problem(f"{name}.{ev_name}: {IAM_ROUTE} needs InvokeRole NONE (API Gateway invokes the function, not the caller's credentials)")
+        if path == BEARER_ROUTE and auth.get("Authorizer") != "NONE":
+            problem(f"{name}.{ev_name}: {BEARER_ROUTE} is checked by the function's bearer tokens (Authorizer NONE), is {auth.get('Authorizer')!r}")
+    # the translated API: security of each operation
+    api = (cfn.get("Resources") or {}).get("WebhookApi", {}).get("Properties", {})
+    body = api.get("Body") or {}
+    definitions = body.get("securityDefinitions") or {}
+    if (definitions.get("AWS_IAM") or {}).get("x-amazon-apigateway-authtype") != "awsSigv4":
+        problem("WebhookApi: no AWS_IAM (awsSigv4) security definition")
+    for path, ops in (body.get("paths") or {}).items():
+        for method, op in ops.items():
+            if method not in OPERATIONS:
+                continue
+            security = [k for entry in (op.get("security") or []) for k in entry]
+            integration = op.get("x-amazon-apigateway-integration") or {}
+            if path == IAM_ROUTE:
+                if security != ["AWS_IAM"]:
+                    problem(f"WebhookApi {method} {path}: security {security}, must be exactly AWS_IAM")
+                if integration.get("credentials") is not None:
+                    problem(f"WebhookApi {method} {path}: invoked with credentials {integration.get('credentials')!r}, must be none")
+            elif path == BEARER_ROUTE:
+                if security not in ([], ["NONE"]):
+                    problem(f"WebhookApi {method} {path}: security {security}; the function checks the bearer token")
+            elif not [k for k in security if k in definitions]:
+                problem(f"WebhookApi {method} {path}: no authorizer (only the management API's bearer route may have none)")
+    notes.append(f"management API: {BEARER_ROUTE} (bearer, checked by the function), {IAM_ROUTE} (AWS_IAM)")
+
+
+# The key vault: the encryption context the code sends (shared/src/vault/kms.rs).
+KMS_CODE = ROOT / "shared" / "src" / "vault" / "kms.rs"
+# What each function may do with the endpoint secrets' key.
+KMS_ACTIONS = {
+    # open secrets; seal one an endpoint made through SQL lacks (a new data
+    # key when none of this key exists yet)
+    "relay": {"kms:Decrypt", "kms:GenerateDataKey"},
+    # seal new and rotated secrets; open one to show it to its owner
+    "management": {"kms:Decrypt", "kms:GenerateDataKey"},
+}
+# The management function's role, whole: the Data API, its two secrets,
+# the endpoint secrets' key.
+MANAGEMENT_ACTIONS = DATA_API_ACTIONS["management"] | {"secretsmanager:GetSecretValue"} | KMS_ACTIONS["management"]
+
+
+def kms_purpose() -> tuple[str, str] | None:
+    text = KMS_CODE.read_text() if KMS_CODE.exists() else ""
+    m = re.search(r'const PURPOSE: \(&str, &str\) = \("([^"]+)", "([^"]+)"\);', text)
+    return (m.group(1), m.group(2)) if m else None
+
+
+def check_endpoint_secrets_key(template: dict, cfn: dict) -> None:
+    purpose = kms_purpose()
+    if purpose is None:
+        problem(f"{KMS_CODE.relative_to(ROOT)}: no `const PURPOSE: (&str, &str) = (\"…\", \"…\");` (the encryption context)")
+        return
+    context_key = f"kms:EncryptionContext:{purpose[0]}"
+    resources = template.get("Resources") or {}
+    keys = {n: r for n, r in resources.items() if r.get("Type") == "AWS::KMS::Key"}
+    if len(keys) != 1:
+        problem(f"the template must hold exactly one AWS::KMS::Key (the endpoint secrets'), holds {sorted(keys)}")
+        return
+    key_name, key = next(iter(keys.items()))
+    props = key.get("Properties") or {}
+    if props.get("EnableKeyRotation") is not True:
+        problem(f"{key_name}: EnableKeyRotation must be true")
+    if props.get("KeySpec", "SYMMETRIC_DEFAULT") != "SYMMETRIC_DEFAULT" or props.get("KeyUsage", "ENCRYPT_DECRYPT") != "ENCRYPT_DECRYPT":
+        problem(f"{key_name}: must be a symmetric ENCRYPT_DECRYPT key (GenerateDataKey)")
+    if key.get("DeletionPolicy") != "Retain" or key.get("UpdateReplacePolicy") != "Retain":
+        problem(f"{key_name}: DeletionPolicy and UpdateReplacePolicy must be Retain (without it no endpoint secret opens again)")
+    if not any(
+        r.get("Type") == "AWS::KMS::Alias" and (r.get("Properties") or {}).get("TargetKeyId") in ({"Ref": key_name}, {"Fn::GetAtt": [key_name, "Arn"]})
+        for r in resources.values()
+    ):
+        problem(f"{key_name}: no AWS::KMS::Alias targets it")
+    denies = [
+        st for st in ((props.get("KeyPolicy") or {}).get("Statement") or [])
+        if st.get("Effect") == "Deny"
+        and ((st.get("Condition") or {}).get("StringNotEquals") or {}).get(context_key) == purpose[1]
+    ]
+    denied = {a for st in denies for a in as_list(st.get("Action", []))}
+    for action in ("kms:Decrypt", "kms:GenerateDataKey", "kms:Encrypt"):
+        if action not in denied:
+            problem(f"{key_name}: the key policy must deny {action} without the encryption context {purpose[0]}={purpose[1]}")
+    key_refs = ({"Fn::GetAtt": [key_name, "Arn"]}, {"Ref": key_name})
+    # who says they use it
+    users = {}
+    for name, res in resources.items():
+        if res.get("Type") != "AWS::Serverless::Function":
+            continue
+        env = ((res.get("Properties") or {}).get("Environment") or {}).get("Variables") or {}
+        binary = ((res.get("Metadata") or {}).get("BuildProperties") or {}).get("Binary")
+        if "HOOKBOX_KMS_KEY_ID" in env:
+            if env["HOOKBOX_KMS_KEY_ID"] not in key_refs:
+                problem(f"{name}: HOOKBOX_KMS_KEY_ID must be !GetAtt {key_name}.Arn, is {env['HOOKBOX_KMS_KEY_ID']!r}")
+            users[f"{name}Role"] = (name, binary)
+    for binary in KMS_ACTIONS:
+        if not any(b == binary for _, b in users.values()):
+            problem(f"the {binary} function must set HOOKBOX_KMS_KEY_ID (tenants' endpoint secrets)")
+    # what the roles may do with it (translated template)
+    cfn_resources = cfn.get("Resources") or {}
+    for role, res in cfn_resources.items():
+        if res.get("Type") != "AWS::IAM::Role":
+            continue
+        granted = set()
+        for st in role_statements(cfn_resources, role):
+            actions = [a for a in as_list(st.get("Action", [])) if isinstance(a, str) and a.startswith("kms:")]
+            if not actions:
+                continue
+            resource = st.get("Resource")
+            if resource == {"Ref": "PartnersSecretKmsKeyArn"}:
+                via = ((st.get("Condition") or {}).get("StringEquals") or {}).get("kms:ViaService")
+                if actions != ["kms:Decrypt"] or not via:
+                    problem(f"{role}: the partners secret's key allows kms:Decrypt via Secrets Manager only, not {actions}")
+                continue
+            if resource not in key_refs:
+                problem(f"{role}: {actions} on {resource!r}, not the endpoint secrets' key {key_name}")
+                continue
+            condition = (st.get("Condition") or {}).get("StringEquals") or {}
+            if condition.get(context_key) != purpose[1]:
+                problem(f"{role}: {actions} on {key_name} without the condition {context_key} = {purpose[1]}")
+            granted |= set(actions)
+        user = users.get(role)
+        if user is None:
+            if granted:
+                problem(f"{role}: {sorted(granted)} on {key_name}, but its function does not set HOOKBOX_KMS_KEY_ID")
+            continue
+        want = KMS_ACTIONS.get(user[1])
+        if want is None:
+            problem(f"{user[0]}: binary {user[1]} uses {key_name}, but KMS_ACTIONS does not say what it may do")
+        elif granted != want:
+            problem(f"{role}: KMS actions {sorted(granted)} on {key_name}, must be exactly {sorted(want)}")
+    notes.append(f"{key_name}: rotated, retained, aliased; used under {purpose[0]}={purpose[1]} by {sorted(n for n, _ in users.values())}")
+
+
+HASH_ENTRY_KEYS = {"name", "sha256"}
+BEARER_TOKEN = re.compile(r"(?i)\bbearer\s+(?!<)[A-Za-z0-9._~+/=-]{8,}")
+
+
+def check_api_tokens(template: dict, cfn: dict) -> None:
+    resources = template.get("Resources") or {}
+    globals_env = ((((template.get("Globals") or {}).get("Function") or {}).get("Environment") or {}).get("Variables")) or {}
+    if "HOOKBOX_API_TOKENS" in globals_env:
+        problem("Globals: HOOKBOX_API_TOKENS may not be set in the template (hashes belong in the tokens' secret)")
+    for name, res in resources.items():
+        if res.get("Type") != "AWS::Serverless::Function":
+            continue
+        env = ((res.get("Properties") or {}).get("Environment") or {}).get("Variables") or {}
+        if "HOOKBOX_API_TOKENS" in env and env["HOOKBOX_API_TOKENS"] != {"Ref": "AWS::NoValue"}:
+            problem(f"{name}: HOOKBOX_API_TOKENS is set in the template; only !Ref AWS::NoValue (local runs) is allowed, the hashes belong in the tokens' secret")
+        if "HOOKBOX_API_TOKENS_SECRET_ARN" not in env:
+            continue
+        ref = env["HOOKBOX_API_TOKENS_SECRET_ARN"]
+        secret = resources.get(ref.get("Ref", "") if isinstance(ref, dict) else "", {})
+        if secret.get("Type") != "AWS::SecretsManager::Secret":
+            problem(f"{name}: HOOKBOX_API_TOKENS_SECRET_ARN must be !Ref to a secret of the template, is {ref!r}")
+            continue
+        props = secret.get("Properties") or {}
+        if "GenerateSecretString" in props:
+            problem(f"{ref['Ref']}: a generated value is a token in clear; the tokens' secret holds hashes only")
+        text = props.get("SecretString")
+        if text is None:
+            continue
+        try:
+            entries = json.loads(text) if isinstance(text, str) else None
+        except json.JSONDecodeError:
+            entries = None
+        if not isinstance(entries, list) or not all(
+            isinstance(e, dict) and set(e) == HASH_ENTRY_KEYS and re.fullmatch(r"[0-9a-fA-F]{64}", str(e.get("sha256")))
+            for e in entries
+        ):
+            problem(f"{ref['Ref']}: SecretString must be a JSON list of {{\"name\", \"sha256\": <64 hex>}} (hashes, never tokens)")
+    for m in BEARER_TOKEN.finditer(TEMPLATE.read_text()):
+        problem(f"the template's text holds what looks like a bearer token: {m.group(0)[:14]}…")
+    for name, res in functions_of(template, "management").items():
+        role = f"{name}Role"
+        extra = set()
+        for st in role_statements(cfn.get("Resources") or {}, role):
+            extra |= {a for a in as_list(st.get("Action", [])) if isinstance(a, str)} - MANAGEMENT_ACTIONS
+        if extra:
+            problem(f"{role}: actions {sorted(extra)} beyond what the management API calls ({sorted(MANAGEMENT_ACTIONS)})")
+
+
 def lint_translated(cfn: dict) -> None:
     """cfn-lint on the translated (plain CloudFormation) template: newer
     cfn-lint releases no longer run the SAM transform themselves."""
@@ -592,6 +864,9 @@ def main() -> int:
         check_translated(cfn)
         check_secrets_and_data_api(template, cfn)
         check_relay_destinations(template, cfn)
+        check_management_api(template, cfn)
+        check_endpoint_secrets_key(template, cfn)
+        check_api_tokens(template, cfn)
         lint_translated(cfn)
     check_schedules(template)
     check_processor_handler(template)

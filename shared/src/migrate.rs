@@ -165,6 +165,21 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "api_event_types_idempotency",
         sql: include_str!("../migrations/0023_api_event_types_idempotency.sql"),
     },
+    Migration {
+        version: 24,
+        name: "claim_at_scale",
+        sql: include_str!("../migrations/0024_claim_at_scale.sql"),
+    },
+    Migration {
+        version: 25,
+        name: "management_login",
+        sql: include_str!("../migrations/0025_management_login.sql"),
+    },
+    Migration {
+        version: 26,
+        name: "childless_messages_purge",
+        sql: include_str!("../migrations/0026_childless_messages_purge.sql"),
+    },
 ];
 
 /// Why migrating failed.

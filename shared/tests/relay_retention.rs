@@ -192,6 +192,7 @@ async fn deleting_rows_deletes_the_objects_no_row_refers_to_and_keeps_shared_one
             outbox: 2,
             archived_deleted: 0,
             attempts_deleted: 0,
+            messages_deleted: 0,
             blobs_deleted: 2,
             blobs_kept: 2,
             blob_delete_failed: 0,

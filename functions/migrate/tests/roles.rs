@@ -19,7 +19,13 @@ const SET_PASSWORD: Statement = Statement::new(
 );
 use hookbox_testkit::TestDb;
 
-const ROLES: [&str; 3] = ["hookbox_ingest", "hookbox_processor", "hookbox_relay"];
+// (hookbox_management: the management function's login, migration 25)
+const ROLES: [&str; 4] = [
+    "hookbox_ingest",
+    "hookbox_processor",
+    "hookbox_relay",
+    "hookbox_management",
+];
 
 /// A migrated database whose function roles may log in (trust auth here;
 /// in AWS migrate sets each password from the function's secret).

@@ -8,6 +8,10 @@
 //!   deleting queues the rows' blob keys in blob_deletions (same statement);
 //!   both move each row's delivering attempt into outbox_attempts while it is
 //!   younger than the attempt log's retention (same statement)
+//! purge_childless_messages: ≤ purge_max_batches × purge_batch tenants'
+//!   messages no delivery names (published with no matching endpoint, or
+//!   their endpoint deleted), older than the cutoff (1 statement each;
+//!   a message with deliveries goes with its last one, migration 22)
 //! outbox::attempts::purge (HOOKBOX_ATTEMPT_RETENTION_DAYS, default 30):
 //!                        ≤ purge_max_batches × purge_batch attempt log rows
 //! inbox::purge_archived, outbox::purge_archived (HOOKBOX_ARCHIVE_RETENTION_DAYS):
@@ -32,7 +36,7 @@ use crate::blob::BlobKey;
 use crate::inbox;
 use crate::outbox::relay::{Relay, chrono_duration};
 use crate::outbox::{self, blob_refs};
-use crate::store::{DbError, Transaction};
+use crate::store::{DbError, Executor, Statement, Transaction, fetch_one};
 
 /// Keys per transaction of the object deletes.
 pub const BLOB_DELETE_BATCH: i64 = 100;
@@ -51,6 +55,8 @@ pub struct PurgeReport {
     pub archived_deleted: u64,
     /// Attempt log rows deleted by its own retention.
     pub attempts_deleted: u64,
+    /// Tenants' messages no delivery named, deleted by the retention.
+    pub messages_deleted: u64,
     /// Blob objects deleted (no row referred to them any more).
     pub blobs_deleted: u64,
     /// Queued objects kept because another row still refers to them (the
@@ -70,6 +76,27 @@ struct BlobBatch {
     busy: usize,
     /// Deletes the store could not do for now (requeued).
     retry: usize,
+}
+
+const PURGE_CHILDLESS_MESSAGES: Statement = Statement::new(
+    "retention.purge_childless_messages",
+    "SELECT hookbox_messages_purge(CAST(:before AS timestamptz), CAST(:limit AS integer)) AS n",
+);
+
+/// Deletes at most `limit` of the tenants' messages that no delivery names
+/// and that were created before `before`, oldest first; how many.
+pub async fn purge_childless_messages(
+    db: &dyn Executor,
+    before: chrono::DateTime<chrono::Utc>,
+    limit: i64,
+) -> Result<u64, DbError> {
+    let row = fetch_one(
+        db,
+        &PURGE_CHILDLESS_MESSAGES,
+        &crate::params! { "before" => before, "limit" => limit },
+    )
+    .await?;
+    Ok(u64::try_from(row.i64("n")?).unwrap_or(0))
 }
 
 impl Relay {
@@ -100,6 +127,13 @@ impl Relay {
                     outbox::purge_finished(self.db.as_ref(), cutoff, attempts_after, batch, mode)
                         .await?;
                 report.outbox += n;
+                if (n as i64) < batch {
+                    break;
+                }
+            }
+            for _ in 0..self.settings.purge_max_batches {
+                let n = purge_childless_messages(self.db.as_ref(), cutoff, batch).await?;
+                report.messages_deleted += n;
                 if (n as i64) < batch {
                     break;
                 }

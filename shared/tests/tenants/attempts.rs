@@ -1,7 +1,8 @@
 //! Attempts and recover (migration 22, `hookbox::tenants::messages`): the
 //! attempts of a receiver that fails then succeeds, with stable ids; recover
 //! sending again exactly an endpoint's failed and dead deliveries of a time
-//! range; messages deleted with their tenant and by the outbox's retention.
+//! range; messages deleted with their tenant and by the outbox's retention,
+//! and those no delivery names by the relay's retention (migration 26).
 
 use chrono::Duration;
 use hookbox::admin::{ReplayRange, plan_replay, replay_page};
@@ -23,6 +24,7 @@ for_each_adapter!(
     recover_sends_again_exactly_the_failed_and_dead_deliveries_of_its_range,
     messages_go_with_their_tenant_and_with_their_last_delivery_at_retention,
     only_tenants_deliveries_have_an_entry_in_the_message_index,
+    retention_deletes_old_messages_that_no_delivery_names,
 );
 
 async fn attempts_show_a_receiver_that_fails_then_succeeds(adapter: Adapter) {
@@ -427,4 +429,75 @@ async fn only_tenants_deliveries_have_an_entry_in_the_message_index(adapter: Ada
     let plan = common::plan(tx.as_ref(), &lookup, &hookbox::params! { "m" => "msg_x" }).await;
     tx.rollback().await.expect("rollback");
     common::assert_uses(&plan, "outbox_message", "outbox");
+}
+
+async fn retention_deletes_old_messages_that_no_delivery_names(adapter: Adapter) {
+    let s = setup(adapter).await;
+    let db = s.db.as_ref();
+    let now = s.clock.now();
+    let age = |id: String, days: i64| {
+        let db = s.db.clone();
+        async move {
+            db.execute(
+                &sql(
+                    "UPDATE hookbox_messages SET created_at = CAST(:at AS timestamptz) \
+                      WHERE id = :id",
+                ),
+                &hookbox::params! { "at" => now - Duration::days(days), "id" => id.as_str() },
+            )
+            .await
+            .expect("age it");
+            id
+        }
+    };
+    // acme has no endpoint yet: its messages have no delivery
+    let mut lonely = Vec::new();
+    for (n, days) in [(1, 40), (2, 31), (3, 1)] {
+        let id = s
+            .create(json!({"event_type": "order.paid", "payload": n}))
+            .await
+            .message
+            .id;
+        lonely.push(age(id, days).await);
+    }
+    // an old message whose delivery still waits is not the retention's
+    s.endpoint(json!({"url": s.sink.url("/a"), "filter_types": ["nothing.*"]}))
+        .await;
+    s.endpoint(json!({"url": s.sink.url("/b"), "disabled": true}))
+        .await;
+    let waiting = s
+        .create(json!({"event_type": "order.paid", "payload": 4}))
+        .await
+        .message
+        .id;
+    let waiting = age(waiting, 50).await;
+
+    // the relay's retention (30 days): the two older lonely ones go
+    let report = s.relay.purge().await.expect("purge");
+    assert_eq!(report.messages_deleted, 2, "{report:?}");
+    let left = |id: &str| format!("SELECT count(*) AS n FROM hookbox_messages WHERE id = '{id}'");
+    assert_eq!(s.count(&left(&lonely[0])).await, 0);
+    assert_eq!(s.count(&left(&lonely[1])).await, 0);
+    assert_eq!(
+        s.count(&left(&lonely[2])).await,
+        1,
+        "younger than the retention"
+    );
+    assert_eq!(s.count(&left(&waiting)).await, 1, "its delivery waits");
+
+    // bounded: one at a time, oldest first
+    let young = age(lonely[2].clone(), 60).await;
+    let other = s
+        .create(json!({"event_type": "invoice.sent", "payload": 5}))
+        .await
+        .message
+        .id;
+    let other = age(other, 45).await;
+    let n =
+        hookbox::maintenance::retention::purge_childless_messages(db, now - Duration::days(30), 1)
+            .await
+            .expect("purge one");
+    assert_eq!(n, 1);
+    assert_eq!(s.count(&left(&young)).await, 0, "the oldest first");
+    assert_eq!(s.count(&left(&other)).await, 1);
 }

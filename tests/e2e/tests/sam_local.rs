@@ -444,3 +444,133 @@ async fn a_routed_stripe_event_is_forwarded_as_the_template_configures_it() {
         .get::<_, i64>(0);
     assert_eq!(orders, 0, "nothing reached the example orders domain");
 }
+
+/// One call of moto's JSON protocol (`X-Amz-Target`), for the services
+/// this crate has no SDK client of (moto reads the service from the
+/// credential scope and checks no signature).
+async fn moto_json(
+    services: &LocalServices,
+    service: &str,
+    target: &str,
+    body: serde_json::Value,
+) -> serde_json::Value {
+    let response = reqwest::Client::new()
+        .post(&services.moto)
+        .header("content-type", "application/x-amz-json-1.1")
+        .header("x-amz-target", target)
+        .header(
+            "authorization",
+            format!(
+                "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/{service}/aws4_request, \
+                 SignedHeaders=host, Signature=0"
+            ),
+        )
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{target}: {e}"));
+    let status = response.status();
+    let text = response.text().await.unwrap_or_default();
+    assert!(status.is_success(), "{target}: {status} {text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{target}: {e}: {text}"))
+}
+
+/// Issue #41: the management function as the template deploys it (its
+/// routes' events, the Data API's place taken by the local database, the
+/// endpoint secrets' key in moto's KMS, the tokens' hashes in moto's
+/// Secrets Manager): 401 without a token and for an identity the bearer
+/// route does not trust, the API with the token, and on the IAM route the
+/// caller API Gateway verified, without a token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_management_api_answers_by_route_and_token() {
+    const SAMPLE_TOKEN: &str = "hookbox-sample-token-not-a-secret";
+    const CALLER: &str = "arn:aws:sts::123456789012:assumed-role/hookbox-operator/alice";
+    let sam = sam_local();
+    let services = LocalServices::start().await;
+    migrated(&services).await;
+    let key = moto_json(
+        &services,
+        "kms",
+        "TrentService.CreateKey",
+        serde_json::json!({"Description": "hookbox endpoint secrets (sam local)"}),
+    )
+    .await["KeyMetadata"]["Arn"]
+        .as_str()
+        .expect("the key's ARN")
+        .to_string();
+    let hashes = serde_json::json!([{
+        "name": "sample",
+        "sha256": hookbox::management::token_hash(SAMPLE_TOKEN),
+    }]);
+    let secret = moto_json(
+        &services,
+        "secretsmanager",
+        "secretsmanager.CreateSecret",
+        serde_json::json!({
+            "Name": hookbox_testkit::moto::unique_name("hookbox-api-tokens"),
+            "SecretString": hashes.to_string(),
+        }),
+    )
+    .await["ARN"]
+        .as_str()
+        .expect("the secret's ARN")
+        .to_string();
+    let mut env = services.env_vars();
+    let parameters = env["Parameters"].as_object_mut().expect("parameters");
+    parameters.insert("HOOKBOX_KMS_KEY_ID".into(), key.into());
+    parameters.insert("HOOKBOX_API_TOKENS_SECRET_ARN".into(), secret.into());
+    let env_file = tempfile::NamedTempFile::new().expect("env file");
+    std::fs::write(env_file.path(), env.to_string()).expect("write the env file");
+
+    let call = |name: &'static str| {
+        let (sam, env_file) = (&sam, env_file.path().to_path_buf());
+        async move {
+            let run = sam
+                .invoke("ManagementFunction", &smoke::event(name), &env_file)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            eprintln!(
+                "sam local invoke ManagementFunction {name}: {:.1} s",
+                run.elapsed.as_secs_f64()
+            );
+            let status = run.response["statusCode"].as_i64().unwrap_or_default();
+            let body: serde_json::Value = run.response["body"]
+                .as_str()
+                .and_then(|b| serde_json::from_str(b).ok())
+                .unwrap_or_default();
+            (status, body)
+        }
+    };
+    for name in [
+        "apigw-management-no-token.json",
+        "apigw-management-spoofed-identity.json",
+    ] {
+        let (status, body) = call(name).await;
+        assert_eq!(status, 401, "{name}: {body}");
+        assert_eq!(body["code"], "authentication_failed", "{name}: {body}");
+    }
+    // accepted: the list, or (until the routes are served) not_supported
+    let (status, body) = call("apigw-management-bearer.json").await;
+    assert!(
+        status == 200 || (status == 404 && body["code"] == "not_supported"),
+        "{status}: {body}"
+    );
+    let (status, body) = call("apigw-management-iam.json").await;
+    match status {
+        200 | 201 => {
+            let row = sql(&services)
+                .await
+                .query_one(
+                    "SELECT a.face, a.principal FROM hookbox_audit a \
+                     JOIN hookbox_tenants t ON t.id = a.tenant_id WHERE t.uid = 'acme'",
+                    &[],
+                )
+                .await
+                .expect("the tenant's audit entry");
+            assert_eq!(row.get::<_, String>(0), "api");
+            assert_eq!(row.get::<_, String>(1), CALLER);
+        }
+        404 => assert_eq!(body["code"], "not_supported", "{body}"),
+        other => panic!("{other}: {body}"),
+    }
+}

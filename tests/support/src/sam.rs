@@ -37,12 +37,13 @@ pub const BOOTSTRAP_DIR_VAR: &str = "HOOKBOX_SAM_BOOTSTRAP_DIR";
 pub const FIXTURE_TIME: i64 = 1_780_000_000;
 
 /// The functions of the template and their binaries.
-pub const FUNCTIONS: [(&str, &str); 5] = [
+pub const FUNCTIONS: [(&str, &str); 6] = [
     ("AuthorizerFunction", "authorizer"),
     ("IngestFunction", "ingest"),
     ("ProcessorFunction", "processor"),
     ("RelayFunction", "relay"),
     ("MigrateFunction", "migrate"),
+    ("ManagementFunction", "management"),
 ];
 
 /// Why `sam local` cannot run here.

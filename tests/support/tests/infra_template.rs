@@ -283,3 +283,168 @@ fn the_check_refuses_a_relay_destination_grant_beyond_the_parameters() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_check_refuses_a_management_api_whose_iam_route_is_not_sigv4() {
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "Authorizer: AWS_IAM # SigV4, verified by API Gateway",
+            "Authorizer: NONE",
+            1,
+        )
+    });
+    for expected in [
+        "ManagementFunction.IamApi: /iam/api/v1/{proxy+} must be authorized by AWS_IAM (SigV4), is 'NONE'",
+        "WebhookApi x-amazon-apigateway-any-method /iam/api/v1/{proxy+}: security ['NONE'], must be exactly AWS_IAM",
+    ] {
+        assert!(stderr.contains(expected), "{expected}\n{stderr}");
+    }
+    // the caller's credentials invoking the function (SAM's default)
+    let stderr = check_refuses(|t| t.replacen("              InvokeRole: NONE\n", "", 1));
+    assert!(
+        stderr.contains("/iam/api/v1/{proxy+} needs InvokeRole NONE"),
+        "{stderr}"
+    );
+    // a webhook route left without the partners' authorizer
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "            Path: /webhooks/{partner}\n            Method: GET\n",
+            "            Path: /webhooks/{partner}\n            Method: GET\n            Auth:\n              Authorizer: NONE\n",
+            1,
+        )
+    });
+    assert!(
+        stderr.contains("WebhookApi get /webhooks/{partner}: no authorizer"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_check_refuses_a_key_that_does_not_rotate_or_is_not_retained() {
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "      EnableKeyRotation: true\n",
+            "      EnableKeyRotation: false\n",
+            1,
+        )
+        .replacen(
+            "  EndpointSecretsKey:\n    Type: AWS::KMS::Key\n    DeletionPolicy: Retain\n",
+            "  EndpointSecretsKey:\n    Type: AWS::KMS::Key\n    DeletionPolicy: Delete\n",
+            1,
+        )
+    });
+    for expected in [
+        "EndpointSecretsKey: EnableKeyRotation must be true",
+        "EndpointSecretsKey: DeletionPolicy and UpdateReplacePolicy must be Retain",
+    ] {
+        assert!(stderr.contains(expected), "{expected}\n{stderr}");
+    }
+}
+
+#[test]
+fn the_check_refuses_kms_grants_beyond_the_key_its_actions_or_its_context() {
+    // the relay's grant without the encryption context condition
+    let stderr = check_refuses(|t| {
+        let relay = t.find("  RelayFunction:").expect("relay");
+        let (head, tail) = t.split_at(relay);
+        format!(
+            "{head}{}",
+            tail.replacen(
+                "              Resource: !GetAtt EndpointSecretsKey.Arn\n              Condition:\n                StringEquals:\n                  kms:EncryptionContext:purpose: hookbox-endpoint-secrets\n",
+                "              Resource: !GetAtt EndpointSecretsKey.Arn\n",
+                1,
+            )
+        )
+    });
+    assert!(
+        stderr.contains("RelayFunctionRole: ['kms:Decrypt', 'kms:GenerateDataKey'] on EndpointSecretsKey without the condition kms:EncryptionContext:purpose = hookbox-endpoint-secrets"),
+        "{stderr}"
+    );
+    // the management function may also encrypt, and on any key of the account
+    let stderr = check_refuses(|t| {
+        let management = t.find("  ManagementFunction:").expect("management");
+        let (head, tail) = t.split_at(management);
+        format!(
+            "{head}{}",
+            tail.replacen(
+                "                - kms:GenerateDataKey\n                - kms:Decrypt\n              Resource: !GetAtt EndpointSecretsKey.Arn\n",
+                "                - kms:GenerateDataKey\n                - kms:Decrypt\n                - kms:Encrypt\n              Resource: !Sub \"arn:aws:kms:${AWS::Region}:${AWS::AccountId}:key/*\"\n",
+                1,
+            )
+        )
+    });
+    assert!(
+        stderr.contains(
+            "ManagementFunctionRole: ['kms:GenerateDataKey', 'kms:Decrypt', 'kms:Encrypt'] on"
+        ) && stderr.contains("not the endpoint secrets' key EndpointSecretsKey"),
+        "{stderr}"
+    );
+    // the key policy no longer confines the key to its purpose
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "                kms:EncryptionContext:purpose: hookbox-endpoint-secrets\n\n",
+            "                kms:EncryptionContext:purpose: something-else\n\n",
+            1,
+        )
+    });
+    assert!(
+        stderr.contains("EndpointSecretsKey: the key policy must deny kms:Decrypt without the encryption context purpose=hookbox-endpoint-secrets"),
+        "{stderr}"
+    );
+    // a function granted the key without using it
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "          HOOKBOX_KMS_KEY_ID: !GetAtt EndpointSecretsKey.Arn\n          DATABASE_URL: !Ref AWS::NoValue # local: with HOOKBOX_DB=postgres\n          HOOKBOX_PARTNERS: !Ref AWS::NoValue",
+            "          DATABASE_URL: !Ref AWS::NoValue # local: with HOOKBOX_DB=postgres\n          HOOKBOX_PARTNERS: !Ref AWS::NoValue",
+            1,
+        )
+    });
+    assert!(
+        stderr.contains("the relay function must set HOOKBOX_KMS_KEY_ID")
+            && stderr.contains("RelayFunctionRole: ['kms:Decrypt', 'kms:GenerateDataKey'] on EndpointSecretsKey, but its function does not set HOOKBOX_KMS_KEY_ID"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_check_refuses_a_token_in_the_template_or_a_role_beyond_the_management_api() {
+    let hash = "0".repeat(64);
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "          HOOKBOX_API_TOKENS: !Ref AWS::NoValue # local: inline hashes, ahead of the secret\n",
+            &format!("          HOOKBOX_API_TOKENS: '[{{\"name\": \"ci\", \"sha256\": \"{hash}\"}}]'\n"),
+            1,
+        )
+        .replacen(
+            "      SecretString: \"[]\"\n",
+            "      SecretString: '[{\"name\": \"ci\", \"token\": \"s3cr3t-t0ken\"}]'\n",
+            1,
+        )
+        .replacen(
+            "Description: hookbox management API (tenants and endpoints; bearer tokens or IAM)",
+            "Description: \"hookbox management API (curl -H 'Authorization: Bearer hk_live_0123456789')\"",
+            1,
+        )
+    });
+    for expected in [
+        "ManagementFunction: HOOKBOX_API_TOKENS is set in the template",
+        "ManagementApiTokens: SecretString must be a JSON list of {\"name\", \"sha256\": <64 hex>}",
+        "the template's text holds what looks like a bearer token",
+    ] {
+        assert!(stderr.contains(expected), "{expected}\n{stderr}");
+    }
+    // the management function may read the partners' secret too, and send to the queue
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "                - !Ref ManagementDbSecret\n                - !Ref ManagementApiTokens\n",
+            "                - !Ref ManagementDbSecret\n                - !Ref ManagementApiTokens\n                - !Ref PartnersSecretArn\n            - Effect: Allow\n              Action: sqs:SendMessage\n              Resource: !GetAtt InboxQueue.Arn\n",
+            1,
+        )
+    });
+    for expected in [
+        "ManagementFunction: secretsmanager:GetSecretValue must be on exactly its own secrets; granted besides: {\"Ref\": \"PartnersSecretArn\"}",
+        "ManagementFunctionRole: actions ['sqs:SendMessage'] beyond what the management API calls",
+    ] {
+        assert!(stderr.contains(expected), "{expected}\n{stderr}");
+    }
+}

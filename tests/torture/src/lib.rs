@@ -5,6 +5,9 @@
 //! then a ledger check of the promise. Through either database adapter.
 //!
 //! What a run does, step by step (10 s of the clock each):
+//! 0. between relay runs, while the database is up, one change to the
+//!    tenants' endpoints (`tenants.rs`: added, rotated, disabled, enabled,
+//!    deleted);
 //! 1. partners send the webhooks due now (signed; `sw`: Standard Webhooks,
 //!    `gh`: GitHub), each answer recorded; a 5xx or a crash is resent a
 //!    minute later, like a partner would;
@@ -17,17 +20,23 @@
 //! 4. outages (the database, the queue, PostgreSQL itself, the AWS
 //!    services) start and end at random.
 //!
-//! Then, with the faults off, it runs to quiescence and checks the ledger
-//! ([`Ledger`]). A failing run returns its seed and the command to replay.
+//! Then, with the faults off and every endpoint enabled, it runs to
+//! quiescence and checks the ledger (`ledger.rs`, `tenant_ledger.rs`). A
+//! failing run returns its seed and the command to replay.
 
 pub mod aws;
+mod db;
 mod exact;
 pub mod faults;
+mod invoke;
 mod ledger;
 mod outages;
 mod partners;
 pub mod receiver;
+mod router;
 mod scenario;
+mod tenant_ledger;
+mod tenants;
 
 pub use scenario::Scenario;
 
@@ -44,25 +53,22 @@ use hookbox::config::ConfigStore;
 use hookbox::example::OrdersHandler;
 use hookbox::inbox::ingest::{Ingest, IngestRequest};
 use hookbox::metrics::Metrics;
-use hookbox::outbox::NewOutboxEvent;
-use hookbox::processing::{
-    BusinessHandler, HandlerError, InboxEvent, Outcome, Processor, ProcessorConfig, RoutingHandler,
-};
-use hookbox::queue::QueueConsumer;
+use hookbox::processing::{Processor, ProcessorConfig, RoutingHandler};
 use hookbox::queue::memory::{MemoryQueue, MemoryQueueConfig};
 use hookbox::relay::{Relay, RelaySettings};
 use hookbox::signature::Headers;
-use hookbox::store::data_api::{DataApiDatabase, DataApiTarget};
-use hookbox::store::postgres::{PgDatabase, PgOptions};
-use hookbox::store::{Database, Executor, Statement, Transaction};
-use hookbox_testkit::PrivateCluster;
+use hookbox::store::Executor;
 
+use db::database;
 pub use faults::quiet_injected_crashes;
 use faults::{FlakyDb, FlakyQueue, arm_failpoints, disarm_failpoints};
+use invoke::{invoke, refuse};
 use ledger::{check_ledger, quiet, statement};
-use partners::{Refusable, refusable, signed_headers};
+use partners::{refusable, signed_headers};
 use receiver::{GONE, Receivers};
+use router::Router;
 use scenario::{config, t0, webhooks};
+use tenants::Tenants;
 
 const STEP_S: i64 = 10;
 
@@ -150,119 +156,6 @@ impl std::fmt::Display for Failure {
     }
 }
 
-/// The business handler: partner `fw` forwarded by its routes (what ingest
-/// did not forward itself); for the others, the example orders domain, whose outbox rows go
-/// to `erp` for partner `sw` and to the gone destination for `gh`; the
-/// processed `sw` events of one order in five ([`aws::fans_out`]) also go
-/// to the EventBridge bus and the FIFO queue (aggregate: the order, so the
-/// queue's group). Each
-/// processed event also writes one `torture_effects` row in the same
-/// transaction: an effect that is NOT idempotent (as crediting an account
-/// would be), so applying an event twice shows in the ledger even where the
-/// orders state machine would ignore the second time.
-#[derive(Debug)]
-struct Router {
-    erp: OrdersHandler,
-    gone: OrdersHandler,
-    /// The `fw` partner's events that ingest left to the processor
-    /// (spooled, large, not storable as jsonb, behind an earlier one).
-    routing: RoutingHandler,
-}
-
-#[async_trait::async_trait]
-impl BusinessHandler for Router {
-    async fn handle(
-        &self,
-        event: &InboxEvent<'_>,
-        tx: &dyn Transaction,
-    ) -> Result<Outcome, HandlerError> {
-        if event.row.partner == scenario::FORWARDED {
-            return self.routing.handle(event, tx).await;
-        }
-        let outcome = if event.row.partner == "gh" {
-            self.gone.handle(event, tx).await
-        } else {
-            self.erp.handle(event, tx).await
-        }?;
-        if outcome == Outcome::Processed {
-            tx.execute(&EFFECT, &hookbox::params! { "id" => event.row.id })
-                .await
-                .map_err(HandlerError::from)?;
-            let order = event.row.ordering_key.as_deref();
-            if event.row.partner == "sw" && aws::fans_out(order) {
-                for destination in [aws::BUS, aws::FIFO] {
-                    let out = NewOutboxEvent {
-                        aggregate_type: "order".into(),
-                        aggregate_id: order.unwrap_or_default().into(),
-                        event_type: event.event_type().unwrap_or("unknown").into(),
-                        destination: destination.into(),
-                        payload: serde_json::json!({
-                            "event_id": event.row.event_id,
-                            "order": order,
-                        }),
-                    };
-                    hookbox::outbox::enqueue(tx, &out, event.now)
-                        .await
-                        .map_err(HandlerError::from)?;
-                }
-            }
-        }
-        Ok(outcome)
-    }
-}
-
-const EFFECT: Statement = Statement::new(
-    "torture.effect",
-    "INSERT INTO torture_effects (inbox_id) VALUES (CAST(:id AS uuid))",
-);
-
-/// The run's own PostgreSQL (durable commits: the run kills it as a crash
-/// would, and an acknowledged commit must survive), through `adapter`.
-struct Db {
-    cluster: PrivateCluster,
-    db: Arc<dyn Database>,
-    /// The local Data API server in front of it (Data API adapter).
-    data_api: Option<local_data_api::BackgroundServer>,
-}
-
-fn database(adapter: Adapter) -> Db {
-    let cluster = PrivateCluster::start_durable();
-    let (db, data_api): (Arc<dyn Database>, Option<local_data_api::BackgroundServer>) =
-        match adapter {
-            Adapter::Postgres => (
-                Arc::new(
-                    PgDatabase::connect(
-                        cluster.url(),
-                        &PgOptions {
-                            acquire_timeout: Duration::from_secs(2),
-                            ..PgOptions::default()
-                        },
-                    )
-                    .unwrap_or_else(|e| panic!("pool: {e}")),
-                ),
-                None,
-            ),
-            Adapter::DataApi => {
-                let server = hookbox_testkit::start_data_api(cluster.url());
-                let db = DataApiDatabase::local(
-                    &server.endpoint_url(),
-                    DataApiTarget {
-                        resource_arn: "arn:aws:rds:us-east-1:123456789012:cluster:torture".into(),
-                        secret_arn: "arn:aws:secretsmanager:us-east-1:123456789012:secret:torture"
-                            .into(),
-                        database: "postgres".into(),
-                    },
-                );
-                (Arc::new(db), Some(server))
-            }
-        };
-    Db {
-        cluster,
-        db,
-        data_api,
-    }
-}
-
 /// Runs `scenario` through `adapter` and checks the ledger.
 ///
 /// Failpoints are process-wide: the caller holds a `fail::FailScenario`.
@@ -299,6 +192,10 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
     )
     .await
     .unwrap_or_else(|e| panic!("the effects table: {e}"));
+    // the tenants and their first endpoints, before the first webhook
+    let mut tenants = Tenants::create(db.as_ref(), scenario.seed, clock.now())
+        .await
+        .unwrap_or_else(|e| panic!("the tenants: {e}"));
 
     let memory = MemoryQueue::new(
         MemoryQueueConfig {
@@ -351,6 +248,7 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
                 clock.clone(),
                 RelaySettings::new(worker),
             ))
+            .with_endpoints(Arc::new(tenants.directory()))
         })
         .collect();
     let relay = &relays[0];
@@ -435,6 +333,16 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
         }
         aws.set_down(aws_down);
         aws_was_down = aws_down;
+
+        // tenants' endpoints change between relay runs, one a step while
+        // the database is up (a management call is the SaaS's, not
+        // hookbox's, and the run must know whether it took effect), before
+        // anything else of the step (the ledger counts on it)
+        if step % 6 != 0 && !db_down && tenants.calls() < scenario.endpoint_changes {
+            if let Err(e) = tenants.change(db.as_ref(), clock.now()).await {
+                violations.push(e);
+            }
+        }
 
         // 1. partners send
         let due = plan.remove(&step).unwrap_or_default();
@@ -546,6 +454,12 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
             let _ = futures::future::join_all(drains).await;
             let _ = AssertUnwindSafe(relay.purge()).catch_unwind().await;
             aws.observe().await;
+            // the secrets the relays sealed, seen at the time they signed
+            if let Err(e) = tenants.observe_secrets(db.as_ref(), clock.now()).await {
+                if !db_down {
+                    violations.push(e);
+                }
+            }
         }
 
         clock.advance(TimeDelta::seconds(STEP_S));
@@ -572,6 +486,10 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
             .restart()
             .unwrap_or_else(|e| panic!("starting PostgreSQL again: {e}"));
     }
+    // what the disabled endpoints missed must reach them
+    if let Err(e) = tenants.enable_all(db.as_ref(), clock.now()).await {
+        violations.push(e);
+    }
 
     // quiescence: no faults; the event source, the sweeper and the relay
     // until nothing is left to do (deferrals, backoffs and leases expire)
@@ -593,6 +511,9 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
         aws.arm(db.as_ref(), &mut aws_rng).await;
         let _ = relay.drain(&store).await;
         aws.observe().await;
+        if let Err(e) = tenants.observe_secrets(db.as_ref(), clock.now()).await {
+            violations.push(e);
+        }
         if minute % 10 == 0 && quiet(db.as_ref(), &memory).await {
             break;
         }
@@ -619,6 +540,14 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
         &mut violations,
     )
     .await;
+    tenant_ledger::check_tenants(
+        db.as_ref(),
+        &tenants,
+        &receivers.endpoint_attempts(),
+        &mut figures,
+        &mut violations,
+    )
+    .await;
     if violations.is_empty() {
         Ok(figures)
     } else {
@@ -629,48 +558,4 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
             figures,
         }))
     }
-}
-
-/// Sends a request that must be refused; its status (`None`: it crashed).
-async fn refuse(ingest: &Ingest, request: &Refusable) -> Option<u16> {
-    let ingest_request = IngestRequest {
-        partner: request.partner,
-        headers: Headers::from_pairs(
-            request
-                .headers
-                .iter()
-                .map(|(n, v)| (n.as_str(), v.as_str())),
-        ),
-        body: &request.body,
-        url: None,
-    };
-    let mut metrics = Metrics::new();
-    AssertUnwindSafe(ingest.handle(&ingest_request, &mut metrics))
-        .catch_unwind()
-        .await
-        .ok()
-        .map(|r| r.status)
-}
-
-/// One processor invocation: receive up to 10, process, delete those not
-/// reported failed; a crash deletes nothing. Returns how many it received.
-async fn invoke(processor: &Processor<'_>, memory: &MemoryQueue) -> usize {
-    let Ok(got) = memory.receive(10).await else {
-        return 0;
-    };
-    if got.is_empty() {
-        return 0;
-    }
-    let report = AssertUnwindSafe(processor.process_batch(&got, None))
-        .catch_unwind()
-        .await;
-    if let Ok(report) = report {
-        let retry = report.retry_message_ids();
-        for m in &got {
-            if !retry.contains(&m.message_id) {
-                let _ = memory.delete(&m.receipt_handle).await;
-            }
-        }
-    }
-    got.len()
 }

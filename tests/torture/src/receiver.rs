@@ -6,6 +6,11 @@
 //! attempts of the same id sent other bytes), for the ledger to compare
 //! with what the partner sent.
 //!
+//! Every attempt at a tenant's endpoint (`ep_…`) is also logged in order,
+//! with its headers, body and answer ([`EndpointAttempt`]), for the tenants'
+//! ledger to check who got what, when and signed with which secret. Their
+//! hangs are simulated: an endpoint's timeout is 10 s of real time.
+//!
 //! A quarter of the hangs are real: the attempt goes through hookbox's own
 //! HTTP adapter (`HttpSender`, reqwest) to a tarpit on 127.0.0.1 that reads
 //! the request and never answers, so the relay's timeout is what ends it.
@@ -30,7 +35,25 @@ pub struct Receivers {
     tried: Mutex<HashMap<String, u32>>,
     bodies: Mutex<HashMap<String, Body>>,
     attempts: Mutex<HashMap<&'static str, u64>>,
+    endpoints: Mutex<Vec<EndpointAttempt>>,
     tarpit: Tarpit,
+}
+
+/// One attempt at a tenant's endpoint, as its receiver saw it.
+#[derive(Debug, Clone)]
+pub struct EndpointAttempt {
+    /// The endpoint (`ep_…`).
+    pub endpoint: String,
+    /// `webhook-id`.
+    pub id: String,
+    /// `webhook-timestamp` (the relay's clock when it sent).
+    pub timestamp: String,
+    /// `webhook-signature`.
+    pub signature: String,
+    /// The body.
+    pub body: String,
+    /// Answered 2xx.
+    pub ok: bool,
 }
 
 /// What the attempts of one `webhook-id` POSTed.
@@ -99,6 +122,7 @@ impl Receivers {
             tried: Mutex::default(),
             bodies: Mutex::default(),
             attempts: Mutex::default(),
+            endpoints: Mutex::default(),
             tarpit: Tarpit::start().await,
         }
     }
@@ -131,6 +155,30 @@ impl Receivers {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// Every attempt at a tenant's endpoint, in the order they were made.
+    pub fn endpoint_attempts(&self) -> Vec<EndpointAttempt> {
+        self.endpoints
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn log_endpoint(&self, request: &OutboundRequest<'_>, ok: bool) {
+        if hookbox::config::is_endpoint(&request.destination.name) {
+            self.endpoints
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(EndpointAttempt {
+                    endpoint: request.destination.name.clone(),
+                    id: request.headers.id.clone(),
+                    timestamp: request.headers.timestamp.clone(),
+                    signature: request.headers.signature.clone(),
+                    body: request.body.to_owned(),
+                    ok,
+                });
+        }
     }
 
     fn count(&self, kind: &'static str) {
@@ -183,7 +231,9 @@ impl WebhookSender for Receivers {
             let mut rng = self.rng.lock().unwrap_or_else(|p| p.into_inner());
             (rng.u8(0..100), rng.u8(0..4) == 0)
         };
+        let endpoint = hookbox::config::is_endpoint(&request.destination.name);
         if roll < self.fail_pct {
+            self.log_endpoint(&request, false);
             return match roll % 3 {
                 0 => {
                     self.count("500");
@@ -193,7 +243,7 @@ impl WebhookSender for Receivers {
                     self.count("429");
                     response(429, Some("30"))
                 }
-                _ if real => {
+                _ if real && !endpoint => {
                     let outcome = self.tarpit.send(request).await;
                     match &outcome {
                         SendOutcome::Failed { .. } => self.count("hang"),
@@ -212,6 +262,7 @@ impl WebhookSender for Receivers {
             };
         }
         self.count("2xx");
+        self.log_endpoint(&request, true);
         *self
             .delivered
             .lock()

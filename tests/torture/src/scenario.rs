@@ -49,6 +49,9 @@ pub struct Scenario {
     /// Requests hookbox must refuse with a 4xx (forged, stale, malformed,
     /// ambiguous, unknown partner), sent among the others.
     pub bad_requests: usize,
+    /// Changes to tenants' endpoints (added, rotated, disabled, enabled,
+    /// deleted), one a step while the database is up, between relay runs.
+    pub endpoint_changes: usize,
 }
 
 impl Scenario {
@@ -64,6 +67,7 @@ impl Scenario {
             outages: 4,
             receiver_fail_pct: 20,
             bad_requests: webhooks / 20,
+            endpoint_changes: webhooks / 20,
         }
     }
 }

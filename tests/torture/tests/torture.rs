@@ -1,8 +1,8 @@
 //! The bounded torture run of CI: a few seeds through each database
-//! adapter, every failpoint armed, outages, duplicates, bursts, large bodies
-//! and a flaky receiver; each run must pass its ledger check. The long run
-//! is `cargo run -p hookbox-torture --example torture` (see
-//! tests/torture/README.md).
+//! adapter, every failpoint armed, outages, duplicates, bursts, large
+//! bodies, a flaky receiver and tenants' endpoints changing under it; each
+//! run must pass its ledger check. The long run is `cargo run -p
+//! hookbox-torture --example torture` (see tests/torture/README.md).
 
 use hookbox_torture::{Adapter, Scenario, quiet_injected_crashes, run};
 
@@ -41,6 +41,21 @@ async fn bounded(adapter: Adapter) {
                     "seed {seed}: forwarding at ingest, or the payload comparison, or the \
                      processor's blob path was not exercised: {figures:?}"
                 );
+                // the tenants' endpoints: delivered and verified under every
+                // kind of change (tenants.rs makes one of each first)
+                for key in [
+                    "tenant attempts verified",
+                    "tenant attempts with two signatures",
+                    "tenant ordered deliveries checked",
+                    "tenant deliveries held, sent on enable",
+                    "tenant rotations",
+                    "tenant rotations through SQL",
+                    "tenant endpoints added",
+                    "tenant endpoints disabled",
+                    "tenant endpoints deleted",
+                ] {
+                    assert!(figure(key) > 0, "seed {seed}: no {key}: {figures:?}");
+                }
                 assert_eq!(
                     figures.refused.values().sum::<u64>(),
                     (WEBHOOKS / 20) as u64,

@@ -32,6 +32,8 @@ mod report;
 mod scale;
 mod signatures;
 mod stats;
+mod tenant_setup;
+mod tenants;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -73,7 +75,7 @@ struct Args {
     /// databases (every prepared statement planned for its parameters).
     #[arg(long)]
     custom_plans: bool,
-    /// Only these sections (ingest, processor, relay, relay-aws, signatures,
+    /// Only these sections (ingest, processor, relay, relay-aws, tenants, signatures,
     /// calls, forwarding, e2e, coldstart), comma-separated; for working on one.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -93,6 +95,7 @@ struct Plan {
     signature_rounds: usize,
     e2e_seconds: f64,
     e2e_drain: Duration,
+    tenants: tenants::Sizes,
 }
 
 const QUICK: Plan = Plan {
@@ -106,6 +109,7 @@ const QUICK: Plan = Plan {
     signature_rounds: 11,
     e2e_seconds: 1.5,
     e2e_drain: Duration::from_secs(20),
+    tenants: tenants::QUICK,
 };
 
 const FULL: Plan = Plan {
@@ -119,6 +123,7 @@ const FULL: Plan = Plan {
     signature_rounds: 101,
     e2e_seconds: 10.0,
     e2e_drain: Duration::from_secs(60),
+    tenants: tenants::FULL,
 };
 
 const E2E_RATES: [f64; 3] = [50.0, 200.0, 1_000.0];
@@ -270,6 +275,14 @@ async fn main() -> anyhow::Result<()> {
     ) {
         report.figures.extend(figures);
         report.notes.push((relay_aws::SECTION, note));
+    }
+    if let Some((figures, note)) = section!(
+        "tenants",
+        tenants::SECTION,
+        tenants::run(&bench, plan.tenants)
+    ) {
+        report.figures.extend(figures);
+        report.notes.push((tenants::SECTION, note));
     }
     if let Some(figures) = section!("signatures", signatures::SECTION, async {
         signatures::run(plan.signature_rounds)

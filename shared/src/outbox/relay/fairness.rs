@@ -14,6 +14,13 @@
 //! destination that hangs every request keeps `max_in_flight` rows, and
 //! every other destination's rows are claimed at the next statement.
 //!
+//! Tenants' endpoints (not in the configuration) found slow are capped the
+//! same way, at their free slots of the default `max_in_flight`; and a slow
+//! destination's rows in flight hold neither their lane's room nor its next
+//! statement (`flights`), so one tenant's many hanging endpoints never stall
+//! a lane. Fairness between tenants within a claim is the claim's own
+//! (migration 24: each tenant one share, split among its endpoints).
+//!
 //! A destination with `rate_limit_per_sec` is also capped by a token
 //! bucket (one second's worth, refilled on the relay's clock): a claim
 //! takes at most the whole tokens left, and spends one per row it claimed.
@@ -24,7 +31,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 
-use crate::config::HookboxConfig;
+use crate::config::{DEFAULT_MAX_IN_FLIGHT, HookboxConfig};
 
 /// What one relay holds per destination.
 #[derive(Debug, Default)]
@@ -81,6 +88,24 @@ impl Fairness {
         self.with(|held| {
             let mut caps = Vec::new();
             let mut reserved = Vec::new();
+            // tenants' endpoints (not configured: they have the default
+            // slots) found slow are capped as configured destinations are
+            let endpoints: Vec<String> = held
+                .iter()
+                .filter(|(name, h)| !h.prompt && config.destination(name).is_none())
+                .map(|(name, _)| name.clone())
+                .collect();
+            for name in &endpoints {
+                let Some(h) = held.get_mut(name) else {
+                    continue;
+                };
+                let free = DEFAULT_MAX_IN_FLIGHT.saturating_sub(h.rows);
+                let cap = i64::try_from(free).unwrap_or(i64::MAX).min(limit);
+                let slots = usize::try_from(cap).unwrap_or(0);
+                h.rows += slots;
+                reserved.push((name.clone(), slots, 0));
+                caps.push((name.clone(), cap));
+            }
             for d in config.destinations() {
                 let holding = held.entry(d.name.clone()).or_default();
                 let free = d.max_in_flight.saturating_sub(holding.rows);
@@ -150,6 +175,13 @@ impl Fairness {
                 }
             })
         });
+    }
+
+    /// `destination` had rows still in flight at a lane's statement and has
+    /// not answered promptly since: its rows in flight hold neither a lane's
+    /// room nor its next statement.
+    pub(crate) fn is_slow(&self, destination: &str) -> bool {
+        self.with(|held| held.get(destination).is_some_and(|h| !h.prompt))
     }
 
     /// What tells `destination`'s rows waiting for a slot that it turned
@@ -241,6 +273,26 @@ mod tests {
         f.claimed(r, std::iter::empty());
         assert_eq!(caps(&f, &cfg), [("a".to_string(), 1)], "given back");
         f.finished("a", true);
+        assert_eq!(caps(&f, &cfg), [], "answered promptly");
+    }
+
+    #[test]
+    fn a_slow_endpoint_is_capped_at_the_default_slots_and_holds_no_lane() {
+        let f = Fairness::default();
+        let cfg = config(None);
+        let endpoint = "ep_0123456789abcdef0123456789abcdef";
+        f.claimed(Reserved::default(), [endpoint; 4].into_iter());
+        assert_eq!(caps(&f, &cfg), [], "prompt until found slow");
+        assert!(!f.is_slow(endpoint));
+        f.straggling(endpoint);
+        assert!(f.is_slow(endpoint), "its rows no longer hold a lane");
+        assert_eq!(
+            caps(&f, &cfg),
+            [(endpoint.to_string(), 6)],
+            "the default 10 slots, 4 held"
+        );
+        f.finished(endpoint, true);
+        assert!(!f.is_slow(endpoint));
         assert_eq!(caps(&f, &cfg), [], "answered promptly");
     }
 

@@ -61,9 +61,15 @@ pub(super) struct Flights<'a> {
 }
 
 impl<'a> Flights<'a> {
-    /// Rows in flight.
-    pub(super) fn len(&self) -> usize {
-        self.flying.len()
+    /// Rows in flight of destinations not known to be slow: what holds a
+    /// lane's room and its next statement (a slow destination's rows are
+    /// bounded by its own slots instead: they never stall the lane).
+    pub(super) fn holding(&self, fairness: &Fairness) -> usize {
+        self.destinations
+            .iter()
+            .filter(|(d, _)| !fairness.is_slow(d))
+            .map(|(_, n)| *n)
+            .sum()
     }
 
     pub(super) fn is_idle(&self) -> bool {
@@ -189,11 +195,17 @@ impl<'a> Flights<'a> {
     }
 
     /// Waits until every request in flight has landed, or `until` (none:
-    /// no limit).
+    /// no limit). With `until` and not `all`, requests of destinations
+    /// known to be slow are not waited for: the lane claims again beside
+    /// them (their rows are capped at their free slots); and a destination
+    /// whose requests are still unanswered a quarter of the way to `until`
+    /// is found slow then (one of a tenant's many hanging endpoints costs
+    /// its lane a quarter of `idle`, not all of it).
     pub(super) async fn settle(
         &mut self,
         fairness: &Fairness,
         until: Option<tokio::time::Instant>,
+        all: bool,
     ) {
         let Some(until) = until else {
             while let Some(landed) = self.flying.next().await {
@@ -201,14 +213,21 @@ impl<'a> Flights<'a> {
             }
             return;
         };
-        let deadline = std::pin::pin!(tokio::time::sleep_until(until));
+        let now = tokio::time::Instant::now();
+        let straggle_at = now + until.saturating_duration_since(now) / 4;
+        let deadline = std::pin::pin!(tokio::time::sleep_until(if all {
+            until
+        } else {
+            straggle_at
+        }));
         let mut deadline = deadline;
+        let mut straggled = all;
         while !self.flying.is_empty() {
             // what has landed already, without a timer or a select per row
             while let Some(Some(landed)) = self.flying.next().now_or_never() {
                 self.land(landed, fairness);
             }
-            if self.flying.is_empty() {
+            if self.flying.is_empty() || (!all && self.holding(fairness) == 0) {
                 return;
             }
             tokio::select! {
@@ -217,7 +236,18 @@ impl<'a> Flights<'a> {
                     Some(landed) => self.land(landed, fairness),
                     None => return,
                 },
-                () = &mut deadline => return,
+                () = &mut deadline => {
+                    if straggled {
+                        return;
+                    }
+                    // the requests still unanswered: their destinations are
+                    // slow; then up to `until` for the others, if any
+                    straggled = true;
+                    for destination in self.destinations.keys() {
+                        fairness.straggling(destination);
+                    }
+                    deadline.set(tokio::time::sleep_until(until));
+                }
             }
         }
     }

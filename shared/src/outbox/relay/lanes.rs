@@ -122,11 +122,19 @@ impl Relay {
         let fairness = self.fairness.as_ref();
         let mut next_sweep = self.clock.now();
         let mut flights = Flights::default();
+        // the last claim found nothing: wait for slow destinations too
+        let mut found_nothing = false;
         loop {
-            // this lane's requests: all answered, or `idle` since the last
-            // statement (then the others' rows are claimed beside them)
+            // this lane's requests: all answered (but those of destinations
+            // known to be slow, unless nothing else is to be done), or `idle`
+            // since the last statement (then the others' rows are claimed
+            // beside them)
             flights
-                .settle(fairness, Some(Instant::now() + self.settings.idle))
+                .settle(
+                    fairness,
+                    Some(Instant::now() + self.settings.idle),
+                    found_nothing,
+                )
                 .await;
             flights.idle_passed(fairness);
             let now = self.clock.now();
@@ -166,7 +174,9 @@ impl Relay {
             if left < self.settings.min_request_time {
                 return self.land_all(flights, report).await;
             }
-            let room = self.settings.batch_size - flights.len() as i64;
+            // rows of slow destinations (capped at their free slots) leave
+            // the lane its room
+            let room = self.settings.batch_size - flights.holding(fairness) as i64;
             if room <= 0 {
                 // every row of the window in flight: record what landed
                 let landed = flights.take_landed();
@@ -242,6 +252,7 @@ impl Relay {
                     }
                 }
             };
+            found_nothing = claimed.is_empty();
             if claimed.is_empty() && flights.is_idle() {
                 let Some(pause) = pause else { return };
                 let left = (stop_at - self.clock.now()).to_std().unwrap_or_default();
@@ -270,7 +281,7 @@ impl Relay {
     /// A lane's end: waits for its last requests (each ends by its batch's
     /// deadline), then records what landed.
     async fn land_all(&self, mut flights: Flights<'_>, report: &Mutex<RunReport>) {
-        flights.settle(self.fairness.as_ref(), None).await;
+        flights.settle(self.fairness.as_ref(), None, true).await;
         self.flush(flights.take_landed(), report).await;
     }
 

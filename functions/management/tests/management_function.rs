@@ -1,0 +1,310 @@
+//! The management function's handler against a throwaway PostgreSQL
+//! (migrated), its tokens inline or in moto's Secrets Manager: the sample
+//! events of `events/` answered as API Gateway expects, a spoofed identity
+//! refused, tokens refreshed from their secret, and an init that names what
+//! is missing.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use aws_lambda_events::apigw::ApiGatewayProxyResponse;
+use aws_lambda_events::encodings::Body;
+use hookbox::clock::{Clock, ManualClock};
+use hookbox::config::SecretsManager;
+use hookbox::management::{ApiTokens, token_hash};
+use hookbox::startup::Startup;
+use hookbox::store::Database;
+use hookbox::store::postgres::{PgDatabase, PgOptions};
+use hookbox::tenants::SecretKeeper;
+use hookbox::vault::local::LocalVault;
+use hookbox_management::tokens::REFRESH;
+use hookbox_management::{ManagementFunction, TokenSource, event_from_json};
+use hookbox_testkit::{TestDb, moto, smoke};
+
+/// The sample events' token (events/generate.py, `MANAGEMENT_TOKEN`).
+const SAMPLE_TOKEN: &str = "hookbox-sample-token-not-a-secret";
+const CALLER: &str = "arn:aws:sts::123456789012:assumed-role/hookbox-operator/alice";
+
+async fn migrated() -> (TestDb, Arc<dyn Database>) {
+    let test_db = TestDb::create().await;
+    let db: Arc<dyn Database> =
+        Arc::new(PgDatabase::connect(test_db.url(), &PgOptions::default()).expect("pool"));
+    hookbox::migrate::migrate(db.as_ref())
+        .await
+        .expect("migrate");
+    (test_db, db)
+}
+
+fn clock() -> Arc<ManualClock> {
+    Arc::new(ManualClock::new(chrono::Utc::now()))
+}
+
+fn function(
+    db: Arc<dyn Database>,
+    clock: Arc<dyn Clock>,
+    tokens: TokenSource,
+) -> ManagementFunction {
+    ManagementFunction::new(
+        db,
+        SecretKeeper::new(Arc::new(LocalVault::random())),
+        clock,
+        tokens,
+    )
+}
+
+fn sample_tokens() -> TokenSource {
+    TokenSource::Inline(
+        ApiTokens::default()
+            .with_token("sample", SAMPLE_TOKEN)
+            .expect("token"),
+    )
+}
+
+async fn answer(f: &ManagementFunction, event: serde_json::Value) -> (i64, serde_json::Value) {
+    let response: ApiGatewayProxyResponse = f.handle(event_from_json(event).expect("event")).await;
+    let body = match &response.body {
+        Some(Body::Text(t)) => serde_json::from_str(t).unwrap_or(serde_json::Value::Null),
+        _ => serde_json::Value::Null,
+    };
+    (response.status_code, body)
+}
+
+fn with_token(name: &str, token: &str) -> serde_json::Value {
+    let mut event = smoke::event(name);
+    let value = format!("Bearer {token}");
+    event["headers"]["Authorization"] = value.clone().into();
+    event["multiValueHeaders"]["Authorization"] = serde_json::json!([value]);
+    event
+}
+
+#[tokio::test]
+async fn without_a_token_or_with_a_spoofed_identity_the_answer_is_401() {
+    let (_t, db) = migrated().await;
+    let f = function(db, clock(), sample_tokens());
+    for name in [
+        "apigw-management-no-token.json",
+        "apigw-management-spoofed-identity.json",
+    ] {
+        let (status, body) = answer(&f, smoke::event(name)).await;
+        assert_eq!(status, 401, "{name}: {body}");
+        assert_eq!(body["code"], "authentication_failed", "{name}: {body}");
+    }
+    // a wrong token, in any case of the header's name
+    let (status, _) = answer(&f, with_token("apigw-management-bearer.json", "guess")).await;
+    assert_eq!(status, 401);
+}
+
+#[tokio::test]
+async fn the_sample_token_is_accepted_on_the_bearer_route() {
+    let (_t, db) = migrated().await;
+    let f = function(db, clock(), sample_tokens());
+    let (status, body) = answer(&f, smoke::event("apigw-management-bearer.json")).await;
+    // the routes answer 200 (the list); until they are served, 404 not_supported
+    match status {
+        200 => assert!(body["data"].is_array(), "{body}"),
+        404 => {
+            assert_eq!(body["code"], "not_supported", "{body}");
+            assert!(
+                body["detail"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("GET /api/v1/app"),
+                "{body}"
+            );
+        }
+        other => panic!("{other}: {body}"),
+    }
+}
+
+#[tokio::test]
+async fn the_iam_route_serves_the_verified_caller_without_a_token() {
+    let (test_db, db) = migrated().await;
+    // no token accepted at all: IAM callers only
+    let f = function(db, clock(), TokenSource::Inline(ApiTokens::default()));
+    let (status, body) = answer(&f, smoke::event("apigw-management-iam.json")).await;
+    match status {
+        // served: the tenant exists and the audit names the caller's ARN
+        200 | 201 => {
+            let (client, conn) = tokio_postgres::connect(test_db.url(), tokio_postgres::NoTls)
+                .await
+                .expect("connect");
+            tokio::spawn(conn);
+            let row = client
+                .query_one(
+                    "SELECT a.face, a.principal FROM hookbox_audit a \
+                     JOIN hookbox_tenants t ON t.id = a.tenant_id WHERE t.uid = 'acme'",
+                    &[],
+                )
+                .await
+                .expect("the tenant's audit entry");
+            assert_eq!(row.get::<_, String>(0), "api");
+            assert_eq!(row.get::<_, String>(1), CALLER);
+        }
+        404 => {
+            assert_eq!(body["code"], "not_supported", "{body}");
+            assert!(
+                body["detail"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("POST /api/v1/app/"),
+                "the /iam prefix is stripped: {body}"
+            );
+        }
+        other => panic!("{other}: {body}"),
+    }
+    // the same request on the bearer route: no identity is trusted there
+    let mut bearer = smoke::event("apigw-management-iam.json");
+    bearer["resource"] = "/api/v1/{proxy+}".into();
+    bearer["requestContext"]["resourcePath"] = "/api/v1/{proxy+}".into();
+    let (status, body) = answer(&f, bearer).await;
+    assert_eq!(status, 401, "{body}");
+}
+
+async fn secrets_admin(endpoint: &str) -> aws_sdk_secretsmanager::Client {
+    use aws_sdk_secretsmanager::config::{BehaviorVersion, Credentials, Region};
+    aws_sdk_secretsmanager::Client::from_conf(
+        aws_sdk_secretsmanager::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .endpoint_url(endpoint)
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("t", "t", None, None, "t"))
+            .build(),
+    )
+}
+
+fn tokens_json(tokens: &[(&str, &str)]) -> String {
+    serde_json::Value::Array(
+        tokens
+            .iter()
+            .map(|(name, token)| serde_json::json!({"name": name, "sha256": token_hash(token)}))
+            .collect(),
+    )
+    .to_string()
+}
+
+#[tokio::test]
+async fn tokens_in_their_secret_are_read_again_after_the_refresh_period() {
+    let (_t, db) = migrated().await;
+    let endpoint = moto::endpoint();
+    let admin = secrets_admin(&endpoint).await;
+    let arn = admin
+        .create_secret()
+        .name(moto::unique_name("hookbox-api-tokens"))
+        .secret_string(tokens_json(&[("ci", "token-a")]))
+        .send()
+        .await
+        .expect("create secret")
+        .arn()
+        .expect("arn")
+        .to_string();
+    let clock = clock();
+    let tokens = TokenSource::from_secret(
+        arn.clone(),
+        Arc::new(SecretsManager::local(&endpoint)),
+        clock.clone(),
+    )
+    .await
+    .expect("tokens");
+    let f = function(db, clock.clone(), tokens);
+    let status = |token: &'static str| {
+        let f = &f;
+        async move {
+            answer(f, with_token("apigw-management-bearer.json", token))
+                .await
+                .0
+        }
+    };
+    assert_ne!(status("token-a").await, 401);
+    assert_eq!(status("token-b").await, 401);
+
+    // token-a revoked, token-b added: in force after the refresh period
+    admin
+        .put_secret_value()
+        .secret_id(&arn)
+        .secret_string(tokens_json(&[("next", "token-b")]))
+        .send()
+        .await
+        .expect("put secret value");
+    clock.advance(
+        chrono::Duration::from_std(REFRESH).expect("duration") - chrono::Duration::seconds(1),
+    );
+    assert_ne!(status("token-a").await, 401, "not read again yet");
+    clock.advance(chrono::Duration::seconds(1));
+    assert_ne!(status("token-b").await, 401, "read again");
+    assert_eq!(status("token-a").await, 401, "revoked");
+
+    // a secret that cannot be read keeps the tokens last read
+    admin
+        .delete_secret()
+        .secret_id(&arn)
+        .force_delete_without_recovery(true)
+        .send()
+        .await
+        .expect("delete secret");
+    clock.advance(chrono::Duration::from_std(REFRESH).expect("duration"));
+    assert_ne!(status("token-b").await, 401);
+    assert_eq!(status("token-a").await, 401);
+}
+
+fn startup(vars: &[(&str, &str)]) -> Startup {
+    let map: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Startup::with_env(move |name| map.get(name).cloned())
+}
+
+#[tokio::test]
+async fn the_init_names_what_is_missing_and_never_a_hash() {
+    let (test_db, _db) = migrated().await;
+    let vault_key = "aG9va2JveC1sb2NhbC12YXVsdC1rZXktMzItYnl0ZXM=";
+    let db_url = test_db.url().to_string();
+    let base = [
+        ("HOOKBOX_DB", "postgres"),
+        ("DATABASE_URL", db_url.as_str()),
+    ];
+
+    // no key vault: endpoints' secrets could not be sealed
+    let mut vars = base.to_vec();
+    vars.push(("HOOKBOX_API_TOKENS", "[]"));
+    let e = ManagementFunction::from_startup(&startup(&vars))
+        .await
+        .expect_err("no vault");
+    assert!(e.to_string().contains("HOOKBOX_KMS_KEY_ID"), "{e}");
+
+    // no tokens configured at all
+    let mut vars = base.to_vec();
+    vars.push(("HOOKBOX_LOCAL_VAULT_KEY", vault_key));
+    let e = ManagementFunction::from_startup(&startup(&vars))
+        .await
+        .expect_err("no tokens");
+    assert!(
+        e.to_string().contains("HOOKBOX_API_TOKENS_SECRET_ARN"),
+        "{e}"
+    );
+
+    // a malformed hash: the token named, its value never
+    let hash = "z".repeat(64);
+    let bad = format!(r#"[{{"name": "ci", "sha256": "{hash}"}}]"#);
+    let mut vars = base.to_vec();
+    vars.push(("HOOKBOX_LOCAL_VAULT_KEY", vault_key));
+    vars.push(("HOOKBOX_API_TOKENS", bad.as_str()));
+    let e = ManagementFunction::from_startup(&startup(&vars))
+        .await
+        .expect_err("bad hash");
+    let message = e.to_string();
+    assert!(message.contains("\"ci\""), "{message}");
+    assert!(!message.contains(&hash), "{message}");
+
+    // IAM callers only: `[]` is a valid configuration
+    let mut vars = base.to_vec();
+    vars.push(("HOOKBOX_LOCAL_VAULT_KEY", vault_key));
+    vars.push(("HOOKBOX_API_TOKENS", "[]"));
+    let f = ManagementFunction::from_startup(&startup(&vars))
+        .await
+        .expect("IAM only");
+    let (status, _) = answer(&f, smoke::event("apigw-management-bearer.json")).await;
+    assert_eq!(status, 401);
+    let (status, body) = answer(&f, smoke::event("apigw-management-iam.json")).await;
+    assert_ne!(status, 401, "{body}");
+}

@@ -1,0 +1,230 @@
+//! Fairness between tenants and the claim's bounded walk (migration 24),
+//! through both adapters, on an injected clock: a tenant with 100 endpoints
+//! and a backlog cannot starve a tenant with one endpoint (each tenant is
+//! one share of a claim, split among its endpoints), and with more
+//! destinations than one range every destination is still reached, a claim
+//! taken again under its token takes its rows back.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Adapter, at, claim, count, migrated_db, sql};
+use hookbox::clock::{Clock as _, ManualClock};
+use hookbox::config::{ConfigStore, HookboxConfig};
+use hookbox::outbox;
+use hookbox::relay::RelaySettings;
+use hookbox::store::{Executor, fetch_one};
+use hookbox::tenants::{EndpointDirectory, SecretKeeper};
+use hookbox::vault::local::LocalVault;
+use hookbox_testkit::http_sink::HttpSink;
+
+/// Tenant `uid` with `endpoints` endpoints at `url` (one statement).
+async fn tenant(db: &dyn Executor, uid: &str, endpoints: i64, url: &str) {
+    fetch_one(
+        db,
+        &sql("SELECT count(*) AS n FROM
+                (SELECT hookbox_tenant_create(jsonb_build_object('uid', CAST(:uid AS text),
+                                                                 'name', CAST(:uid AS text)))) AS t,
+                LATERAL (SELECT hookbox_endpoint_create(CAST(:uid AS text),
+                                    jsonb_build_object('uid', 'e' || g, 'url', CAST(:url AS text)))
+                           FROM generate_series(1, CAST(:n AS bigint)) AS g) AS e"),
+        &hookbox::params! { "uid" => uid, "n" => endpoints, "url" => url },
+    )
+    .await
+    .expect("tenant and endpoints");
+}
+
+/// `events` events published to tenant `uid` (one row per endpoint each),
+/// all due at `now`.
+async fn publish(db: &dyn Executor, uid: &str, events: i64, now: chrono::DateTime<chrono::Utc>) {
+    fetch_one(
+        db,
+        &sql("SELECT count(*) AS n
+                FROM generate_series(1, CAST(:n AS bigint)) AS g,
+                     LATERAL hookbox_publish_to_at(CAST(:uid AS text), 'order.paid',
+                                                   jsonb_build_object('n', g), NULL, NULL, NULL,
+                                                   CAST(:now AS timestamptz)) AS p"),
+        &hookbox::params! { "uid" => uid, "n" => events, "now" => now },
+    )
+    .await
+    .expect("publish");
+}
+
+/// The tenant (uid) of each endpoint.
+async fn owners(db: &dyn Executor) -> HashMap<String, String> {
+    db.execute(
+        &sql("SELECT e.id, t.uid FROM hookbox_endpoints AS e
+                JOIN hookbox_tenants AS t ON t.id = e.tenant_id"),
+        &hookbox::params! {},
+    )
+    .await
+    .expect("owners")
+    .rows
+    .iter()
+    .map(|r| (r.text("id").expect("id"), r.text("uid").expect("uid")))
+    .collect()
+}
+
+/// Acceptance: `big` has 100 endpoints and a backlog published before
+/// anything of `small` (one endpoint); a claim of 50 takes as many rows of
+/// each tenant (25 and 25), where oldest-first took 50 of `big`'s; and once
+/// `small` has only one new event, the next claim takes it.
+async fn a_tenant_with_100_endpoints_cannot_starve_a_tenant_with_one(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let d = db.as_ref();
+    tenant(d, "big", 100, "http://127.0.0.1:9/big").await;
+    tenant(d, "small", 1, "http://127.0.0.1:9/small").await;
+    // big's backlog is older: 5 events x 100 endpoints
+    publish(d, "big", 5, at(0)).await;
+    publish(d, "small", 100, at(1)).await;
+    let owner = owners(d).await;
+    let claimed = outbox::claim_due(d, claim("w/1", at(10), at(40), 50))
+        .await
+        .expect("claim");
+    let mut per_tenant: HashMap<&str, usize> = HashMap::new();
+    for row in &claimed {
+        *per_tenant
+            .entry(owner[&row.destination].as_str())
+            .or_default() += 1;
+    }
+    assert_eq!(claimed.len(), 50);
+    assert_eq!(
+        per_tenant.get("small").copied().unwrap_or(0),
+        25,
+        "one share each: {per_tenant:?}"
+    );
+    let big_endpoints: HashSet<&str> = claimed
+        .iter()
+        .filter(|r| owner[&r.destination] == "big")
+        .map(|r| r.destination.as_str())
+        .collect();
+    assert_eq!(
+        big_endpoints.len(),
+        25,
+        "big's share is split among its endpoints, one row each"
+    );
+
+    // small's backlog gone, one new event: the next claim takes it
+    db.execute(
+        &sql("UPDATE outbox SET status = 'delivered', processed_at = :t,
+                     locked_until = NULL, locked_by = NULL
+               WHERE destination IN (SELECT e.id FROM hookbox_endpoints AS e
+                                       JOIN hookbox_tenants AS t ON t.id = e.tenant_id
+                                      WHERE t.uid = 'small')"),
+        &hookbox::params! { "t" => at(11) },
+    )
+    .await
+    .expect("small's rows delivered");
+    publish(d, "small", 1, at(12)).await;
+    let next = outbox::claim_due(d, claim("w/2", at(13), at(43), 50))
+        .await
+        .expect("claim");
+    assert!(
+        next.iter().any(|r| owner[&r.destination] == "small"),
+        "small's new event waited behind big's backlog"
+    );
+}
+
+/// The same through the relay with its endpoint directory and the manual
+/// clock: big's 100 endpoints and small's one all answer; small's new event,
+/// published after big's backlog, is in the relay's first batch.
+async fn the_relays_first_batch_carries_the_quiet_tenants_event(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let sink = HttpSink::start().await;
+    let d = db.as_ref();
+    tenant(d, "big", 100, &sink.url("/big")).await;
+    tenant(d, "small", 1, &sink.url("/small")).await;
+    // the database's time: endpoint secrets' validity is judged by it
+    let seconds = fetch_one(
+        d,
+        &sql("SELECT CAST(extract(epoch FROM now()) AS bigint) AS s"),
+        &hookbox::params! {},
+    )
+    .await
+    .expect("now")
+    .i64("s")
+    .expect("seconds");
+    let now = chrono::DateTime::from_timestamp(seconds, 0).expect("instant");
+    let clock = Arc::new(ManualClock::new(now));
+    publish(d, "big", 3, now).await;
+    publish(d, "small", 1, now + chrono::Duration::seconds(1)).await;
+    clock.advance(chrono::Duration::seconds(2));
+    let keeper = SecretKeeper::new(Arc::new(LocalVault::random()));
+    let directory = EndpointDirectory::new(keeper, vec!["127.0.0.0/8".parse().expect("net")]);
+    let relay = common::http_relay(db.clone(), clock.clone(), RelaySettings::new("fair"))
+        .with_endpoints(Arc::new(directory));
+    let config = HookboxConfig::parse("{}", "test").expect("config");
+    let store = ConfigStore::fixed(config, clock.clone());
+    let report = relay
+        .deliver_batch(
+            store.current().await.as_ref(),
+            clock.now() + chrono::Duration::seconds(20),
+        )
+        .await
+        .expect("a batch");
+    assert_eq!(report.delivered, 50, "{report:?}");
+    let small = tokio::time::timeout(Duration::from_secs(10), sink.wait_for(50))
+        .await
+        .expect("the batch's requests")
+        .iter()
+        .filter(|r| r.target == "/small")
+        .count();
+    assert_eq!(small, 1, "the quiet tenant's event is in the first batch");
+}
+
+/// 300 destinations (three ranges), one due row each, claims of 10: every
+/// row is claimed within 300 claims' worth of rows plus a bounded overshoot,
+/// none twice; a claim's own token takes its rows back.
+async fn every_destination_is_reached_beyond_one_range(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let d = db.as_ref();
+    tenant(d, "wide", 300, "http://127.0.0.1:9/w").await;
+    publish(d, "wide", 1, at(0)).await;
+    let mut seen = HashSet::new();
+    let mut claims = 0;
+    while seen.len() < 300 {
+        claims += 1;
+        assert!(
+            claims <= 60,
+            "{} of 300 rows claimed in 60 claims",
+            seen.len()
+        );
+        let token = format!("w/{claims}");
+        let rows = outbox::claim_due(d, claim(&token, at(10), at(600), 10))
+            .await
+            .expect("claim");
+        assert!(!rows.is_empty(), "claim {claims} found nothing");
+        for r in &rows {
+            assert!(seen.insert(r.id), "{} claimed twice", r.id);
+        }
+        if claims == 1 {
+            // the same token again takes the same rows back
+            let again = outbox::claim_due(d, claim(&token, at(10), at(600), 10))
+                .await
+                .expect("claim again");
+            let first: HashSet<_> = rows.iter().map(|r| r.id).collect();
+            let second: HashSet<_> = again.iter().map(|r| r.id).collect();
+            assert_eq!(
+                first, second,
+                "a claim under its own token takes its rows back"
+            );
+        }
+    }
+    assert_eq!(
+        count(
+            d,
+            "SELECT count(*) AS n FROM outbox WHERE locked_by IS NOT NULL"
+        )
+        .await,
+        300
+    );
+}
+
+for_each_adapter!(
+    a_tenant_with_100_endpoints_cannot_starve_a_tenant_with_one,
+    the_relays_first_batch_carries_the_quiet_tenants_event,
+    every_destination_is_reached_beyond_one_range,
+);
