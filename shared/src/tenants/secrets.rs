@@ -264,7 +264,11 @@ impl SecretKeeper {
     }
 
     /// The data key to seal with: the newest wrapped by this vault's key,
-    /// else a new one.
+    /// else a new one. Only a key read back from the database is kept as
+    /// the sealing key: a new one may be inserted by a transaction that
+    /// then rolls back, and sealing with it afterwards would fail every
+    /// store (its row is not there); the next call reads the latest again
+    /// and finds it once committed, or makes another.
     async fn sealing_key(&self, db: &dyn Executor) -> Result<(Uuid, DataKey), SecretError> {
         let mut sealing = self.sealing.lock().await;
         if let Some(id) = *sealing {
@@ -281,7 +285,9 @@ impl SecretKeeper {
         let (id, key) = match latest {
             Some(row) => {
                 let id = parse_uuid(DATA_KEY_LATEST.name, "id", &row.text("id")?)?;
-                (id, self.vault.unwrap(&row.bytes("wrapped")?).await?)
+                let key = self.vault.unwrap(&row.bytes("wrapped")?).await?;
+                *sealing = Some(id);
+                (id, key)
             }
             None => {
                 let new = self.vault.generate().await?;
@@ -299,7 +305,6 @@ impl SecretKeeper {
             }
         };
         self.remember(id, key.clone());
-        *sealing = Some(id);
         Ok((id, key))
     }
 

@@ -1,6 +1,7 @@
 //! The relay delivering to tenants' endpoints: signed with their sealed
 //! secrets (both during a rotation's grace), held while disabled, a
-//! tampered secret refused by endpoint, deletion counted.
+//! tampered secret refused by endpoint, deletion counted; a first data key
+//! made in a transaction that rolls back is not used again.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,6 +30,7 @@ for_each_adapter!(
     a_tampered_secret_is_refused_naming_the_endpoint_never_the_value,
     deleting_a_tenant_says_what_it_removed,
     without_a_key_vault_an_endpoints_delivery_fails_naming_what_to_set,
+    a_first_data_key_rolled_back_with_its_transaction_is_not_sealed_with_again,
 );
 
 struct Setup {
@@ -458,5 +460,42 @@ async fn without_a_key_vault_an_endpoints_delivery_fails_naming_what_to_set(adap
     assert!(
         error.contains("no key vault") && error.contains("HOOKBOX_KMS_KEY_ID"),
         "{error}"
+    );
+}
+
+async fn a_first_data_key_rolled_back_with_its_transaction_is_not_sealed_with_again(
+    adapter: Adapter,
+) {
+    let s = setup(adapter).await;
+    let ep = s.endpoint(json!({"url": s.sink.url("/a")})).await;
+    // the first seal of the process makes the first data key, inside a
+    // transaction that rolls back: the key's row goes with it
+    let tx = s.db.begin().await.expect("begin");
+    s.keeper
+        .rotate(tx.as_ref(), &ep, None, Duration::ZERO, None)
+        .await
+        .expect("rotate inside");
+    tx.rollback().await.expect("rollback");
+    assert_eq!(
+        common::count(s.db.as_ref(), "SELECT count(*) AS n FROM hookbox_data_keys").await,
+        0
+    );
+    // the same keeper seals again, with a key that exists
+    s.keeper
+        .rotate(s.db.as_ref(), &ep, None, Duration::ZERO, None)
+        .await
+        .expect("a later seal is not refused for a key that was rolled back");
+    assert_eq!(
+        common::count(s.db.as_ref(), "SELECT count(*) AS n FROM hookbox_data_keys").await,
+        1
+    );
+    // and keeps sealing with it
+    s.keeper
+        .rotate(s.db.as_ref(), &ep, None, Duration::ZERO, None)
+        .await
+        .expect("third");
+    assert_eq!(
+        common::count(s.db.as_ref(), "SELECT count(*) AS n FROM hookbox_data_keys").await,
+        1
     );
 }
