@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use super::documents;
 use super::error::ApiError;
 use super::wire::{self, Body};
 use super::{ApiResponse, Ctx};
@@ -25,7 +26,7 @@ pub(crate) async fn find(cx: &Ctx<'_>, key: &str) -> Result<Option<String>, ApiE
 }
 
 fn refused(e: ManageError) -> ApiError {
-    ApiError::from_manage(e, wire::app_field)
+    ApiError::from_manage(e, documents::app_field)
 }
 
 /// `GET /api/v1/app`.
@@ -34,7 +35,10 @@ pub(crate) async fn list(cx: &Ctx<'_>) -> Result<ApiResponse, ApiError> {
     let page = manage::list_tenants(cx.db, q.iterator.as_deref(), q.limit)
         .await
         .map_err(refused)?;
-    Ok(ApiResponse::json(200, &wire::page(page, wire::app_out)))
+    Ok(ApiResponse::json(
+        200,
+        &wire::page(page, documents::app_out),
+    ))
 }
 
 /// `POST /api/v1/app[?get_if_exists=true]`: 201 created, or 200 with the
@@ -49,7 +53,7 @@ pub(crate) async fn create(cx: &Ctx<'_>) -> Result<ApiResponse, ApiError> {
         }
     }
     let get_if_exists = wire::query_bool(&cx.req.query, "get_if_exists")?;
-    let spec = wire::app_in(&Body::parse(&cx.req.body, false)?)?;
+    let spec = documents::app_in(&Body::parse(&cx.req.body, false)?)?;
     if let Some(uid) = spec["uid"].as_str() {
         if let Some(id) = find(cx, uid).await? {
             if !get_if_exists {
@@ -62,48 +66,48 @@ pub(crate) async fn create(cx: &Ctx<'_>) -> Result<ApiResponse, ApiError> {
                 });
             }
             let existing = manage::get_tenant(cx.db, &id).await.map_err(refused)?;
-            return Ok(ApiResponse::json(200, &wire::app_out(&existing)));
+            return Ok(ApiResponse::json(200, &documents::app_out(&existing)));
         }
     }
     let created = manage::create_tenant(cx.db, &spec, Some(cx.actor))
         .await
         .map_err(refused)?;
-    Ok(ApiResponse::json(201, &wire::app_out(&created)))
+    Ok(ApiResponse::json(201, &documents::app_out(&created)))
 }
 
 /// `GET /api/v1/app/{app_id}` (its id or uid).
 pub(crate) async fn get(cx: &Ctx<'_>, app: &str) -> Result<ApiResponse, ApiError> {
     let tenant = manage::get_tenant(cx.db, app).await.map_err(refused)?;
-    Ok(ApiResponse::json(200, &wire::app_out(&tenant)))
+    Ok(ApiResponse::json(200, &documents::app_out(&tenant)))
 }
 
 /// `PUT /api/v1/app/{app_id}`: replaces every field (200), or creates the
 /// application when none has that id or uid (201), as Svix's upsert does.
 pub(crate) async fn put(cx: &Ctx<'_>, app: &str) -> Result<ApiResponse, ApiError> {
-    let spec = wire::app_in(&Body::parse(&cx.req.body, false)?)?;
+    let spec = documents::app_in(&Body::parse(&cx.req.body, false)?)?;
     match find(cx, app).await? {
         Some(id) => {
             let updated = manage::update_tenant(cx.db, &id, &spec, Some(cx.actor))
                 .await
                 .map_err(refused)?;
-            Ok(ApiResponse::json(200, &wire::app_out(&updated)))
+            Ok(ApiResponse::json(200, &documents::app_out(&updated)))
         }
         None => {
             let created = manage::create_tenant(cx.db, &spec, Some(cx.actor))
                 .await
                 .map_err(refused)?;
-            Ok(ApiResponse::json(201, &wire::app_out(&created)))
+            Ok(ApiResponse::json(201, &documents::app_out(&created)))
         }
     }
 }
 
 /// `PATCH /api/v1/app/{app_id}`: the fields given.
 pub(crate) async fn patch(cx: &Ctx<'_>, app: &str) -> Result<ApiResponse, ApiError> {
-    let changes = wire::app_patch(&Body::parse(&cx.req.body, false)?)?;
+    let changes = documents::app_patch(&Body::parse(&cx.req.body, false)?)?;
     let updated = manage::update_tenant(cx.db, app, &changes, Some(cx.actor))
         .await
         .map_err(refused)?;
-    Ok(ApiResponse::json(200, &wire::app_out(&updated)))
+    Ok(ApiResponse::json(200, &documents::app_out(&updated)))
 }
 
 /// `DELETE /api/v1/app/{app_id}`: with its endpoints, their secrets and

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use super::documents;
 use super::error::ApiError;
 use super::wire::{self, Body};
 use super::{ApiResponse, Ctx};
@@ -28,7 +29,7 @@ const FIND: Statement = Statement::new(
 );
 
 fn refused(e: ManageError) -> ApiError {
-    ApiError::from_manage(e, wire::endpoint_field)
+    ApiError::from_manage(e, documents::endpoint_field)
 }
 
 /// `GET /api/v1/app/{app_id}/endpoint`.
@@ -39,7 +40,7 @@ pub(crate) async fn list(cx: &Ctx<'_>, app: &str) -> Result<ApiResponse, ApiErro
         .map_err(refused)?;
     Ok(ApiResponse::json(
         200,
-        &wire::page(page, wire::endpoint_out),
+        &wire::page(page, documents::endpoint_out),
     ))
 }
 
@@ -76,9 +77,9 @@ async fn create_sealed(
 /// `POST /api/v1/app/{app_id}/endpoint` (201).
 pub(crate) async fn create(cx: &Ctx<'_>, app: &str) -> Result<ApiResponse, ApiError> {
     no_query(cx)?;
-    let input = wire::endpoint_in(&Body::parse(&cx.req.body, false)?, true)?;
+    let input = documents::endpoint_in(&Body::parse(&cx.req.body, false)?, true)?;
     let created = create_sealed(cx, app, &input.spec, input.secret.as_deref()).await?;
-    Ok(ApiResponse::json(201, &wire::endpoint_out(&created)))
+    Ok(ApiResponse::json(201, &documents::endpoint_out(&created)))
 }
 
 fn no_query(cx: &Ctx<'_>) -> Result<(), ApiError> {
@@ -96,7 +97,7 @@ pub(crate) async fn get(cx: &Ctx<'_>, app: &str, ep: &str) -> Result<ApiResponse
     let endpoint = manage::get_endpoint(cx.db, app, ep)
         .await
         .map_err(refused)?;
-    Ok(ApiResponse::json(200, &wire::endpoint_out(&endpoint)))
+    Ok(ApiResponse::json(200, &documents::endpoint_out(&endpoint)))
 }
 
 /// `PUT /api/v1/app/{app_id}/endpoint/{endpoint_id}`: replaces every field
@@ -105,7 +106,7 @@ pub(crate) async fn get(cx: &Ctx<'_>, app: &str, ep: &str) -> Result<ApiResponse
 /// (201), as Svix's upsert does.
 pub(crate) async fn put(cx: &Ctx<'_>, app: &str, ep: &str) -> Result<ApiResponse, ApiError> {
     no_query(cx)?;
-    let input = wire::endpoint_in(&Body::parse(&cx.req.body, false)?, false)?;
+    let input = documents::endpoint_in(&Body::parse(&cx.req.body, false)?, false)?;
     let found = fetch_optional(cx.db, &FIND, &params! { "app" => app, "ep" => ep })
         .await?
         .map(|r| r.text("id"))
@@ -115,11 +116,11 @@ pub(crate) async fn put(cx: &Ctx<'_>, app: &str, ep: &str) -> Result<ApiResponse
             let updated = manage::update_endpoint(cx.db, app, &id, &input.spec, Some(cx.actor))
                 .await
                 .map_err(refused)?;
-            Ok(ApiResponse::json(200, &wire::endpoint_out(&updated)))
+            Ok(ApiResponse::json(200, &documents::endpoint_out(&updated)))
         }
         None => {
             let created = create_sealed(cx, app, &input.spec, None).await?;
-            Ok(ApiResponse::json(201, &wire::endpoint_out(&created)))
+            Ok(ApiResponse::json(201, &documents::endpoint_out(&created)))
         }
     }
 }
@@ -127,11 +128,11 @@ pub(crate) async fn put(cx: &Ctx<'_>, app: &str, ep: &str) -> Result<ApiResponse
 /// `PATCH /api/v1/app/{app_id}/endpoint/{endpoint_id}`: the fields given.
 pub(crate) async fn patch(cx: &Ctx<'_>, app: &str, ep: &str) -> Result<ApiResponse, ApiError> {
     no_query(cx)?;
-    let changes = wire::endpoint_patch(&Body::parse(&cx.req.body, false)?)?;
+    let changes = documents::endpoint_patch(&Body::parse(&cx.req.body, false)?)?;
     let updated = manage::update_endpoint(cx.db, app, ep, &changes, Some(cx.actor))
         .await
         .map_err(refused)?;
-    Ok(ApiResponse::json(200, &wire::endpoint_out(&updated)))
+    Ok(ApiResponse::json(200, &documents::endpoint_out(&updated)))
 }
 
 /// `DELETE /api/v1/app/{app_id}/endpoint/{endpoint_id}` (204): with its

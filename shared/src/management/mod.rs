@@ -27,6 +27,7 @@
 
 mod apps;
 pub mod auth;
+mod documents;
 mod endpoints;
 pub mod error;
 mod event_types;
