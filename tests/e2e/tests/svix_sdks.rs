@@ -221,7 +221,27 @@ async fn svix_official_sdks_manage_tenants_on_the_local_stack() {
         );
         assert_eq!(publish(store.as_ref(), app, json!({"n": 2})).await, 2);
         wait_delivered(&sink, &format!("/{app}/orders"), 2).await;
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        // the claim that sent the orders endpoint its copy passed over the
+        // held one: still pending, never attempted
+        let held = hookbox::store::fetch_one(
+            store.as_ref(),
+            &hookbox::store::Statement::new(
+                "test.held",
+                "SELECT status, attempts FROM outbox \
+                 WHERE destination = :ep AND payload->>'n' = '2'",
+            ),
+            &hookbox::params! { "ep" => endpoints["all"].as_str().unwrap_or_default() },
+        )
+        .await
+        .expect("the held delivery");
+        assert_eq!(
+            (
+                held.text("status").expect("status"),
+                held.i64("attempts").expect("attempts")
+            ),
+            ("pending".to_string(), 0),
+            "{language}"
+        );
         assert!(
             delivered(&sink, &format!("/{app}/all"), 2).is_empty(),
             "{language}: delivered while disabled"
