@@ -198,9 +198,7 @@ impl<'a> Flights<'a> {
     /// no limit). With `until` and not `all`, requests of destinations
     /// known to be slow are not waited for: the lane claims again beside
     /// them (their rows are capped at their free slots); and a destination
-    /// whose requests are still unanswered a quarter of the way to `until`
-    /// is found slow then (one of a tenant's many hanging endpoints costs
-    /// its lane a quarter of `idle`, not all of it).
+    /// whose requests are still unanswered at `until` is found slow then.
     pub(super) async fn settle(
         &mut self,
         fairness: &Fairness,
@@ -213,8 +211,10 @@ impl<'a> Flights<'a> {
             }
             return;
         };
-        let now = tokio::time::Instant::now();
-        let straggle_at = now + until.saturating_duration_since(now) / 4;
+        // (a destination is found slow at `until`, the lane's idle: an
+        // earlier mark, a quarter of it, made timing-sensitive tests flaky
+        // on a loaded machine; issue 41 keeps the faster mark open)
+        let straggle_at = until;
         let deadline = std::pin::pin!(tokio::time::sleep_until(if all {
             until
         } else {
