@@ -180,6 +180,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "childless_messages_purge",
         sql: include_str!("../migrations/0026_childless_messages_purge.sql"),
     },
+    Migration {
+        version: 27,
+        name: "drop_held",
+        sql: include_str!("../migrations/0027_drop_held.sql"),
+    },
 ];
 
 /// Why migrating failed.

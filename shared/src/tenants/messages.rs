@@ -164,6 +164,17 @@ pub struct AttemptFilter {
     pub until: Option<DateTime<Utc>>,
 }
 
+/// What [`drop_held`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dropped {
+    /// The endpoint.
+    pub id: String,
+    /// Deliveries created before this (`None`: all).
+    pub until: Option<DateTime<Utc>>,
+    /// Deliveries marked dead (no longer sent on enable).
+    pub dropped: i64,
+}
+
 /// What [`recover_endpoint`] did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Recovered {
@@ -252,6 +263,13 @@ pub const ENDPOINT_RECOVER: Statement = Statement::new(
     "SELECT hookbox_endpoint_recover(CAST(:tenant AS text), CAST(:endpoint AS text),
                 CAST(:since AS timestamptz), CAST(:until AS timestamptz),
                 CAST(:actor AS jsonb)) AS doc",
+);
+
+/// Drops what a held endpoint waits with (migration 27).
+pub const ENDPOINT_DROP_HELD: Statement = Statement::new(
+    "endpoints.drop_held",
+    "SELECT hookbox_endpoint_drop_held(CAST(:tenant AS text), CAST(:endpoint AS text),
+                CAST(:until AS timestamptz), CAST(:actor AS jsonb)) AS doc",
 );
 
 fn text(v: Option<&str>) -> Value {
@@ -464,6 +482,33 @@ pub async fn recover_endpoint(
             "tenant" => tenant,
             "endpoint" => endpoint,
             "since" => since,
+            "until" => until,
+            "actor" => Actor::json(actor),
+        },
+    )
+    .await
+}
+
+/// Drops the deliveries a held endpoint (disabled, its tenant disabled, or
+/// disabled by the breaker) waits with, created before `until` (`None`:
+/// all) and not leased to a relay now: each is dead, with the reason and
+/// who chose it, no longer sent on enable (`recover_endpoint` can still
+/// send it until retention deletes it). Refused
+/// ([`ManageError::Invalid`]) for an endpoint that is not held. Recorded
+/// in the audit trail (`endpoint.held_dropped`) with the count.
+pub async fn drop_held(
+    db: &dyn Executor,
+    tenant: &str,
+    endpoint: &str,
+    until: Option<DateTime<Utc>>,
+    actor: Option<&Actor>,
+) -> Result<Dropped, ManageError> {
+    call(
+        db,
+        &ENDPOINT_DROP_HELD,
+        params! {
+            "tenant" => tenant,
+            "endpoint" => endpoint,
             "until" => until,
             "actor" => Actor::json(actor),
         },

@@ -1,7 +1,8 @@
 //! The relay delivering to tenants' endpoints: signed with their sealed
-//! secrets (both during a rotation's grace), held while disabled, a
-//! tampered secret refused by endpoint, deletion counted; a first data key
-//! made in a transaction that rolls back is not used again.
+//! secrets (both during a rotation's grace), held while disabled (and
+//! dropped only by an explicit, counted choice), a tampered secret refused
+//! by endpoint, deletion counted; a first data key made in a transaction
+//! that rolls back is not used again.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +15,8 @@ use hookbox::relay::{Relay, RelaySettings};
 use hookbox::signature::{Secret, sign_standard_webhooks};
 use hookbox::store::Database;
 use hookbox::tenants::{
-    Actor, EndpointDirectory, Face, SecretKeeper, TenantEvent, manage, publish_to,
+    Actor, EndpointDirectory, Face, ManageError, SecretKeeper, TenantEvent, manage, messages,
+    publish_to,
 };
 use hookbox::vault::local::LocalVault;
 use hookbox_testkit::http_sink::{HttpSink, Recorded};
@@ -27,6 +29,7 @@ use crate::for_each_adapter;
 for_each_adapter!(
     endpoints_get_deliveries_signed_with_their_sealed_secrets_through_a_rotation,
     a_disabled_endpoint_or_tenant_holds_its_deliveries_and_sends_them_in_order_on_enable,
+    what_a_held_endpoint_waits_with_is_dropped_only_by_a_choice_that_says_how_many,
     a_tampered_secret_is_refused_naming_the_endpoint_never_the_value,
     deleting_a_tenant_says_what_it_removed,
     without_a_key_vault_an_endpoints_delivery_fails_naming_what_to_set,
@@ -337,6 +340,85 @@ async fn a_disabled_endpoint_or_tenant_holds_its_deliveries_and_sends_them_in_or
         .expect("enable tenant");
     s.relay.drain(&s.store).await;
     assert_eq!(s.received(4).await[3].json()["n"], 4);
+}
+
+/// Migration 27: refused for an endpoint that is not held; for a held one,
+/// the deliveries created before `until` are dead with the reason and who
+/// chose it, the later one still waits and is the only one sent on enable;
+/// the audit trail has the count; recover can still send a dropped one.
+async fn what_a_held_endpoint_waits_with_is_dropped_only_by_a_choice_that_says_how_many(
+    adapter: Adapter,
+) {
+    let s = setup(adapter).await;
+    let db = s.db.as_ref();
+    let live = s
+        .endpoint(json!({"url": s.sink.url("/live"), "uid": "live"}))
+        .await;
+    let refused = messages::drop_held(db, "acme", &live, None, None).await;
+    assert!(
+        matches!(&refused, Err(ManageError::Invalid(m))
+            if m.contains("is not held") && m.contains(&live) && m.contains("disable it first")),
+        "{refused:?}"
+    );
+    manage::delete_endpoint(db, "acme", &live, None)
+        .await
+        .expect("delete");
+    let ep = s
+        .endpoint(json!({"url": s.sink.url("/held"), "uid": "held", "disabled": true}))
+        .await;
+    let mut ids = Vec::new();
+    for n in 1..=3 {
+        ids.extend(s.publish("acme", n, None).await);
+    }
+    let t0 = s.clock.now();
+    db.execute(
+        &sql("UPDATE outbox SET created_at = CAST(:old AS timestamptz)
+               WHERE id = ANY(ARRAY[CAST(:a AS uuid), CAST(:b AS uuid)])"),
+        &hookbox::params! { "old" => t0 - chrono::Duration::hours(2),
+        "a" => ids[0].to_string(), "b" => ids[1].to_string() },
+    )
+    .await
+    .expect("two older deliveries");
+    let ann = Actor::new(Face::Cli, "ann");
+    let dropped = messages::drop_held(
+        db,
+        "acme",
+        "held",
+        Some(t0 - chrono::Duration::hours(1)),
+        Some(&ann),
+    )
+    .await
+    .expect("drop");
+    assert_eq!((dropped.id.as_str(), dropped.dropped), (ep.as_str(), 2));
+    for id in &ids[..2] {
+        let row = s.status(*id).await;
+        assert_eq!((row.status, row.attempts), (OutboxStatus::Dead, 0), "{id}");
+        let error = row.last_error.unwrap_or_default();
+        assert!(error.contains("dropped while held, by cli ann"), "{error}");
+    }
+    assert_eq!(s.status(ids[2]).await.status, OutboxStatus::Pending);
+    let audit = manage::audit(db, "acme", None, 50)
+        .await
+        .expect("audit")
+        .data;
+    let entry = audit
+        .iter()
+        .find(|a| a.action == "endpoint.held_dropped")
+        .expect("recorded");
+    assert_eq!(entry.changes["dropped"], 2);
+    assert_eq!(entry.principal, "ann");
+
+    manage::update_endpoint(db, "acme", &ep, &json!({"disabled": false}), None)
+        .await
+        .expect("enable");
+    s.relay.drain(&s.store).await;
+    let got = s.received(1).await;
+    assert_eq!(got[0].json()["n"], 3, "only what was not dropped");
+    let again =
+        messages::recover_endpoint(db, "acme", &ep, t0 - chrono::Duration::hours(3), None, None)
+            .await
+            .expect("recover");
+    assert_eq!(again.dead, 2, "a dropped delivery can still be recovered");
 }
 
 async fn a_tampered_secret_is_refused_naming_the_endpoint_never_the_value(adapter: Adapter) {

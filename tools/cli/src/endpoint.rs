@@ -1,5 +1,5 @@
 //! `hookbox endpoint create|get|list|update|disable|enable|delete|secret|rotate|
-//! recover|attempts`:
+//! recover|drop-held|attempts`:
 //! a tenant's endpoints managed at runtime, through the same SQL functions
 //! as the SQL face and the HTTP API (`hookbox::tenants::manage`).
 //!
@@ -62,6 +62,12 @@ pub enum EndpointCommand {
     /// (dead ones, and pending ones that failed), due now, with their
     /// webhook-id; prints how many.
     Recover(message::RecoverArgs),
+    /// Drop what a held endpoint (disabled, its tenant disabled, or
+    /// disabled after failing continuously) waits with: its pending
+    /// deliveries created before --until (default: all) are dead, no longer
+    /// sent on enable (`recover` can still send them); prints how many.
+    /// Refused for an endpoint that is not held.
+    DropHeld(message::DropHeldArgs),
     /// A page of the endpoint's delivery attempts, message by message
     /// (`iterator`: pass it as --after; a page may be short and not done).
     Attempts(message::EndpointAttemptsArgs),
@@ -290,6 +296,7 @@ pub async fn run(command: &EndpointCommand) -> Outcome {
         EndpointCommand::Secret(args) => secret(args).await,
         EndpointCommand::Rotate(args) => rotate(args).await,
         EndpointCommand::Recover(args) => message::recover(args).await,
+        EndpointCommand::DropHeld(args) => message::drop_held(args).await,
         EndpointCommand::Attempts(args) => message::endpoint_attempts(args).await,
     }
 }

@@ -190,6 +190,22 @@ pub struct RecoverArgs {
     writer: Writer,
 }
 
+#[derive(Debug, Args)]
+pub struct DropHeldArgs {
+    /// The tenant's id (`app_…`) or uid.
+    #[arg(value_name = "TENANT")]
+    tenant: String,
+    /// The endpoint's id (`ep_…`) or uid.
+    #[arg(value_name = "ENDPOINT")]
+    endpoint: String,
+    /// Only deliveries created before this: RFC 3339, a date, or an age
+    /// (`24h`: those older than a day). Default: every one it waits with.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    until: Option<DateTime<Utc>>,
+    #[command(flatten)]
+    writer: Writer,
+}
+
 pub async fn run(command: &MessageCommand) -> Outcome {
     match command {
         MessageCommand::Create(args) => create(args).await,
@@ -294,4 +310,18 @@ pub async fn recover(args: &RecoverArgs) -> Outcome {
     )
     .await;
     print_json(&recovered)
+}
+
+pub async fn drop_held(args: &DropHeldArgs) -> Outcome {
+    let db = connect(&args.writer.db).await?;
+    let actor = args.writer.actor();
+    let dropped = messages::drop_held(
+        db.as_ref(),
+        &args.tenant,
+        &args.endpoint,
+        args.until,
+        Some(&actor),
+    )
+    .await;
+    print_json(&dropped)
 }

@@ -1,8 +1,9 @@
 //! `hookbox message create|get|list|attempts` and `hookbox endpoint
-//! attempts|recover` through the built binary, both adapters: an event id
-//! publishing once, pages, the attempts of a receiver that fails then
-//! succeeds (the real relay, on a clock the test moves), recover sending the
-//! failed deliveries again, refusals (exit 1) and usage errors (exit 2).
+//! attempts|recover|drop-held` through the built binary, both adapters: an
+//! event id publishing once, pages, the attempts of a receiver that fails
+//! then succeeds (the real relay, on a clock the test moves), recover
+//! sending the failed deliveries again, a held endpoint's deliveries dropped
+//! and counted, refusals (exit 1) and usage errors (exit 2).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -279,8 +280,31 @@ async fn messages_attempts_and_recover_through_the_cli(adapter: Adapter) {
         (&Value::from("cli"), &Value::from("operator-ann"))
     );
 
+    // drop-held: refused while the endpoint is enabled; once disabled, what
+    // waits is dropped and counted
+    let err = cli
+        .fails(&["endpoint", "drop-held", "acme", "main"], 1, &[])
+        .await;
+    assert!(err.contains("is not held"), "{err}");
+    cli.ok(&["endpoint", "disable", "acme", "main"]).await;
+    cli.ok(&[
+        "message",
+        "create",
+        "acme",
+        "--event-type",
+        "order.paid",
+        "--payload",
+        "{}",
+    ])
+    .await;
+    let dropped = cli.ok(&["endpoint", "drop-held", "acme", "main"]).await;
+    assert_eq!(
+        (&dropped["id"], &dropped["dropped"]),
+        (&Value::from(ep_id.as_str()), &Value::from(1))
+    );
+
     let gone = cli.ok(&["tenant", "delete", "acme"]).await;
-    assert_eq!(gone["messages"], 3);
+    assert_eq!(gone["messages"], 4);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
