@@ -3,11 +3,12 @@
 //! and a backlog cannot starve a tenant with one endpoint (each tenant is
 //! one share of a claim, split among its endpoints), and with more
 //! destinations than one range every destination is still reached, a claim
-//! taken again under its token takes its rows back.
+//! taken again under its token takes its rows back; an endpoint's rate limit
+//! holds from the relay's first claim of it.
 
 mod common;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use common::{Adapter, at, claim, count, migrated_db, sql};
 use hookbox::clock::{Clock as _, ManualClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::outbox;
-use hookbox::relay::RelaySettings;
+use hookbox::relay::{ManualPause, RelaySettings};
 use hookbox::store::{Executor, fetch_one};
 use hookbox::tenants::{EndpointDirectory, SecretKeeper};
 use hookbox::vault::local::LocalVault;
@@ -223,8 +224,83 @@ async fn every_destination_is_reached_beyond_one_range(adapter: Adapter) {
     );
 }
 
+/// An endpoint with `rate_limit: 2`, unknown to the relay until its first
+/// claim (which takes all 7 due rows: nothing caps an endpoint not yet
+/// read): the rows over a second's tokens go back unattempted, so no second
+/// on the relay's clock (as signed in `webhook-timestamp`) sees more than
+/// twice the rate, 7 requests take at least 2.5 s, and every row is
+/// delivered once with no attempt charged for the rows given back.
+async fn an_endpoints_rate_limit_holds_from_the_first_claim(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let sink = HttpSink::start().await;
+    let d = db.as_ref();
+    fetch_one(
+        d,
+        &sql("SELECT hookbox_tenant_create(jsonb_build_object('uid', 'slowpoke', 'name', 'Slowpoke')) AS t,
+                     hookbox_endpoint_create('slowpoke',
+                         jsonb_build_object('url', CAST(:url AS text), 'rate_limit', 2)) AS e"),
+        &hookbox::params! { "url" => sink.url("/limited") },
+    )
+    .await
+    .expect("a rate-limited endpoint");
+    let seconds = fetch_one(
+        d,
+        &sql("SELECT CAST(extract(epoch FROM now()) AS bigint) AS s"),
+        &hookbox::params! {},
+    )
+    .await
+    .expect("now")
+    .i64("s")
+    .expect("seconds");
+    let now = chrono::DateTime::from_timestamp(seconds, 0).expect("instant");
+    publish(d, "slowpoke", 7, now).await;
+    let clock = Arc::new(ManualClock::new(now + chrono::Duration::seconds(1)));
+    let keeper = SecretKeeper::new(Arc::new(LocalVault::random()));
+    let directory = EndpointDirectory::new(keeper, vec!["127.0.0.0/8".parse().expect("net")]);
+    let mut settings = RelaySettings::new("rated");
+    settings.lanes = 2;
+    let relay =
+        common::http_relay(db.clone(), clock.clone(), settings).with_endpoints(Arc::new(directory));
+    let config = HookboxConfig::parse("{}", "test").expect("config");
+    let report = relay
+        .run(
+            &ConfigStore::fixed(config, clock.clone()),
+            now + chrono::Duration::seconds(30),
+            &ManualPause(clock.clone()),
+        )
+        .await;
+    assert_eq!(report.errors, Vec::<String>::new());
+    assert_eq!(report.deliveries.delivered, 7, "{report:?}");
+    let mut per_second: BTreeMap<i64, usize> = BTreeMap::new();
+    for request in sink.requests() {
+        let second: i64 = request
+            .header("webhook-timestamp")
+            .expect("signed")
+            .parse()
+            .expect("seconds");
+        *per_second.entry(second).or_default() += 1;
+    }
+    assert_eq!(per_second.values().sum::<usize>(), 7, "{per_second:?}");
+    assert!(
+        per_second.values().all(|n| *n <= 4),
+        "at most twice the rate in any second: {per_second:?}"
+    );
+    let first = per_second.keys().min().copied().unwrap_or_default();
+    let last = per_second.keys().max().copied().unwrap_or_default();
+    assert!(
+        last - first >= 2,
+        "7 requests at 2 a second, 2 at once, take 2.5 s: {per_second:?}"
+    );
+    assert_eq!(
+        count(d, "SELECT count(*) AS n FROM outbox WHERE attempts <> 1").await,
+        0,
+        "one attempt each: the rows given back were not charged"
+    );
+}
+
 for_each_adapter!(
     a_tenant_with_100_endpoints_cannot_starve_a_tenant_with_one,
     the_relays_first_batch_carries_the_quiet_tenants_event,
     every_destination_is_reached_beyond_one_range,
+    an_endpoints_rate_limit_holds_from_the_first_claim,
 );

@@ -66,6 +66,10 @@ pub struct Destination {
     /// Most requests started per second (`None`: no limit beyond
     /// `max_in_flight`); the relay claims no more of its rows than that.
     pub rate_limit_per_sec: Option<u32>,
+    /// The tenant whose endpoint this is (`None`: a configured
+    /// destination). One slow endpoint makes the relay wary of its tenant's
+    /// others (`outbox::relay::fairness`).
+    pub tenant: Option<String>,
 }
 
 /// Default failed attempts in a row that open a destination's breaker.
@@ -302,6 +306,7 @@ impl RawDestination {
             cool_down,
             disable_after,
             rate_limit_per_sec,
+            tenant: None,
         })
     }
 }

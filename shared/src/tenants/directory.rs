@@ -33,7 +33,7 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(10);
 /// still valid at `:now`.
 pub const ENDPOINTS: Statement = Statement::new(
     "tenants.endpoints_for_relay",
-    "SELECT e.id, e.url, e.headers, coalesce(e.rate_limit, t.rate_limit) AS rate_limit,
+    "SELECT e.id, e.tenant_id, e.url, e.headers, coalesce(e.rate_limit, t.rate_limit) AS rate_limit,
             d.ordered, d.trip_after, d.cool_down_secs, d.disable_after_secs,
             (SELECT coalesce(jsonb_agg(jsonb_build_object(
                         'id', s.id, 'data_key_id', s.data_key_id,
@@ -242,6 +242,7 @@ impl EndpointDirectory {
                 .filter(|n| *n > 0)
                 .map(Duration::from_secs),
             rate_limit_per_sec: int("rate_limit").and_then(|n| u32::try_from(n).ok()),
+            tenant: row.text("tenant_id").ok(),
         }))
     }
 }

@@ -107,7 +107,7 @@ struct BenchEndpoints {
 /// An endpoint as read at a time.
 type Cached = (DateTime<Utc>, Arc<Destination>);
 
-fn endpoint(id: &str, url: &str) -> anyhow::Result<Destination> {
+fn endpoint(id: &str, url: &str, tenant: Option<String>) -> anyhow::Result<Destination> {
     Ok(Destination {
         name: id.to_string(),
         target: Target::Http(HttpTarget {
@@ -129,6 +129,7 @@ fn endpoint(id: &str, url: &str) -> anyhow::Result<Destination> {
         cool_down: DEFAULT_COOL_DOWN,
         disable_after: None,
         rate_limit_per_sec: None,
+        tenant,
     })
 }
 
@@ -143,7 +144,7 @@ impl EndpointResolver for BenchEndpoints {
         let mut out = HashMap::new();
         if let Some(url) = &self.known_at {
             for name in names {
-                match endpoint(name, url) {
+                match endpoint(name, url, None) {
                     Ok(d) => out.insert(name.to_string(), Ok(Arc::new(d))),
                     Err(e) => out.insert(
                         name.to_string(),
@@ -192,10 +193,10 @@ impl EndpointResolver for BenchEndpoints {
             }
         };
         for row in &rows {
-            let made = row
-                .text("id")
-                .map_err(anyhow::Error::from)
-                .and_then(|id| Ok((id.clone(), endpoint(&id, &row.text("url")?)?)));
+            let made = row.text("id").map_err(anyhow::Error::from).and_then(|id| {
+                let tenant = row.text("tenant_id").ok();
+                Ok((id.clone(), endpoint(&id, &row.text("url")?, tenant)?))
+            });
             match made {
                 Ok((id, d)) => {
                     let d = Arc::new(d);

@@ -456,6 +456,21 @@ impl Relay {
     }
 }
 
+/// A row given back without an attempt (over its endpoint's rate limit):
+/// due again at `next_attempt_at`, its attempts untouched.
+pub(super) fn released(row: &OutboxRow, next_attempt_at: DateTime<Utc>) -> (DeliveryResult, Kind) {
+    (
+        DeliveryResult {
+            id: row.id,
+            outcome: DeliveryOutcome::NotAttempted { next_attempt_at },
+            status_code: None,
+            error: None,
+            attempt: None,
+        },
+        Kind::NotAttempted,
+    )
+}
+
 /// [`Relay::unreadable`] of a row known by its id alone.
 pub(super) fn dead_unreadable(
     id: uuid::Uuid,

@@ -209,6 +209,25 @@ impl Relay {
             .await
     }
 
+    /// The claimed rows' endpoints made known to the relay's fairness
+    /// (their tenants and rate limits); the rows over their endpoint's rate
+    /// are taken out, not attempted, due when a token will be there.
+    pub(super) fn admit(
+        &self,
+        endpoints: &Endpoints,
+        rows: &mut Vec<OutboxRow>,
+    ) -> Vec<(DeliveryResult, Kind)> {
+        let resolved: Vec<&Destination> = endpoints
+            .values()
+            .filter_map(|d| d.as_ref().ok().map(AsRef::as_ref))
+            .collect();
+        self.fairness
+            .admit(&resolved, rows, self.clock.now())
+            .into_iter()
+            .map(|(row, due)| attempt::released(&row, due))
+            .collect()
+    }
+
     /// One attempt of `row`, to its configured destination or its tenant's
     /// endpoint (as resolved in `endpoints`).
     pub(super) async fn attempt_resolved(
@@ -247,18 +266,24 @@ impl Relay {
             claimed: claimed.len() as u64,
             ..BatchReport::default()
         };
+        let mut claimed = claimed;
         let endpoints = self.resolve_endpoints(config, &claimed.rows).await;
+        let released = self.admit(&endpoints, &mut claimed.rows);
         let endpoints = &endpoints;
         let attempts = claimed.rows.iter().map(|row| async move {
             let done = self
                 .attempt_resolved(config, endpoints, row, batch_deadline)
                 .await;
             // the whole batch is awaited: every answer is prompt
-            self.fairness
-                .finished(&row.destination, !matches!(done.1, Kind::NotAttempted));
+            self.fairness.finished(
+                &row.destination,
+                !matches!(done.1, Kind::NotAttempted),
+                matches!(done.1, Kind::Delivered),
+            );
             done
         });
         let mut outcomes = futures::future::join_all(attempts).await;
+        outcomes.extend(released);
         outcomes.extend(claimed.unreadable.into_iter().map(unreadable));
         let mut results = Vec::with_capacity(outcomes.len());
         for (result, kind) in outcomes {

@@ -21,21 +21,56 @@
 //! a lane. Fairness between tenants within a claim is the claim's own
 //! (migration 24: each tenant one share, split among its endpoints).
 //!
+//! A tenant's endpoint is known to the relay only once a claim took a row
+//! of it (the directory resolves it then, naming its tenant and limits).
+//! Once one endpoint of a tenant is slow, the tenant's endpoints that have
+//! not delivered yet in this process are *suspect*: treated as slow (capped,
+//! holding no lane) until one of their attempts is delivered. So a tenant
+//! whose 100 endpoints hang costs a lane one idle second to find out, not
+//! one per endpoint.
+//!
 //! A destination with `rate_limit_per_sec` is also capped by a token
 //! bucket (one second's worth, refilled on the relay's clock): a claim
 //! takes at most the whole tokens left, and spends one per row it claimed.
+//! An endpoint's limit (its own, or its tenant's) is learnt when it is
+//! resolved; its rows spend their tokens then ([`Fairness::admit`]), and
+//! those over the rate go back unattempted, due when a token will be there,
+//! so no claim, however early or concurrent, exceeds it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 
-use crate::config::{DEFAULT_MAX_IN_FLIGHT, HookboxConfig};
+use crate::config::{DEFAULT_MAX_IN_FLIGHT, Destination, HookboxConfig};
+use crate::outbox::OutboxRow;
 
-/// What one relay holds per destination.
+/// What one relay holds per destination, and which tenants have a slow
+/// endpoint.
 #[derive(Debug, Default)]
-pub(crate) struct Fairness(Mutex<HashMap<String, Holding>>);
+pub(crate) struct Fairness {
+    state: Mutex<State>,
+    /// Counts the changes of what is slow (a lane counts what holds it
+    /// again only after one, or after a destination's last row landed).
+    generation: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    held: HashMap<String, Holding>,
+    /// Per tenant, its endpoints known to be slow (none: not listed).
+    slow_endpoints: HashMap<Arc<str>, usize>,
+    /// Per tenant, its endpoints the relay has resolved.
+    endpoints: HashMap<Arc<str>, Vec<String>>,
+    /// Destinations a claim may cap: slow, or rate-limited endpoints (with
+    /// the slow tenants' endpoints, what `caps` looks at, never every
+    /// destination held).
+    watched: HashSet<String>,
+    /// What is slow changed.
+    changed: bool,
+}
 
 #[derive(Debug)]
 struct Holding {
@@ -49,6 +84,10 @@ struct Holding {
     /// Rate limit: tokens left, and when they were counted.
     tokens: f64,
     counted_at: Option<DateTime<Utc>>,
+    /// A tenant's endpoint, as last resolved: its tenant and rate limit.
+    endpoint: Option<(Arc<str>, Option<u32>)>,
+    /// One of its attempts was delivered (in this process).
+    delivered: bool,
 }
 
 impl Default for Holding {
@@ -59,6 +98,86 @@ impl Default for Holding {
             slowed: Arc::default(),
             tokens: 0.0,
             counted_at: None,
+            endpoint: None,
+            delivered: false,
+        }
+    }
+}
+
+impl Holding {
+    fn tenant(&self) -> Option<&Arc<str>> {
+        self.endpoint.as_ref().map(|(tenant, _)| tenant)
+    }
+
+    /// Tokens refilled up to `now` at `rate` per second (at most a
+    /// second's worth; a full bucket the first time).
+    fn refill(&mut self, rate: u32, now: DateTime<Utc>) {
+        let rate = f64::from(rate);
+        let elapsed = self.counted_at.map_or(1.0, |at| {
+            (now - at).num_microseconds().unwrap_or(i64::MAX) as f64 / 1e6
+        });
+        self.tokens = (self.tokens + elapsed.max(0.0) * rate).min(rate);
+        self.counted_at = Some(now);
+    }
+}
+
+impl State {
+    /// Slow, or a tenant's endpoint not delivered yet while another
+    /// endpoint of its tenant is slow (suspect).
+    fn is_slow(&self, h: &Holding) -> bool {
+        !h.prompt
+            || (!h.delivered
+                && h.tenant()
+                    .is_some_and(|t| self.slow_endpoints.contains_key(t)))
+    }
+
+    /// `f` of `destination`'s holding (its name is allocated only the
+    /// first time: this runs for every row).
+    fn update<T>(&mut self, destination: &str, f: impl FnOnce(&mut Holding) -> T) -> T {
+        if let Some(h) = self.held.get_mut(destination) {
+            return f(h);
+        }
+        f(self.held.entry(destination.to_string()).or_default())
+    }
+
+    /// `destination` turns slow (`prompt` false) or prompt: its tenant's
+    /// count follows.
+    fn set_prompt(&mut self, destination: &str, prompt: bool) {
+        let changed = self.update(destination, |h| {
+            if h.prompt == prompt {
+                return None;
+            }
+            h.prompt = prompt;
+            if !prompt {
+                h.slowed.notify_waiters();
+            }
+            let limited = h.endpoint.as_ref().is_some_and(|e| e.1.is_some());
+            Some((h.tenant().cloned(), limited))
+        });
+        let Some((tenant, limited)) = changed else {
+            return;
+        };
+        self.changed = true;
+        if !prompt {
+            self.watched.insert(destination.to_string());
+        } else if !limited {
+            self.watched.remove(destination);
+        }
+        if let Some(tenant) = tenant {
+            self.count_slow(tenant, prompt);
+        }
+    }
+
+    fn count_slow(&mut self, tenant: Arc<str>, prompt: bool) {
+        if prompt {
+            if let Some(n) = self.slow_endpoints.get_mut(&tenant) {
+                *n -= 1;
+                if *n == 0 {
+                    self.slow_endpoints.remove(&tenant);
+                }
+            }
+        } else {
+            *self.slow_endpoints.entry(tenant).or_default() += 1;
         }
     }
 }
@@ -70,13 +189,24 @@ impl Default for Holding {
 pub(crate) struct Reserved(Vec<(String, usize, i64)>);
 
 impl Fairness {
-    fn with<T>(&self, f: impl FnOnce(&mut HashMap<String, Holding>) -> T) -> T {
-        f(&mut self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let out = f(&mut state);
+        if std::mem::take(&mut state.changed) {
+            self.generation.fetch_add(1, Ordering::Relaxed);
+        }
+        out
+    }
+
+    /// Changes so far of what is slow (compare two readings).
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Relaxed)
     }
 
     /// The claim's per-destination caps (those not known to be prompt: their
     /// free slots; rate limited ones: their whole tokens), both reserved
-    /// until [`Fairness::claimed`].
+    /// until [`Fairness::claimed`] (a tenant's endpoint's tokens are spent
+    /// by [`Fairness::admit`] instead).
     /// `limit`: the most rows the claim takes in all (nothing beyond it is
     /// reserved).
     pub(crate) fn caps(
@@ -85,40 +215,58 @@ impl Fairness {
         now: DateTime<Utc>,
         limit: i64,
     ) -> (Vec<(String, i64)>, Reserved) {
-        self.with(|held| {
+        self.with(|state| {
             let mut caps = Vec::new();
             let mut reserved = Vec::new();
             // tenants' endpoints (not configured: they have the default
-            // slots) found slow are capped as configured destinations are
-            let endpoints: Vec<String> = held
+            // slots) found slow or suspect are capped as configured
+            // destinations are; rate-limited ones at their whole tokens
+            let suspects = state
+                .slow_endpoints
+                .keys()
+                .filter_map(|t| state.endpoints.get(t))
+                .flatten();
+            let mut endpoints: Vec<(String, bool)> = state
+                .watched
                 .iter()
-                .filter(|(name, h)| !h.prompt && config.destination(name).is_none())
-                .map(|(name, _)| name.clone())
+                .chain(suspects)
+                .collect::<HashSet<&String>>()
+                .into_iter()
+                .filter_map(|name| Some((name, state.held.get(name)?)))
+                .filter(|(name, h)| {
+                    (state.is_slow(h) || h.endpoint.as_ref().is_some_and(|e| e.1.is_some()))
+                        && config.destination(name).is_none()
+                })
+                .map(|(name, h)| (name.clone(), state.is_slow(h)))
                 .collect();
-            for name in &endpoints {
-                let Some(h) = held.get_mut(name) else {
+            endpoints.sort();
+            for (name, slow) in &endpoints {
+                let Some(h) = state.held.get_mut(name) else {
                     continue;
                 };
-                let free = DEFAULT_MAX_IN_FLIGHT.saturating_sub(h.rows);
-                let cap = i64::try_from(free).unwrap_or(i64::MAX).min(limit);
-                let slots = usize::try_from(cap).unwrap_or(0);
-                h.rows += slots;
+                let mut cap = limit;
+                let mut slots = 0;
+                if *slow {
+                    let free = DEFAULT_MAX_IN_FLIGHT.saturating_sub(h.rows);
+                    cap = i64::try_from(free).unwrap_or(i64::MAX).min(limit);
+                    slots = usize::try_from(cap).unwrap_or(0);
+                    h.rows += slots;
+                }
+                if let Some(rate) = h.endpoint.as_ref().and_then(|e| e.1) {
+                    h.refill(rate, now);
+                    cap = cap.min(h.tokens.floor() as i64).max(0);
+                }
                 reserved.push((name.clone(), slots, 0));
                 caps.push((name.clone(), cap));
             }
             for d in config.destinations() {
-                let holding = held.entry(d.name.clone()).or_default();
+                let holding = state.held.entry(d.name.clone()).or_default();
                 let free = d.max_in_flight.saturating_sub(holding.rows);
                 let mut cap: Option<i64> =
                     (!holding.prompt).then(|| i64::try_from(free).unwrap_or(i64::MAX).min(limit));
                 let mut tokens = 0;
                 if let Some(rate) = d.rate_limit_per_sec {
-                    let rate = f64::from(rate);
-                    let elapsed = holding.counted_at.map_or(1.0, |at| {
-                        (now - at).num_microseconds().unwrap_or(i64::MAX) as f64 / 1e6
-                    });
-                    holding.tokens = (holding.tokens + elapsed.max(0.0) * rate).min(rate);
-                    holding.counted_at = Some(now);
+                    holding.refill(rate, now);
                     let whole = holding.tokens.floor() as i64;
                     let take = cap.map_or(whole, |c| c.min(whole)).max(0);
                     holding.tokens -= take as f64;
@@ -143,19 +291,17 @@ impl Fairness {
     /// A claim took `rows` (a destination name per row): they are held,
     /// and what it reserved is given back (the tokens less those used).
     pub(crate) fn claimed<'a>(&self, reserved: Reserved, rows: impl Iterator<Item = &'a str>) {
-        self.with(|held| {
+        self.with(|state| {
             let mut taken: HashMap<&str, i64> = HashMap::new();
             for destination in rows {
                 *taken.entry(destination).or_default() += 1;
             }
             for (destination, n) in &taken {
-                update(held, destination, |h| {
-                    h.rows += usize::try_from(*n).unwrap_or(0)
-                });
+                state.update(destination, |h| h.rows += usize::try_from(*n).unwrap_or(0));
             }
             for (name, slots, tokens) in &reserved.0 {
                 let used = taken.get(name.as_str()).copied().unwrap_or(0);
-                if let Some(h) = held.get_mut(name) {
+                if let Some(h) = state.held.get_mut(name) {
                     h.rows = h.rows.saturating_sub(*slots);
                     h.tokens += (tokens - used).max(0) as f64;
                 }
@@ -163,59 +309,138 @@ impl Fairness {
         });
     }
 
+    /// The tenants' endpoints a claim's rows go to, as resolved: their
+    /// tenants and rate limits are known from now on. Then the rows of a
+    /// rate-limited endpoint spend its tokens in order; those without one
+    /// are taken out of `rows` and returned with when a token will be there
+    /// (they go back unattempted, due then, and are no longer held).
+    pub(crate) fn admit(
+        &self,
+        endpoints: &[&Destination],
+        rows: &mut Vec<OutboxRow>,
+        now: DateTime<Utc>,
+    ) -> Vec<(OutboxRow, DateTime<Utc>)> {
+        self.with(|state| {
+            for d in endpoints {
+                let Some(tenant) = &d.tenant else { continue };
+                let (known, prompt) = state.update(&d.name, |h| {
+                    let known = h.tenant().is_some_and(|t| **t == **tenant);
+                    h.endpoint = Some((Arc::from(tenant.as_str()), d.rate_limit_per_sec));
+                    (known, h.prompt)
+                });
+                if d.rate_limit_per_sec.is_some() {
+                    state.watched.insert(d.name.clone());
+                }
+                if !known {
+                    // (an endpoint moves to another tenant only by being
+                    // deleted: its name is never reused)
+                    let tenant: Arc<str> = Arc::from(tenant.as_str());
+                    state
+                        .endpoints
+                        .entry(tenant.clone())
+                        .or_default()
+                        .push(d.name.clone());
+                    if !prompt {
+                        state.count_slow(tenant, false);
+                    }
+                    state.changed = true;
+                }
+            }
+            if !endpoints.iter().any(|d| d.rate_limit_per_sec.is_some()) {
+                return Vec::new();
+            }
+            let mut over = Vec::new();
+            let mut kept = Vec::with_capacity(rows.len());
+            for row in rows.drain(..) {
+                let Some(h) = state.held.get_mut(&row.destination) else {
+                    kept.push(row);
+                    continue;
+                };
+                let Some(rate) = h.endpoint.as_ref().and_then(|e| e.1) else {
+                    kept.push(row);
+                    continue;
+                };
+                h.refill(rate, now);
+                if h.tokens >= 1.0 {
+                    h.tokens -= 1.0;
+                    kept.push(row);
+                } else {
+                    // a token per 1/rate s: this one's after those owed
+                    // (the tokens go below zero until given back below)
+                    let wait = (1.0 - h.tokens) / f64::from(rate.max(1));
+                    h.tokens -= 1.0;
+                    h.rows = h.rows.saturating_sub(1);
+                    let due = now + chrono::Duration::microseconds((wait * 1e6).min(3.6e9) as i64);
+                    over.push((row, due));
+                }
+            }
+            // the owed tokens are not spent: those rows were not attempted
+            for (row, _) in &over {
+                if let Some(h) = state.held.get_mut(&row.destination) {
+                    h.tokens += 1.0;
+                }
+            }
+            *rows = kept;
+            over
+        })
+    }
+
     /// Rows of `destination` still in flight when their lane issued its
     /// next statement: the destination is slow (not prompt); its rows
     /// waiting for a slot are told.
     pub(crate) fn straggling(&self, destination: &str) {
-        self.with(|held| {
-            update(held, destination, |h| {
-                if h.prompt {
-                    h.prompt = false;
-                    h.slowed.notify_waiters();
-                }
-            })
-        });
+        self.with(|state| state.set_prompt(destination, false));
     }
 
     /// `destination` had rows still in flight at a lane's statement and has
-    /// not answered promptly since: its rows in flight hold neither a lane's
-    /// room nor its next statement.
+    /// not answered promptly since (or is a suspect endpoint): its rows in
+    /// flight hold neither a lane's room nor its next statement.
+    #[cfg(test)]
     pub(crate) fn is_slow(&self, destination: &str) -> bool {
-        self.with(|held| held.get(destination).is_some_and(|h| !h.prompt))
+        self.with(|state| {
+            state
+                .held
+                .get(destination)
+                .is_some_and(|h| state.is_slow(h))
+        })
+    }
+
+    /// The rows of `in_flight` (rows per destination) of destinations not
+    /// slow: what holds a lane.
+    pub(crate) fn holding(&self, in_flight: &HashMap<String, usize>) -> usize {
+        self.with(|state| {
+            in_flight
+                .iter()
+                .filter(|(d, _)| !state.held.get(*d).is_some_and(|h| state.is_slow(h)))
+                .map(|(_, n)| *n)
+                .sum()
+        })
     }
 
     /// What tells `destination`'s rows waiting for a slot that it turned
     /// slow.
     pub(crate) fn slowed(&self, destination: &str) -> Arc<Notify> {
-        self.with(|held| update(held, destination, |h| h.slowed.clone()))
+        self.with(|state| state.update(destination, |h| h.slowed.clone()))
     }
 
     /// A held row of `destination` finished; `prompt`: its request was
     /// answered before its lane's next statement (the destination is
-    /// prompt).
-    pub(crate) fn finished(&self, destination: &str, prompt: bool) {
-        self.with(|held| {
-            update(held, destination, |h| {
+    /// prompt); `delivered`: it was delivered.
+    pub(crate) fn finished(&self, destination: &str, prompt: bool, delivered: bool) {
+        self.with(|state| {
+            let first = state.update(destination, |h| {
                 h.rows = h.rows.saturating_sub(1);
-                if prompt {
-                    h.prompt = true;
-                }
-            })
+                let first = delivered && !h.delivered;
+                h.delivered |= delivered;
+                first
+            });
+            // a suspect is no longer
+            state.changed |= first;
+            if prompt {
+                state.set_prompt(destination, true);
+            }
         });
     }
-}
-
-/// `f` of `destination`'s holding (its name is allocated only the first
-/// time: this runs for every row).
-fn update<T>(
-    held: &mut HashMap<String, Holding>,
-    destination: &str,
-    f: impl FnOnce(&mut Holding) -> T,
-) -> T {
-    if let Some(h) = held.get_mut(destination) {
-        return f(h);
-    }
-    f(held.entry(destination.to_string()).or_default())
 }
 
 #[cfg(test)]
@@ -259,7 +484,7 @@ mod tests {
             "a straggler: capped (40 held of 3)"
         );
         for _ in 0..38 {
-            f.finished("a", false);
+            f.finished("a", false, false);
         }
         let (first, r) = f.caps(&cfg, at(0), 50);
         assert_eq!(first, [("a".to_string(), 1)], "2 held of 3");
@@ -272,7 +497,7 @@ mod tests {
         f.claimed(r2, std::iter::empty());
         f.claimed(r, std::iter::empty());
         assert_eq!(caps(&f, &cfg), [("a".to_string(), 1)], "given back");
-        f.finished("a", true);
+        f.finished("a", true, true);
         assert_eq!(caps(&f, &cfg), [], "answered promptly");
     }
 
@@ -291,7 +516,7 @@ mod tests {
             [(endpoint.to_string(), 6)],
             "the default 10 slots, 4 held"
         );
-        f.finished(endpoint, true);
+        f.finished(endpoint, true, true);
         assert!(!f.is_slow(endpoint));
         assert_eq!(caps(&f, &cfg), [], "answered promptly");
     }
@@ -333,5 +558,105 @@ mod tests {
             [("a".to_string(), 4)],
             "never more than a second's worth"
         );
+    }
+
+    fn endpoint(name: &str, tenant: &str, rate: Option<u32>) -> Destination {
+        let cfg = config(None);
+        let mut d = cfg.destination("b").expect("b").clone();
+        d.name = name.to_string();
+        d.tenant = Some(tenant.to_string());
+        d.rate_limit_per_sec = rate;
+        d
+    }
+
+    fn row(destination: &str) -> OutboxRow {
+        OutboxRow {
+            id: uuid::Uuid::new_v4(),
+            seq: 1,
+            aggregate_type: "message".into(),
+            aggregate_id: "m".into(),
+            event_type: "order.paid".into(),
+            destination: destination.into(),
+            payload: "{}".into(),
+            payload_storage: crate::outbox::payload::PayloadStorage::Inline,
+            status: crate::outbox::OutboxStatus::Pending,
+            attempts: 0,
+            next_attempt_at: at(0),
+            locked_until: None,
+            locked_by: None,
+            last_error: None,
+            last_status_code: None,
+            created_at: at(0),
+            processed_at: None,
+        }
+    }
+
+    #[test]
+    fn one_slow_endpoint_makes_its_tenants_undelivered_endpoints_suspect() {
+        let f = Fairness::default();
+        let cfg = config(None);
+        let (hung, sibling, proven) = ("ep_01", "ep_02", "ep_03");
+        let other = "ep_04";
+        let known = [
+            endpoint(hung, "app_a", None),
+            endpoint(sibling, "app_a", None),
+            endpoint(proven, "app_a", None),
+            endpoint(other, "app_b", None),
+        ];
+        let refs: Vec<&Destination> = known.iter().collect();
+        assert!(f.admit(&refs, &mut Vec::new(), at(0)).is_empty());
+        f.claimed(Reserved::default(), [proven].into_iter());
+        f.finished(proven, true, true);
+        assert!(!f.is_slow(sibling), "no endpoint of its tenant is slow");
+        f.straggling(hung);
+        assert!(f.is_slow(hung));
+        assert!(f.is_slow(sibling), "its tenant has a slow endpoint");
+        assert!(!f.is_slow(proven), "it delivered: not suspect");
+        assert!(!f.is_slow(other), "another tenant");
+        let capped: Vec<String> = caps(&f, &cfg).into_iter().map(|c| c.0).collect();
+        assert!(capped.contains(&sibling.to_string()), "{capped:?}");
+        assert!(!capped.contains(&other.to_string()), "{capped:?}");
+        f.claimed(Reserved::default(), [sibling].into_iter());
+        f.finished(sibling, false, true);
+        assert!(!f.is_slow(sibling), "delivered once: on its own again");
+        f.finished(hung, true, false);
+        assert!(!f.is_slow(hung), "answered promptly");
+        f.claimed(Reserved::default(), [sibling].into_iter());
+        assert!(!f.is_slow(sibling));
+    }
+
+    #[test]
+    fn an_endpoints_rate_limit_gives_back_the_rows_over_it_due_when_a_token_is_there() {
+        let f = Fairness::default();
+        let cfg = config(None);
+        let limited = endpoint("ep_0a", "app_a", Some(2));
+        let free = endpoint("ep_0b", "app_a", None);
+        let mut rows: Vec<OutboxRow> = ["ep_0a", "ep_0b", "ep_0a", "ep_0a", "ep_0a"]
+            .into_iter()
+            .map(row)
+            .collect();
+        f.claimed(
+            Reserved::default(),
+            rows.iter().map(|r| r.destination.as_str()),
+        );
+        let over = f.admit(&[&limited, &free], &mut rows, at(0));
+        let kept: Vec<&str> = rows.iter().map(|r| r.destination.as_str()).collect();
+        assert_eq!(kept, ["ep_0a", "ep_0b", "ep_0a"], "a second's worth: 2");
+        let due: Vec<i64> = over
+            .iter()
+            .map(|(_, due)| (*due - at(0)).num_milliseconds())
+            .collect();
+        assert_eq!(due, [500, 1000], "one token per half second");
+        assert_eq!(
+            caps(&f, &cfg),
+            [("ep_0a".to_string(), 0)],
+            "no whole token left: claims take none of it"
+        );
+        let (caps_later, r) = f.caps(&cfg, at(500), 50);
+        f.claimed(r, std::iter::empty());
+        assert_eq!(caps_later, [("ep_0a".to_string(), 1)]);
+        let mut again = vec![row("ep_0a"), row("ep_0a")];
+        let over = f.admit(&[&limited], &mut again, at(500));
+        assert_eq!((again.len(), over.len()), (1, 1), "one token at 500 ms");
     }
 }

@@ -29,6 +29,8 @@ pub(super) struct Launch<'t> {
     pub claimed: Claimed,
     /// The tenants' endpoints among its destinations.
     pub endpoints: Endpoints,
+    /// Its rows given back unattempted (over their endpoint's rate).
+    pub released: Vec<(DeliveryResult, Kind)>,
     /// When its requests must end.
     pub batch_deadline: DateTime<Utc>,
 }
@@ -65,11 +67,7 @@ impl<'a> Flights<'a> {
     /// lane's room and its next statement (a slow destination's rows are
     /// bounded by its own slots instead: they never stall the lane).
     pub(super) fn holding(&self, fairness: &Fairness) -> usize {
-        self.destinations
-            .iter()
-            .filter(|(d, _)| !fairness.is_slow(d))
-            .map(|(_, n)| *n)
-            .sum()
+        fairness.holding(&self.destinations)
     }
 
     pub(super) fn is_idle(&self) -> bool {
@@ -107,12 +105,16 @@ impl<'a> Flights<'a> {
             claim,
             claimed,
             endpoints,
+            released,
             batch_deadline,
         } = batch;
         let endpoints = Arc::new(endpoints);
         let token: Arc<str> = token.into();
         for bad in claimed.unreadable {
             let (result, kind) = super::batch::unreadable(bad);
+            self.push(token.clone(), result, kind);
+        }
+        for (result, kind) in released {
             self.push(token.clone(), result, kind);
         }
         for row in claimed.rows {
@@ -140,16 +142,25 @@ impl<'a> Flights<'a> {
         }
     }
 
-    fn land(&mut self, landed: Landed, fairness: &Fairness) {
+    /// Lands one attempt; true when it was its destination's last row in
+    /// flight here.
+    fn land(&mut self, landed: Landed, fairness: &Fairness) -> bool {
         let prompt = landed.claim == self.polls && !matches!(landed.kind, Kind::NotAttempted);
-        fairness.finished(&landed.destination, prompt);
+        fairness.finished(
+            &landed.destination,
+            prompt,
+            matches!(landed.kind, Kind::Delivered),
+        );
+        let mut emptied = false;
         if let Some(n) = self.destinations.get_mut(&landed.destination) {
             *n -= 1;
             if *n == 0 {
                 self.destinations.remove(&landed.destination);
+                emptied = true;
             }
         }
         self.push(landed.token, landed.result, landed.kind);
+        emptied
     }
 
     fn push(&mut self, token: Arc<str>, result: DeliveryResult, kind: Kind) {
@@ -199,17 +210,18 @@ impl<'a> Flights<'a> {
     /// known to be slow are not waited for: the lane claims again beside
     /// them (their rows are capped at their free slots); and a destination
     /// whose requests are still unanswered at `until` is found slow then.
+    /// True when it returned at `until` with requests still in flight.
     pub(super) async fn settle(
         &mut self,
         fairness: &Fairness,
         until: Option<tokio::time::Instant>,
         all: bool,
-    ) {
+    ) -> bool {
         let Some(until) = until else {
             while let Some(landed) = self.flying.next().await {
                 self.land(landed, fairness);
             }
-            return;
+            return false;
         };
         // (a destination is found slow at `until`, the lane's idle: an
         // earlier mark, a quarter of it, made timing-sensitive tests flaky
@@ -222,23 +234,40 @@ impl<'a> Flights<'a> {
         }));
         let mut deadline = deadline;
         let mut straggled = all;
+        // what holds the lane, counted again only when a destination's last
+        // row landed or what is slow changed (not per row: with a hundred
+        // destinations in flight that is a hundred lookups per answer)
+        let mut counted: Option<(u64, usize)> = None;
+        let mut emptied = false;
         while !self.flying.is_empty() {
             // what has landed already, without a timer or a select per row
             while let Some(Some(landed)) = self.flying.next().now_or_never() {
-                self.land(landed, fairness);
+                emptied |= self.land(landed, fairness);
             }
-            if self.flying.is_empty() || (!all && self.holding(fairness) == 0) {
-                return;
+            if self.flying.is_empty() {
+                return false;
+            }
+            if !all {
+                let generation = fairness.generation();
+                let holding = match counted {
+                    Some((seen, holding)) if seen == generation && !emptied => holding,
+                    _ => self.holding(fairness),
+                };
+                counted = Some((generation, holding));
+                emptied = false;
+                if holding == 0 {
+                    return false;
+                }
             }
             tokio::select! {
                 biased;
                 landed = self.flying.next() => match landed {
-                    Some(landed) => self.land(landed, fairness),
-                    None => return,
+                    Some(landed) => emptied |= self.land(landed, fairness),
+                    None => return false,
                 },
                 () = &mut deadline => {
                     if straggled {
-                        return;
+                        return true;
                     }
                     // the requests still unanswered: their destinations are
                     // slow; then up to `until` for the others, if any
@@ -250,5 +279,6 @@ impl<'a> Flights<'a> {
                 }
             }
         }
+        false
     }
 }

@@ -129,14 +129,18 @@ impl Relay {
             // known to be slow, unless nothing else is to be done), or `idle`
             // since the last statement (then the others' rows are claimed
             // beside them)
-            flights
+            let idle_passed = flights
                 .settle(
                     fairness,
                     Some(Instant::now() + self.settings.idle),
                     found_nothing,
                 )
                 .await;
-            flights.idle_passed(fairness);
+            if idle_passed {
+                // (not when only slow or suspect rows are left in flight:
+                // a suspect endpoint is found slow only by its own idle)
+                flights.idle_passed(fairness);
+            }
             let now = self.clock.now();
             if sweeps && now >= next_sweep {
                 // a sweep can take a while: record what landed first
@@ -263,6 +267,8 @@ impl Relay {
                 let endpoints = flights
                     .alongside(fairness, self.resolve_endpoints(&config, &claimed.rows))
                     .await;
+                let mut claimed = claimed;
+                let released = self.admit(&endpoints, &mut claimed.rows);
                 flights.launch(
                     self,
                     &config,
@@ -271,6 +277,7 @@ impl Relay {
                         claim: statement,
                         claimed,
                         endpoints,
+                        released,
                         batch_deadline,
                     },
                 );
@@ -281,7 +288,7 @@ impl Relay {
     /// A lane's end: waits for its last requests (each ends by its batch's
     /// deadline), then records what landed.
     async fn land_all(&self, mut flights: Flights<'_>, report: &Mutex<RunReport>) {
-        flights.settle(self.fairness.as_ref(), None, true).await;
+        let _ = flights.settle(self.fairness.as_ref(), None, true).await;
         self.flush(flights.take_landed(), report).await;
     }
 
