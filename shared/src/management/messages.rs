@@ -356,7 +356,9 @@ pub(crate) async fn attempt(
 
 /// `POST /api/v1/app/{app_id}/endpoint/{endpoint_id}/recover` (202): the
 /// endpoint's failed deliveries since `since` (until `until`) are due
-/// again now; the relay sends them.
+/// again now; the relay sends them. The task is `running`, the only status
+/// Svix's document allows here (there is no background task to poll:
+/// hookbox serves none; the work is done when it answers).
 pub(crate) async fn recover(cx: &Ctx<'_>, app: &str, ep: &str) -> Result<ApiResponse, ApiError> {
     only_query(&cx.req.query, &[])?;
     let body = Body::parse(&cx.req.body, false)?;

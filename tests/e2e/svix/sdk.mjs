@@ -9,6 +9,7 @@
 //   node sdk.mjs enable  <server url> <token> <app uid> <endpoint uid>
 //   node sdk.mjs publish <server url> <token> <app uid> <n>
 //   node sdk.mjs attempts <server url> <token> <app uid> <message id>
+//   node sdk.mjs recover <server url> <token> <app uid> <endpoint uid> <since, RFC 3339>
 //   node sdk.mjs delete  <server url> <token> <app uid>
 //
 // Each phase prints one JSON document of what the SDK returned.
@@ -139,6 +140,11 @@ async function attempts(svix, appUid, msgId) {
     .sort((a, b) => (a[0] < b[0] ? -1 : 1));
 }
 
+async function recover(svix, appUid, endpointUid, since) {
+  const out = await svix.endpoint.recover(appUid, endpointUid, { since: new Date(since) });
+  return { task: String(out.task), status: String(out.status) };
+}
+
 async function remove(svix, appUid) {
   for (const e of (await svix.endpoint.list(appUid)).data) {
     await svix.endpoint.delete(appUid, e.id);
@@ -154,7 +160,7 @@ async function remove(svix, appUid) {
   return { endpoints_left: left, gone };
 }
 
-const [phase, url, token, appUid, extra] = process.argv.slice(2);
+const [phase, url, token, appUid, extra, extra2] = process.argv.slice(2);
 const svix = new Svix(token, { serverUrl: url });
 let out;
 if (phase === "setup") out = await setup(svix, appUid, extra);
@@ -162,6 +168,7 @@ else if (phase === "disable" || phase === "enable")
   out = await setDisabled(svix, appUid, extra, phase === "disable");
 else if (phase === "publish") out = await publish(svix, appUid, Number(extra));
 else if (phase === "attempts") out = await attempts(svix, appUid, extra);
+else if (phase === "recover") out = await recover(svix, appUid, extra, extra2);
 else if (phase === "delete") out = await remove(svix, appUid);
 else throw new Error(`unknown phase ${phase}`);
 console.log(JSON.stringify(out));

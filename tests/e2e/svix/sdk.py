@@ -9,6 +9,7 @@ tests/e2e/tests/svix_sdks.rs:
     sdk.py enable  <server url> <token> <app uid> <endpoint uid>
     sdk.py publish <server url> <token> <app uid> <n>
     sdk.py attempts <server url> <token> <app uid> <message id>
+    sdk.py recover <server url> <token> <app uid> <endpoint uid> <since, RFC 3339>
     sdk.py delete  <server url> <token> <app uid>
 
 Each phase prints one JSON document of what the SDK returned.
@@ -16,6 +17,7 @@ Each phase prints one JSON document of what the SDK returned.
 
 import json
 import sys
+from datetime import datetime
 
 from svix.api import (
     ApplicationIn,
@@ -28,6 +30,7 @@ from svix.api import (
     EndpointUpsertIn,
     EventTypeIn,
     MessageIn,
+    RecoverIn,
     Svix,
     SvixOptions,
 )
@@ -149,6 +152,13 @@ def attempts(svix, app_uid, msg_id):
     return sorted([a.endpoint_id, int(a.status), a.response_status_code] for a in page.data)
 
 
+def recover(svix, app_uid, endpoint_uid, since):
+    out = svix.endpoint.recover(
+        app_uid, endpoint_uid, RecoverIn(since=datetime.fromisoformat(since))
+    )
+    return {"task": str(out.task.value), "status": str(out.status.value)}
+
+
 def delete(svix, app_uid):
     for e in svix.endpoint.list(app_uid).data:
         svix.endpoint.delete(app_uid, e.id)
@@ -173,6 +183,8 @@ def main(argv):
         out = publish(svix, app_uid, int(argv[5]))
     elif phase == "attempts":
         out = attempts(svix, app_uid, argv[5])
+    elif phase == "recover":
+        out = recover(svix, app_uid, argv[5], argv[6])
     elif phase == "delete":
         out = delete(svix, app_uid)
     else:

@@ -8,7 +8,8 @@
 //! `hookbox_publish_to`) reach the application's endpoints signed with the
 //! secrets the SDK shows, verified with Standard Webhooks' own Python
 //! library, and the SDK lists their attempts; a disabled endpoint's
-//! delivery is held until it is enabled. A request signed by botocore's SigV4Auth is
+//! delivery is held until it is enabled; the SDK's recover sends again the
+//! one endpoint's dead delivery, not the other's. A request signed by botocore's SigV4Auth is
 //! verified and acts as the key's principal. Every answer the stack gave is
 //! checked against Svix's OpenAPI document (docs/api/conformance.py).
 
@@ -99,6 +100,54 @@ async fn publish(db: &dyn hookbox::store::Database, app: &str, payload: Value) -
     .expect("publish");
     tx.commit().await.expect("commit");
     out.len()
+}
+
+/// Publishes `order.paid` with `payload` to the tenant `app`, each of its
+/// deliveries answered 410 Gone by `sink` (dead at their first attempt,
+/// never retried): their ids.
+async fn publish_gone(
+    db: &dyn hookbox::store::Database,
+    app: &str,
+    payload: Value,
+    sink: &HttpSink,
+) -> Vec<uuid::Uuid> {
+    let tx = db.begin().await.expect("begin");
+    let out = publish_to(
+        tx.as_ref(),
+        app,
+        &TenantEvent {
+            event_type: "order.paid".into(),
+            payload,
+            aggregate: None,
+            channels: None,
+        },
+        chrono::Utc::now(),
+    )
+    .await
+    .expect("publish");
+    for d in &out {
+        sink.respond_to("webhook-id", &d.id.to_string(), 410, &[]);
+    }
+    tx.commit().await.expect("commit");
+    out.into_iter().map(|d| d.id).collect()
+}
+
+/// The status of delivery `id` once it is not pending.
+async fn settled(db: &dyn hookbox::store::Database, id: uuid::Uuid) -> String {
+    tokio::time::timeout(PATIENCE, async {
+        loop {
+            let row = hookbox::outbox::get(db, id)
+                .await
+                .expect("get")
+                .expect("row");
+            if row.status != hookbox::outbox::OutboxStatus::Pending {
+                return row.status.as_str().to_string();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("delivery {id} still pending"))
 }
 
 /// The deliveries to `target` so far whose payload has `n`.
@@ -254,6 +303,42 @@ async fn svix_official_sdks_manage_tenants_on_the_local_stack() {
         );
         wait_delivered(&sink, &format!("/{app}/all"), 2).await;
 
+        // recover: both copies of n=3 answered 410 (dead at once, never
+        // retried); the SDK recovers the orders endpoint's alone
+        let since = (chrono::Utc::now() - chrono::Duration::seconds(5))
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let gone = publish_gone(store.as_ref(), app, json!({"n": 3}), &sink).await;
+        assert_eq!(gone.len(), 2);
+        for id in &gone {
+            assert_eq!(settled(store.as_ref(), *id).await, "dead", "{language}");
+        }
+        sink.clear_rules();
+        let recovered = sdk(language, &["recover", &url, TOKEN, app, "orders", &since]).await;
+        assert_eq!(
+            recovered,
+            json!({"task": "endpoint.recover", "status": "running"}),
+            "{language}"
+        );
+        let orders_target = format!("/{app}/orders");
+        tokio::time::timeout(PATIENCE, async {
+            while delivered(&sink, &orders_target, 3).len() < 2 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+        .await
+        .expect("the orders endpoint's copy sent again");
+        let mut statuses = Vec::new();
+        for id in &gone {
+            statuses.push(settled(store.as_ref(), *id).await);
+        }
+        statuses.sort();
+        assert_eq!(
+            statuses,
+            ["dead", "delivered"],
+            "{language}: the other endpoint's copy was not recovered"
+        );
+        assert_eq!(delivered(&sink, &format!("/{app}/all"), 3).len(), 1);
+
         // the trail: every change as face api, by the token's name
         let trail = manage::audit(store.as_ref(), app, None, 200)
             .await
@@ -336,6 +421,7 @@ async fn svix_official_sdks_manage_tenants_on_the_local_stack() {
         "v1.message.create",
         "v1.message.get",
         "v1.message-attempt.list-by-msg",
+        "v1.endpoint.recover",
         "v1.health.get",
     ] {
         assert!(
