@@ -8,7 +8,8 @@ Each input line: {"method": "GET", "path": "/api/v1/app/acme", "status": 200,
 "body": <the JSON answered, or null when empty>}. Each answer must be one the
 operation declares (its status, and a body valid against that status's
 schema; no body for 204); an answer to a path the document does not have
-must be a 404 refusal (HttpErrorOut). Prints {"checked": n, "operations":
+must be a 404 refusal (HttpErrorOut); `LATER` lists the answers given as a
+later version of the document declares them. Prints {"checked": n, "operations":
 {operationId: answers seen}, "failures": [...]} and exits 1 on a failure.
 
 Used by shared/tests/management.rs and tests/e2e/tests/svix_sdks.rs, with
@@ -27,6 +28,15 @@ from urllib.parse import urlsplit
 from jsonschema import Draft202012Validator, FormatChecker
 
 DOC = json.loads((Path(__file__).parent / "openapi.json").read_text())
+
+# Answers hookbox gives as later versions of Svix's document declare them,
+# where the pinned one's make the later SDKs fail: (operationId, status) to
+# the schema of the body. Svix's Python SDK 2.9.1 reads rotate-secret's
+# answer as EndpointSecretOut (the pinned document: 204, no body, which its
+# own SDKs ignore).
+LATER = {
+    ("v1.endpoint.rotate-secret", "200"): "#/components/schemas/EndpointSecretOut",
+}
 
 
 def nullable(schema):
@@ -103,6 +113,9 @@ def check(answer):
         return "(not in the document)", errors and f"{where}: {errors[0].message}"
     op_id = op["operationId"]
     declared = op["responses"].get(str(status))
+    later = LATER.get((op_id, str(status)))
+    if later:
+        declared = {"content": {"application/json": {"schema": {"$ref": later}}}}
     if declared is None:
         return op_id, f"{where}: {op_id} does not declare {status}"
     content = declared.get("content", {}).get("application/json")

@@ -161,9 +161,13 @@ pub(crate) async fn secret(cx: &Ctx<'_>, app: &str, ep: &str) -> Result<ApiRespo
     ))
 }
 
-/// `POST /api/v1/app/{app_id}/endpoint/{endpoint_id}/secret/rotate` (204):
-/// `key` (or a new secret) becomes current; the previous one keeps signing
-/// for `gracePeriodSeconds` (default 24 hours, at most 7 days).
+/// `POST /api/v1/app/{app_id}/endpoint/{endpoint_id}/secret/rotate`: `key`
+/// (or a new secret) becomes current; the previous one keeps signing for
+/// `gracePeriodSeconds` (default 24 hours, at most 7 days). Answers 200
+/// with the new secret (`{"key": …}`), as Svix's later documents do and
+/// its later SDKs read (the pinned document's 204 without a body makes
+/// them fail; the SDKs of that document ignore the body): see
+/// docs/api/conformance.py, `LATER`.
 pub(crate) async fn rotate(cx: &Ctx<'_>, app: &str, ep: &str) -> Result<ApiResponse, ApiError> {
     no_query(cx)?;
     let body = Body::parse(&cx.req.body, true)?;
@@ -178,7 +182,8 @@ pub(crate) async fn rotate(cx: &Ctx<'_>, app: &str, ep: &str) -> Result<ApiRespo
     let endpoint = manage::get_endpoint(cx.db, app, ep)
         .await
         .map_err(refused)?;
-    cx.keeper
+    let secret = cx
+        .keeper
         .rotate(
             cx.db,
             &endpoint.id,
@@ -187,5 +192,8 @@ pub(crate) async fn rotate(cx: &Ctx<'_>, app: &str, ep: &str) -> Result<ApiRespo
             Some(cx.actor),
         )
         .await?;
-    Ok(ApiResponse::empty(204))
+    Ok(ApiResponse::json(
+        200,
+        &json!({"key": secret.expose_secret()}),
+    ))
 }

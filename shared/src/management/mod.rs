@@ -358,10 +358,26 @@ impl ManagementApi {
                 return run(&cx, &op).await;
             };
             match idempotency::claim(tx.as_ref(), &actor.principal, &key, req, now).await? {
-                idempotency::Claim::Replay(answer) => Ok(answer),
+                // a rotation's answer holds the new secret, which is never
+                // stored in clear: its replay answers the current secret
+                // (the rotated one, unless rotated again since)
+                idempotency::Claim::Replay(answer) => match &op {
+                    Op::RotateSecret(a, e) if answer.status == 200 => {
+                        let mut current = endpoints::secret(&cx, a, e).await?;
+                        current
+                            .headers
+                            .push(("idempotent-replayed".into(), "true".into()));
+                        Ok(current)
+                    }
+                    _ => Ok(answer),
+                },
                 idempotency::Claim::Claimed(key) => {
                     let answer = run(&cx, &op).await?;
-                    idempotency::store(tx.as_ref(), &key, &answer).await?;
+                    let kept = match &op {
+                        Op::RotateSecret(..) => ApiResponse::empty(answer.status),
+                        _ => answer.clone(),
+                    };
+                    idempotency::store(tx.as_ref(), &key, &kept).await?;
                     Ok(answer)
                 }
             }

@@ -97,9 +97,34 @@ async fn a_key_answers_its_request_once_and_refuses_another(adapter: Adapter) {
         .await
         .body["key"]
         .clone();
-    assert_eq!((r1.status, r2.status), (204, 204));
+    assert_eq!((r1.status, r2.status), (200, 200));
     assert_ne!(after_first, secret);
     assert_eq!(after_second, after_first, "the replay did not rotate again");
+    assert_eq!(
+        (&r1.body["key"], &r2.body["key"]),
+        (&after_first, &after_first),
+        "the replay answers the rotated secret"
+    );
+    // which is not stored in clear with the key
+    let stored = hookbox::store::fetch_one(
+        h.db.as_ref(),
+        &common::sql(
+            "SELECT coalesce(response, '') AS r FROM hookbox_api_idempotency WHERE key = 'k-rot'",
+        ),
+        &hookbox::params! {},
+    )
+    .await
+    .expect("stored answer")
+    .text("r")
+    .expect("text");
+    let bare = after_first
+        .as_str()
+        .unwrap_or_default()
+        .trim_start_matches("whsec_");
+    assert!(
+        !stored.contains(bare),
+        "the rotated secret is stored with its Idempotency-Key: {stored}"
+    );
 
     // a refusal is not stored: fixed and sent again with the key, it acts
     let k2 = [("idempotency-key", "k-2")];
