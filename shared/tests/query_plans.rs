@@ -502,6 +502,39 @@ async fn the_claim_pins_its_plan_and_never_pays_for_jit(adapter: Adapter) {
     );
 }
 
+/// The relay's read of a batch's endpoints probes the primary key with the
+/// names it is given: its cost does not grow with the endpoints there are
+/// (10,000 here; an `IN (SELECT …)` hashed every one of them).
+async fn the_directory_reads_a_batchs_endpoints_by_their_key(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let d = db.as_ref();
+    for step in [
+        "INSERT INTO hookbox_tenants (id, uid, name, created_at, updated_at)
+         SELECT 'app_' || lpad(to_hex(g), 32, '0'), 't-' || g, 'tenant', now(), now()
+           FROM generate_series(1, 100) AS g",
+        "INSERT INTO outbox_destinations (name, tenant_id, event_types, event_like, synced_at)
+         SELECT 'ep_' || lpad(to_hex(e), 32, '0'), 'app_' || lpad(to_hex(e % 100 + 1), 32, '0'),
+                '{*}', '{%}', now()
+           FROM generate_series(1, 10000) AS e",
+        "INSERT INTO hookbox_endpoints (id, tenant_id, url, created_at, updated_at)
+         SELECT name, tenant_id, 'https://example.com/in', now(), now()
+           FROM outbox_destinations WHERE name LIKE 'ep\\_%'",
+        "ANALYZE",
+    ] {
+        d.execute(&sql(step), &params! {}).await.expect(step);
+    }
+    let ids: Vec<String> = (1..=100)
+        .map(|e: u32| format!("ep_{:032x}", e * 97))
+        .collect();
+    let read = plan(
+        d,
+        &hookbox::tenants::directory::ENDPOINTS,
+        &params! { "ids" => serde_json::json!(ids), "now" => at(0) },
+    )
+    .await;
+    assert_uses(&read, "hookbox_endpoints_pkey", "hookbox_endpoints");
+}
+
 for_each_adapter!(
     a_backlog_after_the_statistics_never_stands_in_front_of_another_destination,
     the_claim_pins_its_plan_and_never_pays_for_jit,
@@ -511,4 +544,5 @@ for_each_adapter!(
     relay_statements_use_the_primary_key_with_a_large_due_backlog,
     claim_by_id_uses_the_primary_key_with_a_large_backlog,
     hot_queries_use_the_partial_indexes,
+    the_directory_reads_a_batchs_endpoints_by_their_key,
 );

@@ -75,6 +75,7 @@ pub const FULL: Sizes = Sizes {
 
 /// (a), one side: claim latency (p50, p99 ms of up to 20 claims of 100 rows,
 /// released after) and deliveries/s of a drain.
+#[allow(clippy::too_many_arguments)]
 async fn many_endpoints(
     bench: &Bench,
     name: &str,
@@ -82,12 +83,21 @@ async fn many_endpoints(
     endpoints: u64,
     rows: u64,
     known: bool,
+    data_api: Option<&str>,
 ) -> anyhow::Result<((f64, f64), f64)> {
-    let (_, db) = bench.database(name, 16).await?;
+    let (_, seeding) = bench.database(name, 16).await?;
     let (url, sink) = Sink::start().await?;
-    seed_endpoints(db.as_ref(), 1, tenants, endpoints, &format!("{url}/in")).await?;
-    seed_rows(db.as_ref(), 1, endpoints, rows).await?;
-    exec(db.as_ref(), "CHECKPOINT".into()).await?;
+    seed_endpoints(
+        seeding.as_ref(),
+        1,
+        tenants,
+        endpoints,
+        &format!("{url}/in"),
+    )
+    .await?;
+    seed_rows(seeding.as_ref(), 1, endpoints, rows).await?;
+    exec(seeding.as_ref(), "CHECKPOINT".into()).await?;
+    let db = through(seeding, name, data_api);
     let mut claims = Vec::new();
     // at most half the rows, so every claim finds a full batch
     let samples = (rows / relay::BATCH.unsigned_abs() / 2).clamp(2, 21);
@@ -128,10 +138,6 @@ async fn many_endpoints(
     };
     let run = relay.drain(&empty_config()?).await;
     let elapsed = t.elapsed().as_secs_f64();
-    eprintln!(
-        "DIAG {name}: {elapsed:.3}s batches {} claimed {} not_attempted {}",
-        run.batches, run.deliveries.claimed, run.deliveries.not_attempted
-    );
     anyhow::ensure!(run.errors.is_empty(), "relay errors: {:?}", run.errors);
     anyhow::ensure!(
         run.deliveries.delivered == rows && sink.hits() >= rows,
@@ -140,6 +146,23 @@ async fn many_endpoints(
         sink.hits()
     );
     Ok(((claim.0, claim.1), rows as f64 / elapsed))
+}
+
+/// The database `name` the relay and the claims use: `direct` itself, or
+/// through the local Data API at `data_api` (the production path).
+fn through(direct: Arc<dyn Database>, name: &str, data_api: Option<&str>) -> Arc<dyn Database> {
+    match data_api {
+        None => direct,
+        Some(endpoint) => Arc::new(DataApiDatabase::local(
+            endpoint,
+            DataApiTarget {
+                resource_arn: "arn:aws:rds:us-east-1:123456789012:cluster:hookbox-bench".into(),
+                secret_arn: "arn:aws:secretsmanager:us-east-1:123456789012:secret:hookbox-bench"
+                    .into(),
+                database: name.into(),
+            },
+        )),
+    }
 }
 
 /// Healthy rows the relay delivers first in (b), while it finds the
@@ -158,6 +181,7 @@ async fn healthy_beside_hanging(
     name: &str,
     rows: u64,
     hanging: bool,
+    data_api: Option<&str>,
 ) -> anyhow::Result<(f64, f64)> {
     let (_, db) = bench.database(name, 16).await?;
     let (url, sink) = Sink::start().await?;
@@ -169,7 +193,7 @@ async fn healthy_beside_hanging(
     }
     seed_rows(db.as_ref(), 1, 100, WARM_ROWS).await?;
     exec(db.as_ref(), "CHECKPOINT".into()).await?;
-    let relay = tenant_relay(db.clone(), name);
+    let relay = tenant_relay(through(db.clone(), name, data_api), name);
     let store = empty_config()?;
     let deadline = SystemClock.now() + chrono::Duration::seconds(300);
     let measure = async {
@@ -312,7 +336,7 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
     let mut figures = Vec::new();
     // (a): the small side first, then the large one
     let (small_claim, small_rate) =
-        many_endpoints(bench, "bench_tenants_a10", 5, 10, sizes.rows, false).await?;
+        many_endpoints(bench, "bench_tenants_a10", 5, 10, sizes.rows, false, None).await?;
     let (large_claim, large_rate) = many_endpoints(
         bench,
         "bench_tenants_a",
@@ -320,6 +344,19 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
         sizes.endpoints,
         sizes.rows,
         false,
+        None,
+    )
+    .await?;
+    // diagnostic: 100 endpoints, as many rows (where the cost of more
+    // endpoints begins)
+    let (_, mid_rate) = many_endpoints(
+        bench,
+        "bench_tenants_a100",
+        50,
+        100,
+        sizes.rows,
+        false,
+        None,
     )
     .await?;
     // diagnostic: the same large side with every endpoint known in advance
@@ -330,6 +367,7 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
         sizes.endpoints,
         sizes.rows,
         true,
+        None,
     )
     .await?;
     let many = format!(
@@ -352,6 +390,14 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
     );
     figures.push(Figure::ratio(
         SECTION,
+        "delivery rate, 100 endpoints of 50 tenants, as many rows",
+        "deliveries/s",
+        mid_rate,
+        ("10 endpoints, as many rows", small_rate),
+        Goal::None,
+    ));
+    figures.push(Figure::ratio(
+        SECTION,
         format!("delivery rate, {many}, endpoints known (no directory read)"),
         "deliveries/s",
         known_rate,
@@ -368,9 +414,9 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
     ));
     // (b)
     let (calm, calm_warm) =
-        healthy_beside_hanging(bench, "bench_tenants_b0", sizes.healthy_rows, false).await?;
+        healthy_beside_hanging(bench, "bench_tenants_b0", sizes.healthy_rows, false, None).await?;
     let (stormy, stormy_warm) =
-        healthy_beside_hanging(bench, "bench_tenants_b", sizes.healthy_rows, true).await?;
+        healthy_beside_hanging(bench, "bench_tenants_b", sizes.healthy_rows, true, None).await?;
     figures.push(
         Figure::ratio(
             SECTION,
@@ -397,6 +443,45 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
         ("nothing failing", calm_warm),
         Goal::None,
     ));
+    // (a) and (b) again, the relay reaching the database through the local
+    // Data API (the production path)
+    let server = local_data_api::spawn_background(local_data_api::Config::new(bench.admin_url()))
+        .map_err(|e| anyhow::anyhow!("cannot start the local Data API: {e}"))?;
+    let api = server.endpoint_url();
+    let api = Some(api.as_str());
+    let (_, small_api) =
+        many_endpoints(bench, "bench_tenants_da10", 5, 10, sizes.rows, false, api).await?;
+    let (large_claim_api, large_api) = many_endpoints(
+        bench,
+        "bench_tenants_da",
+        sizes.tenants,
+        sizes.endpoints,
+        sizes.rows,
+        false,
+        api,
+    )
+    .await?;
+    figures.push(Figure::ratio(
+        SECTION,
+        format!("delivery rate, {many}, rows pending on each, Data API"),
+        "deliveries/s",
+        large_api,
+        ("10 endpoints, as many rows, Data API", small_api),
+        Goal::RatioAtLeast(0.9),
+    ));
+    let (calm_api, _) =
+        healthy_beside_hanging(bench, "bench_tenants_db0", sizes.healthy_rows, false, api).await?;
+    let (stormy_api, _) =
+        healthy_beside_hanging(bench, "bench_tenants_db", sizes.healthy_rows, true, api).await?;
+    figures.push(Figure::ratio(
+        SECTION,
+        "healthy tenants' delivery rate while 100 endpoints of one tenant hang, Data API",
+        "deliveries/s",
+        stormy_api,
+        ("nothing failing, Data API", calm_api),
+        Goal::RatioAtLeast(0.9),
+    ));
+    drop(server);
     // (c)
     let alone = quiet_beside_backlog(bench, "bench_tenants_c0", 0, sizes.quiet_events).await?;
     let beside =
@@ -443,7 +528,10 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
          receiver reads every request and never answers (timeout 10 s), then, once they have \
          arrived, {healthy} more: their rate from the first to arrive to the last (the \
          hanging requests still unanswered); the time to the first {warm} is what finding \
-         the hanging endpoints slow costs (a lane's idle second). (c): one event to the quiet tenant every 100 ms, {events} events, \
+         the hanging endpoints slow costs (a lane's idle second). (a) and (b), Data API: \
+         the same, the relay and its claims reaching the database through the local Data API \
+         (HTTP and JSON on this machine: each statement costs more, so the rates are lower \
+         and the database's share of them smaller; claim p50 {:.2} ms with {many}). (c): one event to the quiet tenant every 100 ms, {events} events, \
          from its publish's commit to its arrival (p50 {:.0} ms, max {:.0} ms; alone p50 \
          {:.0} ms), while another tenant has {backlog} due rows on 10 endpoints. (d): 20 \
          publishes (`hookbox::tenants::publish_to`, `hookbox_publish_to`), each writing 3 \
@@ -452,6 +540,7 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
         relay::BATCH,
         large_claim.1,
         small_claim.1,
+        large_claim_api.0,
         beside.0,
         beside.2,
         alone.0,

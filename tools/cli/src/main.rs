@@ -87,8 +87,8 @@ enum Command {
     #[command(subcommand)]
     Tenant(tenant::TenantCommand),
     /// A tenant's endpoints: create, get, list, update, disable, enable,
-    /// delete, secret, rotate, recover, attempts. JSON out; a refusal names
-    /// the field (exit 1).
+    /// delete, secret, rotate, recover, drop-held, attempts. JSON out; a
+    /// refusal names the field (exit 1).
     #[command(subcommand)]
     Endpoint(endpoint::EndpointCommand),
     /// A tenant's messages: create (publish), get, list, attempts. JSON

@@ -425,8 +425,9 @@ impl Fairness {
 
     /// A held row of `destination` finished; `prompt`: its request was
     /// answered before its lane's next statement (the destination is
-    /// prompt); `delivered`: it was delivered.
-    pub(crate) fn finished(&self, destination: &str, prompt: bool, delivered: bool) {
+    /// prompt); `delivered`: it was delivered. True when the destination is
+    /// slow (its rows hold no lane).
+    pub(crate) fn finished(&self, destination: &str, prompt: bool, delivered: bool) -> bool {
         self.with(|state| {
             let first = state.update(destination, |h| {
                 h.rows = h.rows.saturating_sub(1);
@@ -439,7 +440,11 @@ impl Fairness {
             if prompt {
                 state.set_prompt(destination, true);
             }
-        });
+            state
+                .held
+                .get(destination)
+                .is_some_and(|h| state.is_slow(h))
+        })
     }
 }
 

@@ -142,25 +142,23 @@ impl<'a> Flights<'a> {
         }
     }
 
-    /// Lands one attempt; true when it was its destination's last row in
-    /// flight here.
+    /// Lands one attempt; true when its destination is slow (the row did
+    /// not hold the lane).
     fn land(&mut self, landed: Landed, fairness: &Fairness) -> bool {
         let prompt = landed.claim == self.polls && !matches!(landed.kind, Kind::NotAttempted);
-        fairness.finished(
+        let slow = fairness.finished(
             &landed.destination,
             prompt,
             matches!(landed.kind, Kind::Delivered),
         );
-        let mut emptied = false;
         if let Some(n) = self.destinations.get_mut(&landed.destination) {
             *n -= 1;
             if *n == 0 {
                 self.destinations.remove(&landed.destination);
-                emptied = true;
             }
         }
         self.push(landed.token, landed.result, landed.kind);
-        emptied
+        slow
     }
 
     fn push(&mut self, token: Arc<str>, result: DeliveryResult, kind: Kind) {
@@ -234,15 +232,22 @@ impl<'a> Flights<'a> {
         }));
         let mut deadline = deadline;
         let mut straggled = all;
-        // what holds the lane, counted again only when a destination's last
-        // row landed or what is slow changed (not per row: with a hundred
-        // destinations in flight that is a hundred lookups per answer)
+        // what holds the lane: counted once, then less each row landed of a
+        // destination not slow, counted again only when what is slow changed
+        // (not at every answer: with a hundred destinations in flight that
+        // is a hundred lookups per answer)
         let mut counted: Option<(u64, usize)> = None;
-        let mut emptied = false;
+        let land = |flights: &mut Self, landed: Landed, counted: &mut Option<(u64, usize)>| {
+            if !flights.land(landed, fairness) {
+                if let Some((_, holding)) = counted.as_mut() {
+                    *holding = holding.saturating_sub(1);
+                }
+            }
+        };
         while !self.flying.is_empty() {
             // what has landed already, without a timer or a select per row
             while let Some(Some(landed)) = self.flying.next().now_or_never() {
-                emptied |= self.land(landed, fairness);
+                land(self, landed, &mut counted);
             }
             if self.flying.is_empty() {
                 return false;
@@ -250,11 +255,10 @@ impl<'a> Flights<'a> {
             if !all {
                 let generation = fairness.generation();
                 let holding = match counted {
-                    Some((seen, holding)) if seen == generation && !emptied => holding,
+                    Some((seen, holding)) if seen == generation => holding,
                     _ => self.holding(fairness),
                 };
                 counted = Some((generation, holding));
-                emptied = false;
                 if holding == 0 {
                     return false;
                 }
@@ -262,7 +266,7 @@ impl<'a> Flights<'a> {
             tokio::select! {
                 biased;
                 landed = self.flying.next() => match landed {
-                    Some(landed) => emptied |= self.land(landed, fairness),
+                    Some(landed) => land(self, landed, &mut counted),
                     None => return false,
                 },
                 () = &mut deadline => {
