@@ -53,6 +53,9 @@ pub struct Sizes {
     /// (c): the backlog, and the quiet tenant's events (one every 100 ms).
     pub backlog: u64,
     pub quiet_events: u64,
+    /// Rounds of (a)'s and (b)'s sides, one after the other (each figure
+    /// is the median of its rounds: one round's rate moves by ±10% here).
+    pub rounds: usize,
 }
 
 pub const QUICK: Sizes = Sizes {
@@ -62,6 +65,7 @@ pub const QUICK: Sizes = Sizes {
     healthy_rows: 2_000,
     backlog: 5_000,
     quiet_events: 10,
+    rounds: 1,
 };
 
 pub const FULL: Sizes = Sizes {
@@ -71,6 +75,7 @@ pub const FULL: Sizes = Sizes {
     healthy_rows: 20_000,
     backlog: 100_000,
     quiet_events: 100,
+    rounds: 3,
 };
 
 /// (a), one side: claim latency (p50, p99 ms of up to 20 claims of 100 rows,
@@ -331,22 +336,45 @@ async fn publish_calls(bench: &Bench) -> anyhow::Result<(f64, f64)> {
     Ok((direct, via_data_api))
 }
 
+/// The median of `values` (the upper one of an even count; 0 for none).
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
 /// Every figure of the section.
 pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, String)> {
     let mut figures = Vec::new();
-    // (a): the small side first, then the large one
-    let (small_claim, small_rate) =
-        many_endpoints(bench, "bench_tenants_a10", 5, 10, sizes.rows, false, None).await?;
-    let (large_claim, large_rate) = many_endpoints(
-        bench,
-        "bench_tenants_a",
-        sizes.tenants,
-        sizes.endpoints,
-        sizes.rows,
-        false,
-        None,
-    )
-    .await?;
+    // (a): the small side first, then the large one, `rounds` times
+    let (mut small_rates, mut large_rates) = (Vec::new(), Vec::new());
+    let (mut small_claims, mut large_claims) = (Vec::new(), Vec::new());
+    for _ in 0..sizes.rounds.max(1) {
+        let (claim, rate) =
+            many_endpoints(bench, "bench_tenants_a10", 5, 10, sizes.rows, false, None).await?;
+        small_claims.push(claim);
+        small_rates.push(rate);
+        let (claim, rate) = many_endpoints(
+            bench,
+            "bench_tenants_a",
+            sizes.tenants,
+            sizes.endpoints,
+            sizes.rows,
+            false,
+            None,
+        )
+        .await?;
+        large_claims.push(claim);
+        large_rates.push(rate);
+    }
+    let (small_rate, large_rate) = (median(&mut small_rates), median(&mut large_rates));
+    let small_claim = (
+        median(&mut small_claims.iter().map(|c| c.0).collect::<Vec<_>>()),
+        median(&mut small_claims.iter().map(|c| c.1).collect::<Vec<_>>()),
+    );
+    let large_claim = (
+        median(&mut large_claims.iter().map(|c| c.0).collect::<Vec<_>>()),
+        median(&mut large_claims.iter().map(|c| c.1).collect::<Vec<_>>()),
+    );
     // diagnostic: 100 endpoints, as many rows (where the cost of more
     // endpoints begins)
     let (_, mid_rate) = many_endpoints(
@@ -413,10 +441,22 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
         Goal::None,
     ));
     // (b)
-    let (calm, calm_warm) =
-        healthy_beside_hanging(bench, "bench_tenants_b0", sizes.healthy_rows, false, None).await?;
-    let (stormy, stormy_warm) =
-        healthy_beside_hanging(bench, "bench_tenants_b", sizes.healthy_rows, true, None).await?;
+    let (mut calms, mut storms, mut calm_warms, mut stormy_warms) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..sizes.rounds.max(1) {
+        let (rate, warm) =
+            healthy_beside_hanging(bench, "bench_tenants_b0", sizes.healthy_rows, false, None)
+                .await?;
+        calms.push(rate);
+        calm_warms.push(warm);
+        let (rate, warm) =
+            healthy_beside_hanging(bench, "bench_tenants_b", sizes.healthy_rows, true, None)
+                .await?;
+        storms.push(rate);
+        stormy_warms.push(warm);
+    }
+    let (calm, stormy) = (median(&mut calms), median(&mut storms));
+    let (calm_warm, stormy_warm) = (median(&mut calm_warms), median(&mut stormy_warms));
     figures.push(
         Figure::ratio(
             SECTION,
@@ -518,6 +558,8 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
     ));
     let note = format!(
         "Direct PostgreSQL, the durable bench cluster, an instant receiver on 127.0.0.1; the \
+         goal figures of (a) and (b) are medians of {rounds} rounds (each side one after the \
+         other in each round: one round's rate moves by about ±10% on this machine); the \
          relay of the Relay section (4 lanes, batches of {}), tenants' endpoints resolved by \
          the directory's statement. (a): {rows} due rows spread evenly over {many}, against \
          the same rows over 10 endpoints of 5 tenants; claim latency from up to 20 claims of {} \
@@ -544,6 +586,7 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
         beside.0,
         beside.2,
         alone.0,
+        rounds = sizes.rounds.max(1),
         rows = count(sizes.rows as f64),
         healthy = count(sizes.healthy_rows as f64),
         warm = count(WARM_ROWS as f64),
