@@ -99,6 +99,32 @@ async fn the_whole_flow_is_effectively_once_end_to_end_and_nothing_is_lost() {
         Some("1")
     );
 
+    // a body that is not JSON (signed, so stored): quarantined, and the
+    // reason says what is wrong with it
+    let garbled = hookbox_e2e::Webhook {
+        id: format!("msg_{}", uuid::Uuid::new_v4().simple()),
+        body: "not json {".into(),
+    };
+    assert_eq!(garbled.send(&stack).await.0, 200);
+    accepted.insert(garbled.id.clone());
+    let reason = eventually("the garbled body quarantined", || async {
+        let status = status_of(db.as_ref(), &garbled.id).await;
+        if status.as_deref() != Some("quarantined") {
+            return None;
+        }
+        text(
+            db.as_ref(),
+            "SELECT last_error AS t FROM inbox WHERE event_id = :p",
+            &garbled.id,
+        )
+        .await
+    })
+    .await;
+    assert!(
+        reason.starts_with("the body is not JSON (") && reason.contains("/type"),
+        "{reason}"
+    );
+
     // ... fixed by a new version of the handler (a restart on the same
     // database that knows order.cancelled), then replayed: processed once
     stack.stop().await;

@@ -104,24 +104,36 @@ impl BusinessHandler for LocalHandler {
                 Ok(Outcome::Processed)
             }
             DEMO_PARTNER => {
+                let body = event.json::<serde_json::Value>();
                 let event_type = match event.event_type() {
                     Some(t) => Some(t.to_string()),
-                    None => event
-                        .json::<serde_json::Value>()
+                    None => body
+                        .as_ref()
                         .ok()
                         .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string)),
                 };
-                match event_type {
-                    Some(t) if self.demo_types.contains(&t) => self.orders.handle(event, tx).await,
-                    other => Ok(Outcome::Quarantine(format!(
-                        "unknown event type {:?} for partner \"demo\" (known: {})",
-                        other.unwrap_or_default(),
-                        {
-                            let mut known: Vec<&str> =
-                                self.demo_types.iter().map(String::as_str).collect();
-                            known.sort_unstable();
-                            known.join(", ")
-                        }
+                let known = || {
+                    let mut known: Vec<&str> = self.demo_types.iter().map(String::as_str).collect();
+                    known.sort_unstable();
+                    known.join(", ")
+                };
+                match (event_type, body) {
+                    (Some(t), _) if self.demo_types.contains(&t) => {
+                        self.orders.handle(event, tx).await
+                    }
+                    (Some(t), _) => Ok(Outcome::Quarantine(format!(
+                        "unknown event type {t:?} for partner \"demo\" (known: {})",
+                        known()
+                    ))),
+                    (None, Err(e)) => Ok(Outcome::Quarantine(format!(
+                        "the body is not JSON ({e}): partner \"demo\" reads the event type \
+                         at /type (known: {})",
+                        known()
+                    ))),
+                    (None, Ok(_)) => Ok(Outcome::Quarantine(format!(
+                        "the body has no string at /type, the event type of partner \"demo\" \
+                         (known: {})",
+                        known()
                     ))),
                 }
             }
