@@ -2,7 +2,8 @@
 //! destination's breaker opens (nothing sent during the cool-down, asserted
 //! at the sink), probes with one request, recovers; continuous failure
 //! disables it until an operator enables it, without losing a row or using
-//! up attempts meanwhile.
+//! up attempts meanwhile; the health list names the configured destinations
+//! and the endpoints that are not healthy, never every endpoint.
 
 mod common;
 
@@ -209,7 +210,71 @@ async fn continuous_failure_disables_a_destination_until_an_operator_enables_it(
     assert_eq!(state(db.as_ref(), &clock).await, "healthy");
 }
 
+/// With tenants' endpoints, the list is the configured destinations and
+/// the endpoints that are failing or held; the healthy ones are counted,
+/// and each can be read on its own.
+async fn the_health_list_names_only_endpoints_that_are_not_healthy(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let d = db.as_ref();
+    let sink = HttpSink::start().await;
+    outbox::destinations::sync(d, &flaky_config(&sink, 0.0), at(0))
+        .await
+        .expect("sync");
+    let ids = hookbox::store::fetch_one(
+        d,
+        &common::sql(
+            "SELECT hookbox_tenant_create(jsonb_build_object('uid', 'acme', 'name', 'Acme')) AS t,
+                    hookbox_endpoint_create('acme', jsonb_build_object('uid', 'ok',
+                        'url', 'https://ok.example/')) ->> 'id' AS ok,
+                    hookbox_endpoint_create('acme', jsonb_build_object('uid', 'failing',
+                        'url', 'https://failing.example/')) ->> 'id' AS failing,
+                    hookbox_endpoint_create('acme', jsonb_build_object('uid', 'off',
+                        'url', 'https://off.example/', 'disabled', true)) ->> 'id' AS off",
+        ),
+        &hookbox::params! {},
+    )
+    .await
+    .expect("endpoints");
+    let id = |c: &str| ids.text(c).expect("id");
+    d.execute(
+        &common::sql("UPDATE outbox_destinations SET consecutive_failures = 2 WHERE name = :n"),
+        &hookbox::params! { "n" => id("failing") },
+    )
+    .await
+    .expect("a failing endpoint");
+    let listed: Vec<String> = outbox::destinations::health(d)
+        .await
+        .expect("health")
+        .into_iter()
+        .map(|h| h.name)
+        .collect();
+    let mut expected = vec!["flaky".to_string(), id("failing"), id("off")];
+    expected.sort();
+    assert_eq!(listed, expected, "the healthy endpoint is left out");
+    assert_eq!(
+        outbox::destinations::healthy_endpoints(d)
+            .await
+            .expect("count"),
+        1
+    );
+    let ok = outbox::destinations::health_of(d, &id("ok"))
+        .await
+        .expect("health of")
+        .expect("synced");
+    assert_eq!(
+        (ok.name.as_str(), ok.state(at(0))),
+        (id("ok").as_str(), "healthy")
+    );
+    assert_eq!(
+        outbox::destinations::health_of(d, "nope")
+            .await
+            .expect("health of"),
+        None
+    );
+}
+
 for_each_adapter!(
     a_failing_destination_trips_waits_out_its_cool_down_and_recovers_on_a_probe,
     continuous_failure_disables_a_destination_until_an_operator_enables_it,
+    the_health_list_names_only_endpoints_that_are_not_healthy,
 );

@@ -138,33 +138,94 @@ impl DestinationHealth {
     }
 }
 
+/// What [`health`] and [`health_of`] read of a destination.
+macro_rules! health_select {
+    () => {
+        "SELECT d.name, d.consecutive_failures, d.failing_since, d.open_until, d.disabled_at,
+                d.disabled_reason,
+                (SELECT count(*) FROM outbox AS o
+                  WHERE o.destination = d.name AND o.status = 'pending') AS pending
+           FROM outbox_destinations AS d"
+    };
+}
+
+/// A tenant's endpoint that is not healthy (failing, tripped, disabled or
+/// held): the endpoints [`health`] lists.
+macro_rules! endpoint_not_healthy {
+    () => {
+        "(d.consecutive_failures > 0 OR d.failing_since IS NOT NULL OR d.open_until IS NOT NULL
+          OR d.disabled_at IS NOT NULL OR d.held)"
+    };
+}
+
 pub const HEALTH: Statement = Statement::new(
     "outbox.destinations_health",
-    "SELECT d.name, d.consecutive_failures, d.failing_since, d.open_until, d.disabled_at,
-            d.disabled_reason,
-            (SELECT count(*) FROM outbox AS o
-              WHERE o.destination = d.name AND o.status = 'pending') AS pending
-       FROM outbox_destinations AS d ORDER BY d.name",
+    concat!(
+        health_select!(),
+        " WHERE d.tenant_id IS NULL OR ",
+        endpoint_not_healthy!(),
+        " ORDER BY d.name"
+    ),
 );
 
-/// Every synced destination's health, by name.
+pub const HEALTH_OF: Statement = Statement::new(
+    "outbox.destination_health_of",
+    concat!(health_select!(), " WHERE d.name = :name"),
+);
+
+pub const HEALTHY_ENDPOINTS: Statement = Statement::new(
+    "outbox.destinations_healthy_endpoints",
+    concat!(
+        "SELECT count(*) AS n FROM outbox_destinations AS d
+          WHERE d.tenant_id IS NOT NULL AND NOT ",
+        endpoint_not_healthy!()
+    ),
+);
+
+fn health_row(r: &crate::store::Row) -> Result<DestinationHealth, DbError> {
+    Ok(DestinationHealth {
+        name: r.text("name")?,
+        consecutive_failures: r.i64("consecutive_failures")?,
+        failing_since: r.opt_timestamp("failing_since")?,
+        open_until: r.opt_timestamp("open_until")?,
+        disabled_at: r.opt_timestamp("disabled_at")?,
+        disabled_reason: r.opt_text("disabled_reason")?,
+        pending: r.i64("pending")?,
+    })
+}
+
+/// The health of every configured destination, by name, and of every
+/// tenant's endpoint that is not healthy (failing, tripped, disabled or
+/// held): with 10,000 endpoints the list stays what an operator looks for.
+/// The healthy endpoints are counted by [`healthy_endpoints`], each one's
+/// health read by [`health_of`].
 pub async fn health(db: &dyn Executor) -> Result<Vec<DestinationHealth>, DbError> {
     db.execute(&HEALTH, &params! {})
         .await?
         .rows
         .iter()
-        .map(|r| {
-            Ok(DestinationHealth {
-                name: r.text("name")?,
-                consecutive_failures: r.i64("consecutive_failures")?,
-                failing_since: r.opt_timestamp("failing_since")?,
-                open_until: r.opt_timestamp("open_until")?,
-                disabled_at: r.opt_timestamp("disabled_at")?,
-                disabled_reason: r.opt_text("disabled_reason")?,
-                pending: r.i64("pending")?,
-            })
-        })
+        .map(health_row)
         .collect()
+}
+
+/// One synced destination's health (`None`: no such destination).
+pub async fn health_of(
+    db: &dyn Executor,
+    name: &str,
+) -> Result<Option<DestinationHealth>, DbError> {
+    db.execute(&HEALTH_OF, &params! { "name" => name })
+        .await?
+        .rows
+        .first()
+        .map(health_row)
+        .transpose()
+}
+
+/// How many tenants' endpoints are healthy (those [`health`] leaves out).
+pub async fn healthy_endpoints(db: &dyn Executor) -> Result<i64, DbError> {
+    fetch_one(db, &HEALTHY_ENDPOINTS, &params! {})
+        .await?
+        .i64("n")
 }
 
 pub const ENABLE: Statement = Statement::new(

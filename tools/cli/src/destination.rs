@@ -96,7 +96,18 @@ async fn list(args: &ListArgs) -> Outcome {
         ],
         &table,
     );
-    println!("({} destinations)", all.len());
+    let healthy = destinations::healthy_endpoints(db.as_ref())
+        .await
+        .or_failed("cannot count the healthy endpoints")?;
+    if healthy > 0 {
+        println!(
+            "({} destinations; {healthy} healthy tenants' endpoints not listed: \
+             `hookbox destination status ep_…` shows one)",
+            all.len()
+        );
+    } else {
+        println!("({} destinations)", all.len());
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -105,10 +116,9 @@ async fn find(
     name: &str,
 ) -> Result<Option<DestinationHealth>, crate::common::Failure> {
     let db = connect(args).await?;
-    let all = destinations::health(db.as_ref())
+    destinations::health_of(db.as_ref(), name)
         .await
-        .or_failed("cannot read the destinations")?;
-    Ok(all.into_iter().find(|h| h.name == name))
+        .or_failed("cannot read the destination")
 }
 
 fn not_synced(name: &str) -> Outcome {

@@ -199,11 +199,10 @@ async fn replay(args: &ReplayArgs) -> Outcome {
         let known = admin::destination_has_rows(db, &args.destination)
             .await
             .or_failed("cannot look for the destination's rows")?
-            || destinations::health(db)
+            || destinations::health_of(db, &args.destination)
                 .await
-                .or_failed("cannot read the destinations")?
-                .iter()
-                .any(|h| h.name == args.destination);
+                .or_failed("cannot read the destination")?
+                .is_some();
         if !known && plan.walk.is_none() {
             eprintln!(
                 "destination {:?} has no rows in that range, none pending or dead, and is not \

@@ -335,11 +335,18 @@ async fn retry_row(State(admin): State<Admin>, Path(id): Path<String>) -> Respon
     }
 }
 
-/// Every synced destination's health (`hookbox destination list`).
+/// The health of every configured destination and of every tenant's
+/// endpoint that is not healthy (`hookbox destination list`), and how many
+/// healthy endpoints are left out.
 async fn destination_rows(State(admin): State<Admin>) -> Response {
     let now = admin.clock.now();
+    let healthy = match outbox::destinations::healthy_endpoints(admin.db.as_ref()).await {
+        Ok(n) => n,
+        Err(e) => return db_error(e),
+    };
     match outbox::destinations::health(admin.db.as_ref()).await {
-        Ok(rows) => Json(json!({ "rows": rows.iter().map(|h| json!({
+        Ok(rows) => Json(
+            json!({ "healthy_endpoints_not_listed": healthy, "rows": rows.iter().map(|h| json!({
             "name": h.name,
             "state": h.state(now),
             "consecutive_failures": h.consecutive_failures,
@@ -348,7 +355,8 @@ async fn destination_rows(State(admin): State<Admin>) -> Response {
             "disabled_at": h.disabled_at.map(|t| t.to_rfc3339()),
             "disabled_reason": h.disabled_reason,
             "pending": h.pending,
-        })).collect::<Vec<_>>() }))
+        })).collect::<Vec<_>>() }),
+        )
         .into_response(),
         Err(e) => db_error(e),
     }
