@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -154,26 +153,7 @@ async fn a_rate_limit_bounds_the_requests_per_second(adapter: Adapter) {
         .await;
     assert_eq!(report.errors, Vec::<String>::new());
     assert_eq!(report.deliveries.delivered, 7);
-    let mut per_second: BTreeMap<i64, usize> = BTreeMap::new();
-    for request in sink.requests() {
-        let second: i64 = request
-            .header("webhook-timestamp")
-            .expect("signed")
-            .parse()
-            .expect("seconds");
-        *per_second.entry(second - at(0).timestamp()).or_default() += 1;
-    }
-    assert_eq!(per_second.values().sum::<usize>(), 7, "{per_second:?}");
-    assert!(
-        per_second.values().all(|n| *n <= 4),
-        "at most twice the rate in any second: {per_second:?}"
-    );
-    let first = per_second.keys().min().copied().unwrap_or_default();
-    let last = per_second.keys().max().copied().unwrap_or_default();
-    assert!(
-        last - first >= 2,
-        "7 requests at 2 a second, 2 at once, take 2.5 s: {per_second:?}"
-    );
+    common::assert_seven_at_two_a_second(&common::requests_per_second(&sink));
 }
 
 for_each_adapter!(

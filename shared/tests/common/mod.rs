@@ -392,3 +392,37 @@ pub async fn ingest_signed_by_preset(
         .handle(&request, &mut hookbox::metrics::Metrics::new())
         .await
 }
+
+/// The requests `sink` received, counted per second of their signed
+/// `webhook-timestamp` (the relay's clock).
+pub fn requests_per_second(
+    sink: &hookbox_testkit::http_sink::HttpSink,
+) -> std::collections::BTreeMap<i64, usize> {
+    let mut per_second = std::collections::BTreeMap::new();
+    for request in sink.requests() {
+        let second: i64 = request
+            .header("webhook-timestamp")
+            .expect("signed")
+            .parse()
+            .expect("seconds");
+        *per_second.entry(second).or_default() += 1;
+    }
+    per_second
+}
+
+/// 7 requests under a limit of 2 a second (a second's tokens to start):
+/// all 7 sent, no second with more than twice the rate (a second's tokens
+/// and the burst claimed just before it), at least 2.5 s from first to last.
+pub fn assert_seven_at_two_a_second(per_second: &std::collections::BTreeMap<i64, usize>) {
+    assert_eq!(per_second.values().sum::<usize>(), 7, "{per_second:?}");
+    assert!(
+        per_second.values().all(|n| *n <= 4),
+        "at most twice the rate in any second: {per_second:?}"
+    );
+    let first = per_second.keys().min().copied().unwrap_or_default();
+    let last = per_second.keys().max().copied().unwrap_or_default();
+    assert!(
+        last - first >= 2,
+        "7 requests at 2 a second, 2 at once, take 2.5 s: {per_second:?}"
+    );
+}

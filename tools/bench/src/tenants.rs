@@ -158,16 +158,21 @@ async fn many_endpoints(
 fn through(direct: Arc<dyn Database>, name: &str, data_api: Option<&str>) -> Arc<dyn Database> {
     match data_api {
         None => direct,
-        Some(endpoint) => Arc::new(DataApiDatabase::local(
-            endpoint,
-            DataApiTarget {
-                resource_arn: "arn:aws:rds:us-east-1:123456789012:cluster:hookbox-bench".into(),
-                secret_arn: "arn:aws:secretsmanager:us-east-1:123456789012:secret:hookbox-bench"
-                    .into(),
-                database: name.into(),
-            },
-        )),
+        Some(endpoint) => Arc::new(data_api_db(endpoint, name)),
     }
+}
+
+/// Database `name` of the bench cluster through the local Data API at
+/// `endpoint`.
+fn data_api_db(endpoint: &str, name: &str) -> DataApiDatabase {
+    DataApiDatabase::local(
+        endpoint,
+        DataApiTarget {
+            resource_arn: "arn:aws:rds:us-east-1:123456789012:cluster:hookbox-bench".into(),
+            secret_arn: "arn:aws:secretsmanager:us-east-1:123456789012:secret:hookbox-bench".into(),
+            database: name.into(),
+        },
+    )
 }
 
 /// Healthy rows the relay delivers first in (b), while it finds the
@@ -321,14 +326,7 @@ async fn publish_calls(bench: &Bench) -> anyhow::Result<(f64, f64)> {
     let direct = calls_per_publish(&counting, &|| counts.total(), "t1-1").await?;
     let server = local_data_api::spawn_background(local_data_api::Config::new(bench.admin_url()))
         .map_err(|e| anyhow::anyhow!("cannot start the local Data API: {e}"))?;
-    let data_api = Arc::new(DataApiDatabase::local(
-        &server.endpoint_url(),
-        DataApiTarget {
-            resource_arn: "arn:aws:rds:us-east-1:123456789012:cluster:hookbox-bench".into(),
-            secret_arn: "arn:aws:secretsmanager:us-east-1:123456789012:secret:hookbox-bench".into(),
-            database: "bench_tenants_d".into(),
-        },
-    ));
+    let data_api = Arc::new(data_api_db(&server.endpoint_url(), "bench_tenants_d"));
     let sdk = data_api.clone();
     let via_data_api =
         calls_per_publish(data_api.as_ref(), &|| sdk.calls().total(), "t1-1").await?;

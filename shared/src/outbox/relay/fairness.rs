@@ -325,7 +325,12 @@ impl Fairness {
                 let Some(tenant) = &d.tenant else { continue };
                 let (known, prompt) = state.update(&d.name, |h| {
                     let known = h.tenant().is_some_and(|t| **t == **tenant);
-                    h.endpoint = Some((Arc::from(tenant.as_str()), d.rate_limit_per_sec));
+                    match &mut h.endpoint {
+                        // (runs for every endpoint of every batch: the
+                        // tenant is allocated only when first learnt)
+                        Some((_, rate)) if known => *rate = d.rate_limit_per_sec,
+                        _ => h.endpoint = Some((Arc::from(tenant.as_str()), d.rate_limit_per_sec)),
+                    }
                     (known, h.prompt)
                 });
                 if d.rate_limit_per_sec.is_some() {
