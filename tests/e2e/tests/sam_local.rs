@@ -271,11 +271,11 @@ async fn start_api_stores_a_signed_webhook_through_the_authorizer_and_ingest() {
     let status = first.status().as_u16();
     let text = first.text().await.unwrap_or_default();
     assert_eq!(status, 200, "{text}\n{}", api.log());
-    assert_eq!(
-        serde_json::from_str::<serde_json::Value>(&text).expect("json")["status"],
-        "accepted",
-        "{text}"
-    );
+    // (a clean run once saw a 200 with an empty body here, not reproduced:
+    // the message keeps what sam local printed, to find out whose it was)
+    let answer: serde_json::Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("the 200's body is not JSON ({e}): {text:?}\n{}", api.log()));
+    assert_eq!(answer["status"], "accepted", "{text}");
     let again = post().await.expect("the resend");
     assert_eq!(again.status().as_u16(), 200);
     assert!(
