@@ -140,3 +140,67 @@ async fn a_delayed_message_is_a_fresh_one_invisible_until_its_delay() {
     let bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
     assert_eq!(bodies, ["now"], "the delayed one is not visible yet");
 }
+
+#[tokio::test]
+async fn a_batch_send_is_one_call_answered_entry_by_entry() {
+    let (q, _) = queue(4, 30).await;
+    let bodies: Vec<String> = (0..3).map(|i| format!("{{\"n\":{i}}}")).collect();
+    let sent = q.send_batch(&bodies).await;
+    assert_eq!(sent.len(), 3);
+    assert!(sent.iter().all(Result::is_ok), "{sent:?}");
+    let mut got: Vec<String> = q
+        .receive(10)
+        .await
+        .expect("receive")
+        .into_iter()
+        .map(|m| m.body)
+        .collect();
+    got.sort();
+    assert_eq!(got, bodies);
+
+    // a body SQS refuses is refused alone, the others still go
+    let mixed = vec!["ok-1".to_owned(), "bad\u{1}".to_owned(), "ok-2".to_owned()];
+    let sent = q.send_batch(&mixed).await;
+    assert!(sent[0].is_ok() && sent[2].is_ok(), "{sent:?}");
+    assert!(
+        matches!(&sent[1], Err(QueueError::Rejected { reason, .. }) if reason.contains("U+0001")),
+        "{sent:?}"
+    );
+
+    // more than one call takes (moto would accept it): refused whole, no call
+    let eleven: Vec<String> = (0..11).map(|i| i.to_string()).collect();
+    let sent = q.send_batch(&eleven).await;
+    assert_eq!(sent.len(), 11);
+    assert!(
+        sent.iter().all(|r| matches!(
+            r,
+            Err(QueueError::Rejected {
+                operation: "send_batch",
+                ..
+            })
+        )),
+        "{sent:?}"
+    );
+    let half = "x".repeat(MAX_MESSAGE_BYTES / 2 + 1);
+    let sent = q.send_batch(&[half.clone(), half]).await;
+    assert!(sent.iter().all(Result::is_err), "over 1 MiB together");
+
+    // send_all splits any number into calls SQS takes, in order
+    let many: Vec<String> = (0..23).map(|i| format!("m-{i}")).collect();
+    let sent = hookbox::queue::send_all(&q, many).await;
+    assert_eq!(sent.len(), 23);
+    assert!(sent.iter().all(Result::is_ok), "{sent:?}");
+    let mut received = 0;
+    loop {
+        let got = q.receive(10).await.expect("receive");
+        if got.is_empty() {
+            break;
+        }
+        received += got.len();
+        for m in got {
+            q.delete(&m.receipt_handle).await.expect("delete");
+        }
+    }
+    // 2 ok of the mixed batch, 23 of send_all
+    assert_eq!(received, 25);
+}

@@ -62,6 +62,7 @@
 //! `secrets_manager`, the refreshing cache in `cache`; how parser errors are
 //! kept free of secrets in `redact`.
 
+pub mod batch;
 mod cache;
 mod destination;
 pub mod enroll;

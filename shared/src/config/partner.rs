@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 use serde::Deserialize;
 
+use super::batch::{self, Batch, RawBatchChoice};
 use super::enroll::EnrollKey;
 use super::route::{MAX_ROUTES, RawRoute, Route, Unrouted};
 use super::{ConfigError, is_name};
@@ -41,7 +42,7 @@ pub const DEFAULT_KEEP_HEADERS: &[&str] = &[
     "x-slack-request-timestamp",
 ];
 
-fn partner_error(
+pub(super) fn partner_error(
     partner: &str,
     field: impl Into<String>,
     reason: impl Into<String>,
@@ -194,6 +195,11 @@ pub struct Partner {
     /// (Asana) is answered and the secret logged sealed to this key
     /// ([`super::enroll`]); `secrets` may then be empty.
     pub enroll_key: Option<EnrollKey>,
+    /// Where the events of a POST carrying many are, and each one's id,
+    /// type and ordering key ([`super::batch`]): its own, else its
+    /// preset's. `event_id`, `event_type` and `ordering_key` above then
+    /// describe nothing (a partner refuses them beside a batch).
+    pub batch: Option<Batch>,
 }
 
 impl fmt::Debug for Partner {
@@ -218,6 +224,7 @@ impl fmt::Debug for Partner {
                 &format_args!("[{} redacted]", self.verify_tokens.len()),
             )
             .field("enroll_key", &self.enroll_key)
+            .field("batch", &self.batch)
             .finish_non_exhaustive()
     }
 }
@@ -310,11 +317,13 @@ pub(super) struct RawPartner {
     verify_tokens: Vec<String>,
     #[serde(default)]
     enroll_key: Option<String>,
+    #[serde(default)]
+    batch: Option<RawBatchChoice>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawEventId {
+pub(super) struct RawEventId {
     #[serde(default)]
     header: Option<String>,
     #[serde(default)]
@@ -327,9 +336,22 @@ struct RawEventId {
 /// `{"json_pointer": …}`, `{"composite": [...]}` like `event_id`.
 #[derive(Deserialize)]
 #[serde(untagged)]
-enum RawEventType {
+pub(super) enum RawEventType {
     Pointer(String),
     Field(RawEventId),
+}
+
+impl RawEventType {
+    /// The field it names (a pointer is checked as one).
+    pub(super) fn field(self, partner: &str, at: &str) -> Result<FieldSource, ConfigError> {
+        match self {
+            Self::Pointer(p) => {
+                check_pointer(partner, at, &p)?;
+                Ok(FieldSource::JsonPointer(p))
+            }
+            Self::Field(raw) => raw.field(partner, at, false),
+        }
+    }
 }
 
 /// Most parts a composite field may join.
@@ -376,7 +398,7 @@ impl RawEventId {
     }
 }
 
-fn check_pointer(partner: &str, field: &str, pointer: &str) -> Result<(), ConfigError> {
+pub(super) fn check_pointer(partner: &str, field: &str, pointer: &str) -> Result<(), ConfigError> {
     if pointer.starts_with('/') {
         Ok(())
     } else {
@@ -490,6 +512,27 @@ impl RawPartner {
                 ));
             }
         }
+        let batch = match self.batch {
+            Some(choice) => choice.validate(name)?,
+            None => preset.and_then(|p| batch::of_preset(p.name)),
+        };
+        if batch.is_some() {
+            let given = [
+                ("event_id", self.event_id.is_some()),
+                ("event_type", self.event_type.is_some()),
+                ("ordering_key", self.ordering_key.is_some()),
+            ];
+            if let Some((field, _)) = given.iter().find(|(_, given)| *given) {
+                return Err(partner_error(
+                    name,
+                    *field,
+                    format!(
+                        "this partner's POSTs carry many events (\"batch\"): give {field} inside \
+                         \"batch\", relative to each event (or \"batch\": false for one row per POST)"
+                    ),
+                ));
+            }
+        }
         let event_id = match self.event_id {
             Some(raw) => match raw.field(name, "event_id", false)? {
                 FieldSource::Header(h) => EventIdSource::Header(h),
@@ -505,11 +548,7 @@ impl RawPartner {
             },
         };
         let event_type = match self.event_type {
-            Some(RawEventType::Pointer(p)) => {
-                check_pointer(name, "event_type", &p)?;
-                Some(FieldSource::JsonPointer(p))
-            }
-            Some(RawEventType::Field(raw)) => Some(raw.field(name, "event_type", false)?),
+            Some(raw) => Some(raw.field(name, "event_type")?),
             None => preset.and_then(|p| FieldSource::of_preset(p.event_type)),
         };
         if let Some(p) = &self.ordering_key {
@@ -625,6 +664,7 @@ impl RawPartner {
             public_url: self.public_url,
             verify_tokens: self.verify_tokens.into_iter().map(Secret::new).collect(),
             enroll_key,
+            batch,
         })
     }
 }

@@ -20,6 +20,7 @@ use serde_json::json;
 use super::InboxMessage;
 use super::InboxStatus;
 use super::body::{self, Body, DEFAULT_INLINE_MAX_BYTES, MAX_INLINE_MAX_BYTES};
+pub use super::ingest_batch::{BATCH_INLINE_BUDGET, BatchCounts};
 use super::repo::{Inserted, NewInboxEvent, insert_if_new_deduped};
 use super::request::build_event;
 pub use super::request::{
@@ -111,6 +112,9 @@ pub enum Outcome {
     /// A provider's handshake, answered ([`IngestResponse::handshake`]);
     /// nothing stored.
     Handshake,
+    /// A POST carrying many events (a partner with a batch declaration),
+    /// every event stored or found stored.
+    Batch(BatchCounts),
 }
 
 /// The answer to the partner.
@@ -132,7 +136,7 @@ pub struct IngestResponse {
 }
 
 impl IngestResponse {
-    fn new(status: u16, body: serde_json::Value, outcome: Outcome) -> Self {
+    pub(super) fn new(status: u16, body: serde_json::Value, outcome: Outcome) -> Self {
         Self {
             status,
             body,
@@ -158,7 +162,7 @@ impl IngestResponse {
         )
     }
 
-    fn unavailable() -> Self {
+    pub(super) fn unavailable() -> Self {
         Self {
             status: 503,
             body: json!({"error": "temporarily_unavailable", "retry_after": RETRY_AFTER_SECS}),
@@ -206,13 +210,13 @@ pub fn signature_reason(e: &SignatureError) -> &'static str {
 #[derive(Debug, Clone)]
 pub struct Ingest {
     config: Arc<ConfigStore>,
-    db: Arc<dyn Database>,
-    queue: Arc<dyn Queue>,
-    blobs: Arc<dyn BlobStore>,
+    pub(super) db: Arc<dyn Database>,
+    pub(super) queue: Arc<dyn Queue>,
+    pub(super) blobs: Arc<dyn BlobStore>,
     clock: Arc<dyn Clock>,
-    inline_max: usize,
-    db_deadline: Duration,
-    forward_at_ingest: bool,
+    pub(super) inline_max: usize,
+    pub(super) db_deadline: Duration,
+    pub(super) forward_at_ingest: bool,
 }
 
 impl Ingest {
@@ -300,6 +304,19 @@ impl Ingest {
             }
             Outcome::Handshake => {
                 metrics.count("handshake", 1);
+            }
+            Outcome::Batch(counts) => {
+                metrics.count("batches", 1);
+                metrics.count("batch_events", counts.events.into());
+                metrics.count("accepted", counts.stored.into());
+                metrics.count("duplicate", counts.duplicates.into());
+                if counts.forwarded > 0 {
+                    metrics.count("forwarded_at_ingest", counts.forwarded.into());
+                    metrics.count("deliveries", counts.deliveries.into());
+                }
+                if counts.enqueue_failed > 0 {
+                    metrics.count("enqueue_failed", counts.enqueue_failed.into());
+                }
             }
         }
         metrics.record(
@@ -441,6 +458,9 @@ impl Ingest {
                     IngestResponse::rejected(400, "bad_handshake", e.to_string())
                 }
             };
+        }
+        if let Some(batch) = &partner.batch {
+            return self.store_batch(partner, batch, request, now).await;
         }
         let mut event = match build_event(partner, request) {
             Ok(event) => event,

@@ -70,13 +70,16 @@ macro_rules! inbox_columns {
     };
 }
 
+pub mod batch;
 pub mod body;
 pub mod ingest;
+mod ingest_batch;
 pub mod lease;
 pub mod message;
 pub mod repo;
 pub mod request;
 pub mod routed;
+pub mod split;
 pub mod upkeep;
 
 use std::fmt;

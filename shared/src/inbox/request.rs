@@ -67,7 +67,7 @@ pub fn storable(text: &str) -> std::borrow::Cow<'_, str> {
 /// `123456789012345678901234567890` and merge two events' ids into one
 /// (the second answered `duplicate`, and lost): such a number is read from
 /// `raw` instead, character for character.
-fn pointer_text(json: &serde_json::Value, raw: &[u8], pointer: &str) -> Option<String> {
+pub(super) fn pointer_text(json: &serde_json::Value, raw: &[u8], pointer: &str) -> Option<String> {
     match json.pointer(pointer)? {
         serde_json::Value::String(s) => Some(s.clone()),
         serde_json::Value::Number(n) if n.is_f64() => std::str::from_utf8(raw)
@@ -85,6 +85,12 @@ fn pointer_text(json: &serde_json::Value, raw: &[u8], pointer: &str) -> Option<S
 /// reads them (`~1` is `/`, `~0` is `~`; no sign or leading zero in an
 /// index; of a repeated key, the last).
 fn raw_at<'a>(text: &'a str, pointer: &str) -> Option<&'a str> {
+    raw_at_with(text, pointer, false)
+}
+
+/// [`raw_at`], where with `star` the token `*` stands for an object's only
+/// member, whatever its name (a batch's `item`: `config::batch`).
+pub(super) fn raw_at_with<'a>(text: &'a str, pointer: &str, star: bool) -> Option<&'a str> {
     use serde_json::value::RawValue;
     let mut current: &'a RawValue = serde_json::from_str(text).ok()?;
     if pointer.is_empty() {
@@ -97,7 +103,14 @@ fn raw_at<'a>(text: &'a str, pointer: &str) -> Option<&'a str> {
             b'{' => {
                 let members: Vec<(String, &'a RawValue)> =
                     serde_json::from_str::<RawObject<'a>>(level).ok()?.0;
-                members.into_iter().rev().find(|(k, _)| *k == token)?.1
+                if star && token == "*" {
+                    match members.as_slice() {
+                        [(_, only)] => *only,
+                        _ => return None,
+                    }
+                } else {
+                    members.into_iter().rev().find(|(k, _)| *k == token)?.1
+                }
             }
             b'[' => {
                 if token.starts_with('+') || (token.starts_with('0') && token.len() > 1) {
@@ -186,7 +199,7 @@ fn read_composite(
 /// The partner's `keep_headers`, each value cut to
 /// [`MAX_STORED_HEADER_VALUE_BYTES`], all of them within
 /// [`MAX_STORED_HEADERS_BYTES`] of JSON.
-fn kept_headers(partner: &Partner, headers: &Headers<'_>) -> serde_json::Value {
+pub(super) fn kept_headers(partner: &Partner, headers: &Headers<'_>) -> serde_json::Value {
     let mut kept = serde_json::Map::new();
     let mut size = 2; // {}
     for name in &partner.keep_headers {

@@ -19,6 +19,11 @@ use chrono::{DateTime, Utc};
 /// SQS's message size limit (1 MiB since 2025; it was 256 KiB before).
 pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 
+/// Most messages one [`Queue::send_batch`] call takes (SQS's
+/// SendMessageBatch takes 10, their bodies together at most
+/// [`MAX_MESSAGE_BYTES`]).
+pub const MAX_BATCH_MESSAGES: usize = 10;
+
 /// SQS's limit on a visibility timeout (12 hours).
 pub const MAX_VISIBILITY: Duration = Duration::from_secs(12 * 60 * 60);
 
@@ -79,6 +84,25 @@ pub trait Queue: Send + Sync + fmt::Debug {
     /// `delay` (clamped to [`MAX_DELAY`]): a fresh message, whose receive
     /// count starts over.
     async fn send_delayed(&self, body: &str, delay: Duration) -> Result<String, QueueError>;
+
+    /// Sends up to [`MAX_BATCH_MESSAGES`] messages in one call (SQS's
+    /// SendMessageBatch), their bodies together at most
+    /// [`MAX_MESSAGE_BYTES`]; returns one result per body, in order: a
+    /// batch succeeds or fails entry by entry. A body [`Queue::send`] would
+    /// refuse is refused alone; too many bodies or bytes for one call are
+    /// refused as a whole ([`QueueError::Rejected`] for each), without a
+    /// call, as SQS would ([`send_all`] splits any number into such
+    /// calls). The default sends them one by one with [`Queue::send`].
+    async fn send_batch(&self, bodies: &[String]) -> Vec<Result<String, QueueError>> {
+        if let Err(e) = check_batch(bodies) {
+            return bodies.iter().map(|_| Err(e.clone())).collect();
+        }
+        let mut results = Vec::with_capacity(bodies.len());
+        for body in bodies {
+            results.push(self.send(body).await);
+        }
+        results
+    }
 
     /// Makes a received message invisible for `timeout` from now (0 makes
     /// it visible at once). At most [`MAX_VISIBILITY`].
@@ -141,6 +165,56 @@ fn check_body(body: &str) -> Result<(), QueueError> {
         });
     }
     Ok(())
+}
+
+/// What SendMessageBatch refuses as a whole: more than
+/// [`MAX_BATCH_MESSAGES`] entries, none, or bodies over
+/// [`MAX_MESSAGE_BYTES`] together.
+fn check_batch(bodies: &[String]) -> Result<(), QueueError> {
+    let bytes: usize = bodies.iter().map(String::len).sum();
+    if bodies.is_empty() || bodies.len() > MAX_BATCH_MESSAGES || bytes > MAX_MESSAGE_BYTES {
+        return Err(QueueError::Rejected {
+            operation: "send_batch",
+            reason: format!(
+                "{} messages of {bytes} bytes together: one batch takes 1 to \
+                 {MAX_BATCH_MESSAGES} messages of at most {MAX_MESSAGE_BYTES} bytes together",
+                bodies.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Sends every body, in as few [`Queue::send_batch`] calls as SQS allows
+/// (10 messages, 1 MiB together), the calls at once; one result per body,
+/// in order. A body too large to share a call goes alone (and is refused
+/// by the queue if it is over [`MAX_MESSAGE_BYTES`]).
+pub async fn send_all(queue: &dyn Queue, bodies: Vec<String>) -> Vec<Result<String, QueueError>> {
+    let mut chunks: Vec<Vec<String>> = Vec::new();
+    let mut bytes = 0;
+    for body in bodies {
+        let fits = chunks.last().is_some_and(|chunk| {
+            chunk.len() < MAX_BATCH_MESSAGES && bytes + body.len() <= MAX_MESSAGE_BYTES
+        });
+        if !fits {
+            chunks.push(Vec::new());
+            bytes = 0;
+        }
+        bytes += body.len();
+        if let Some(chunk) = chunks.last_mut() {
+            chunk.push(body);
+        }
+    }
+    let sent = futures::future::join_all(chunks.iter().map(|chunk| async move {
+        if chunk.len() == 1 {
+            // alone: a body over the limit is refused as itself, not as a batch
+            vec![queue.send(&chunk[0]).await]
+        } else {
+            queue.send_batch(chunk).await
+        }
+    }))
+    .await;
+    sent.into_iter().flatten().collect()
 }
 
 fn check_visibility(operation: &'static str, timeout: Duration) -> Result<(), QueueError> {

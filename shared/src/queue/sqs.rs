@@ -11,10 +11,12 @@ use async_trait::async_trait;
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_sqs::types::MessageSystemAttributeName;
+use aws_sdk_sqs::types::{MessageSystemAttributeName, SendMessageBatchRequestEntry};
 use chrono::{DateTime, Utc};
 
-use super::{Queue, QueueConsumer, QueueError, Received, check_body, check_visibility};
+use super::{
+    Queue, QueueConsumer, QueueError, Received, check_batch, check_body, check_visibility,
+};
 
 /// The SQS queue.
 #[derive(Clone)]
@@ -139,6 +141,100 @@ impl Queue for SqsQueue {
         }
         let out = request.send().await.map_err(|e| sqs_error("send", e))?;
         Ok(out.message_id().unwrap_or_default().to_string())
+    }
+
+    async fn send_batch(&self, bodies: &[String]) -> Vec<Result<String, QueueError>> {
+        let refuse_all = |e: QueueError| bodies.iter().map(|_| Err(e.clone())).collect();
+        if let Err(e) = check_batch(bodies) {
+            return refuse_all(e);
+        }
+        // a body SQS would refuse is refused alone; the others go together
+        let mut results: Vec<Option<Result<String, QueueError>>> = bodies
+            .iter()
+            .map(|body| check_body(body).err().map(Err))
+            .collect();
+        let mut request = self.client.send_message_batch().queue_url(&self.queue_url);
+        let mut entries = 0;
+        for (i, body) in bodies.iter().enumerate() {
+            if results[i].is_some() {
+                continue;
+            }
+            match SendMessageBatchRequestEntry::builder()
+                .id(i.to_string())
+                .message_body(body)
+                .build()
+            {
+                Ok(entry) => {
+                    request = request.entries(entry);
+                    entries += 1;
+                }
+                Err(e) => {
+                    results[i] = Some(Err(QueueError::Rejected {
+                        operation: "send_batch",
+                        reason: e.to_string(),
+                    }));
+                }
+            }
+        }
+        if entries > 0 {
+            match request.send().await {
+                Err(e) => {
+                    let e = sqs_error("send_batch", e);
+                    for result in results.iter_mut().filter(|r| r.is_none()) {
+                        *result = Some(Err(e.clone()));
+                    }
+                }
+                Ok(out) => {
+                    for ok in out.successful() {
+                        if let Some(slot) = ok
+                            .id()
+                            .parse::<usize>()
+                            .ok()
+                            .and_then(|i| results.get_mut(i))
+                        {
+                            *slot = Some(Ok(ok.message_id().to_string()));
+                        }
+                    }
+                    for failed in out.failed() {
+                        let reason = format!(
+                            "{}: {}",
+                            failed.code(),
+                            failed.message().unwrap_or_default()
+                        );
+                        let e = if failed.sender_fault() {
+                            QueueError::Rejected {
+                                operation: "send_batch",
+                                reason,
+                            }
+                        } else {
+                            QueueError::Unavailable {
+                                operation: "send_batch",
+                                reason,
+                            }
+                        };
+                        if let Some(slot) = failed
+                            .id()
+                            .parse::<usize>()
+                            .ok()
+                            .and_then(|i| results.get_mut(i))
+                        {
+                            *slot = Some(Err(e));
+                        }
+                    }
+                }
+            }
+        }
+        results
+            .into_iter()
+            .map(|r| {
+                r.unwrap_or_else(|| {
+                    Err(QueueError::Unavailable {
+                        operation: "send_batch",
+                        reason: "SQS answered neither success nor failure for this entry".into(),
+                    })
+                })
+            })
+            .collect()
     }
 
     async fn change_visibility(

@@ -67,6 +67,10 @@ impl Queue for Lazy<dyn Queue> {
         self.get().await.send_delayed(body, delay).await
     }
 
+    async fn send_batch(&self, bodies: &[String]) -> Vec<Result<String, QueueError>> {
+        self.get().await.send_batch(bodies).await
+    }
+
     async fn change_visibility(
         &self,
         receipt_handle: &str,
