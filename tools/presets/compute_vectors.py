@@ -153,6 +153,26 @@ def main():
     show("x-activity crc", crc_token="challenge_token_123", response_token="sha256=" + b64mac(SECRET, "challenge_token_123"))
     # Basic auth and tokens.
     show("chargebee/postmark", authorization="Basic " + base64.b64encode(b"hookbox:s3cret").decode())
+    # SparkPost: the example credentials of its Webhooks API docs
+    # (`auth_credentials` {"username": "basicauthuser", "password": "mypassword"}).
+    show("sparkpost", authorization="Basic " + base64.b64encode(b"basicauthuser:mypassword").decode())
+    # Mandrill (Mailchimp Transactional): the URL as entered, then each POST
+    # parameter's name and value sorted by name; its test POST when a
+    # webhook is added (`mandrill_events=[]`) is signed with `test-webhook`.
+    from urllib.parse import parse_qsl, quote
+
+    mandrill_url = "https://hooks.example.com/webhooks/mandrill"
+    events = (
+        '[{"event":"send","msg":{"ts":1365109999,"email":"example.webhook@mandrillapp.com",'
+        '"state":"sent","_id":"exampleaaaaaaaaaaaaaaaaaaaaaaaaa"},'
+        '"_id":"exampleaaaaaaaaaaaaaaaaaaaaaaaaa","ts":1365111111}]'
+    )
+    for key, body in [
+        (SECRET, "mandrill_events=" + quote(events, safe="")),
+        ("test-webhook", "mandrill_events=%5B%5D"),
+    ]:
+        signed = mandrill_url + "".join(k + v for k, v in sorted(parse_qsl(body)))
+        show("mandrill", key=key, body=body, signature=base64.b64encode(mac(key, signed, hashlib.sha1)).decode())
     # Discord: Ed25519 over timestamp + body, with a fixed seed.
     # Twilio's HMAC-SHA256 signature settings: the signed string of
     # twilio-python's published SHA-1 vector (tests/unit/test_request_validator.py;

@@ -37,12 +37,19 @@ pub enum SignatureError {
     },
 
     /// Signatures were well formed, but none matched any configured secret.
-    #[error("no matching signature: {candidates} signature(s) checked against {secrets} secret(s)")]
+    #[error(
+        "no matching signature{}: {candidates} signature(s) checked against {secrets} secret(s)",
+        in_item(*.item)
+    )]
     NoMatchingSignature {
         /// Well-formed signatures found in the request.
         candidates: usize,
         /// Secrets (or public keys) they were checked against.
         secrets: usize,
+        /// For a recipe that signs each item of the body on its own
+        /// (Adyen's standard notifications): the index of the first item
+        /// no secret verifies (`None`: the request's signature).
+        item: Option<usize>,
     },
 
     /// The signed timestamp is older than the tolerance allows.
@@ -104,6 +111,11 @@ pub enum SignatureError {
         /// Why it cannot be used.
         reason: &'static str,
     },
+}
+
+/// ` in item #N` when an item is named.
+fn in_item(item: Option<usize>) -> String {
+    item.map_or_else(String::new, |index| format!(" in item #{index}"))
 }
 
 impl SignatureError {

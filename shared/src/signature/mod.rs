@@ -46,6 +46,7 @@ mod body_fields;
 mod config;
 mod crypto;
 mod decode;
+mod each_item;
 mod error;
 mod few;
 mod form;

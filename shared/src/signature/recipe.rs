@@ -6,9 +6,11 @@
 //! - a signature ([`Recipe::Signed`]): a primitive (HMAC-SHA1/256/512 with
 //!   a key format, Ed25519, ECDSA P-256/SHA-256) over a message made of
 //!   [`Part`]s (raw body, timestamp, literal separators, headers, method,
-//!   URL, fields of the JSON body), the signature read from a header (one
-//!   or several, after a prefix, several values during rotation) or from the
-//!   body, and an optional signed timestamp;
+//!   URL, fields of the JSON body, the sorted form parameters), the
+//!   signature read from a header (one or several, after a prefix, several
+//!   values during rotation) or from the body (a field, or one in each item
+//!   of an array, each over its own fields: Adyen's standard notifications,
+//!   `each_item.rs`), and an optional signed timestamp;
 //! - a shared token compared as it is ([`Recipe::Token`]: GitLab) or HTTP
 //!   basic credentials ([`Recipe::BasicAuth`]: Chargebee, Postmark);
 //! - a JWS whose claims hash the body ([`Recipe::Jws`]: Netlify; see
@@ -132,6 +134,24 @@ pub enum SignatureAt {
     },
     /// A string field of the JSON body, by JSON pointer (Mailgun).
     Json(&'static str),
+    /// In each item of a JSON array of the body, each item signed on its
+    /// own (Adyen's standard notifications, `each_item.rs`): the array at
+    /// `items`, in each of its elements the signed object at `item` (`""`:
+    /// the element), in that object the signature at `signature` (a string;
+    /// absent, `null` or empty: the item is unsigned). The message is
+    /// built per item, its [`Part::Json`] pointers relative to the signed
+    /// object, where a field that is absent or `null` is empty text, a
+    /// string is itself, a number is as written and a boolean `true` or
+    /// `false`. Every item must verify with one of the secrets, and an
+    /// empty array is refused. An HMAC only, with no timestamp.
+    EachItem {
+        /// JSON pointer to the array in the body (`""`: the body).
+        items: &'static str,
+        /// JSON pointer to the signed object inside each element.
+        item: &'static str,
+        /// JSON pointer to the signature inside the signed object.
+        signature: &'static str,
+    },
 }
 
 /// A piece of the signed message.
@@ -153,8 +173,15 @@ pub enum Part {
     /// query): the notification URL of Square, HubSpot's URI.
     Url,
     /// A field of the JSON body, by JSON pointer: a string as is, a number
-    /// as written.
+    /// as written (with [`SignatureAt::EachItem`], a field of the item).
     Json(&'static str),
+    /// The parameters of a form-encoded body
+    /// (`application/x-www-form-urlencoded`), decoded and sorted by name
+    /// then value (a pair repeated once), each name followed by its value,
+    /// nothing between them: what Twilio's recipe signs after the URL, and
+    /// Mandrill's. A non-empty body of another content type is refused (it
+    /// would not be signed).
+    Form,
 }
 
 /// Where the signed timestamp is, and how it is written.
@@ -227,6 +254,7 @@ pub(super) fn no_match(candidates: usize, secrets: &[Secret]) -> SignatureError 
     SignatureError::NoMatchingSignature {
         candidates,
         secrets: secrets.len(),
+        item: None,
     }
 }
 
@@ -421,6 +449,11 @@ impl fmt::Display for Signed {
             Primitive::EcdsaP256 => write!(f, "ECDSA P-256/SHA-256 ({encoding} DER)")?,
         }
         f.write_str(" of ")?;
+        // Each item's fields, or the body's.
+        let fields = match self.signature {
+            SignatureAt::EachItem { .. } => "item",
+            _ => "body",
+        };
         for (i, part) in self.message.iter().enumerate() {
             if i > 0 {
                 f.write_str(" + ")?;
@@ -432,7 +465,8 @@ impl fmt::Display for Signed {
                 Part::Header(name) => write!(f, "`{name}`")?,
                 Part::Method => f.write_str("method")?,
                 Part::Url => f.write_str("URL")?,
-                Part::Json(pointer) => write!(f, "body `{pointer}`")?,
+                Part::Json(pointer) => write!(f, "{fields} `{pointer}`")?,
+                Part::Form => f.write_str("sorted form parameters")?,
             }
         }
         match self.signature {
@@ -466,6 +500,14 @@ impl fmt::Display for Signed {
                 }
             }
             SignatureAt::Json(pointer) => write!(f, " in body `{pointer}`")?,
+            SignatureAt::EachItem {
+                items,
+                item,
+                signature,
+            } => write!(
+                f,
+                " in `{signature}` of each `{item}` of body `{items}` (every item must verify)"
+            )?,
         }
         if let Some(at) = self.timestamp {
             let format = match at.format {

@@ -10,12 +10,13 @@ use chrono::{DateTime, Utc};
 use super::body_fields::Body;
 use super::config::Algorithm;
 use super::crypto::{self, BASE64, Tag};
+use super::each_item;
 use super::error::SignatureError;
 use super::few::Few;
-use super::form::find_byte;
+use super::form::{Form, find_byte};
 use super::headers::Headers;
 use super::keys::{KeyUse, PreparedKey};
-use super::parse::MAX_SIGNATURES;
+use super::parse::{MAX_SIGNATURES, is_form_content_type};
 use super::recipe::{
     Context, KeyFormat, Part, Primitive, SCHEME, SignatureAt, Signed, TimeFormat, TimestampSource,
     invalid_secret, malformed, missing, no_match, parse_time,
@@ -186,9 +187,19 @@ impl Signed {
         self.timestamp.is_some() && self.message.contains(&Part::Timestamp)
     }
 
-    /// True when the whole raw body is signed.
+    /// True when the whole body is signed: its raw bytes, or all its form
+    /// parameters.
     pub fn signs_body(&self) -> bool {
-        self.message.contains(&Part::Body)
+        self.message.contains(&Part::Body) || self.message.contains(&Part::Form)
+    }
+
+    /// True when the signature is inside the body (a field, or one in each
+    /// item): the signer, which writes headers, does not produce it.
+    pub fn signature_in_body(&self) -> bool {
+        matches!(
+            self.signature,
+            SignatureAt::Json(_) | SignatureAt::EachItem { .. }
+        )
     }
 
     fn signature_len(&self) -> Option<usize> {
@@ -308,6 +319,8 @@ impl Signed {
                 }
                 None => return Ok(()),
             },
+            // Read item by item (`each_item.rs`), never here.
+            SignatureAt::EachItem { .. } => return Ok(()),
         };
         if signatures.len() == 0 {
             return Err(malformed(
@@ -325,6 +338,10 @@ impl Signed {
         now: DateTime<Utc>,
         tolerance_secs: Option<u64>,
     ) -> Result<(), SignatureError> {
+        if let SignatureAt::EachItem { .. } = self.signature {
+            // Everything it reads is in the body.
+            return Ok(());
+        }
         let mut present = None;
         if let Some((_, secs)) = self.read_timestamp(headers, &mut present, None)? {
             if let Some(tolerance) = tolerance_secs {
@@ -341,6 +358,19 @@ impl Signed {
         secrets: &[Secret],
         now: DateTime<Utc>,
     ) -> Result<Verified<'a>, SignatureError> {
+        if let SignatureAt::EachItem {
+            items,
+            item,
+            signature,
+        } = self.signature
+        {
+            let at = each_item::ItemsAt {
+                items,
+                item,
+                signature,
+            };
+            return each_item::verify(self, &at, context, request, secrets);
+        }
         let body = Body::read(self, request.body);
         // The signature headers, once (the timestamp may be one of their
         // items).
@@ -360,6 +390,11 @@ impl Signed {
             }
         }
         let timestamp_text = timestamp.map(|(text, _)| text);
+        let form = if self.message.contains(&Part::Form) {
+            form_message(request)?
+        } else {
+            Vec::new()
+        };
         let piece = |part: &Part| -> Result<&[u8], SignatureError> {
             Ok(match part {
                 Part::Body => request.body,
@@ -375,6 +410,7 @@ impl Signed {
                     })?
                     .as_bytes(),
                 Part::Json(pointer) => body.field(pointer)?.as_bytes(),
+                Part::Form => &form,
             })
         };
         let mut inline: [&[u8]; INLINE_PARTS] = [&[]; INLINE_PARTS];
@@ -405,6 +441,33 @@ impl Signed {
     }
 }
 
+/// [`Part::Form`] of `request`: its form parameters decoded and sorted,
+/// each name then its value (none for an empty body); a body of another
+/// content type is not signed, so refused.
+pub(super) fn form_message(request: &SignedRequest<'_>) -> Result<Vec<u8>, SignatureError> {
+    let content_type = request
+        .headers
+        .unique(CONTENT_TYPE)
+        .map_err(|reason| malformed(CONTENT_TYPE, reason))?;
+    if !content_type.is_some_and(is_form_content_type) {
+        if request.body.is_empty() {
+            return Ok(Vec::new());
+        }
+        return Err(SignatureError::UnsignedBody {
+            reason: "not form-encoded, and the recipe signs the form parameters",
+        });
+    }
+    let mut form = Form::parse(request.body);
+    form.sort_and_dedup();
+    let mut message = Vec::with_capacity(request.body.len());
+    for param in form.signed() {
+        message.extend_from_slice(param);
+    }
+    Ok(message)
+}
+
+const CONTENT_TYPE: &str = "Content-Type";
+
 fn key_name(source: TimestampSource) -> &'static str {
     match source {
         TimestampSource::Header(name)
@@ -416,7 +479,7 @@ fn key_name(source: TimestampSource) -> &'static str {
 
 /// Every secret prepared for `usage`, or the first that cannot be (so a
 /// bad secret is reported even when another one would have matched).
-fn check_prepared(
+pub(super) fn check_prepared(
     name: &'static str,
     usage: KeyUse,
     secrets: &[Secret],

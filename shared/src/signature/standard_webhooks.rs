@@ -176,6 +176,7 @@ pub(crate) fn verify<'a>(
         return Err(SignatureError::NoMatchingSignature {
             candidates: parsed.signatures.v1.len() + parsed.signatures.v1a.len(),
             secrets: secrets.len(),
+            item: None,
         });
     };
     let mut verified = Verified::new(SCHEME, index);

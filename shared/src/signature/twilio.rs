@@ -135,6 +135,7 @@ pub(crate) fn verify_with<'a>(
         return Err(SignatureError::NoMatchingSignature {
             candidates: 1,
             secrets: secrets.len(),
+            item: None,
         });
     };
 

@@ -447,6 +447,7 @@ where
     Err(SignatureError::NoMatchingSignature {
         candidates: candidates.into_iter().count(),
         secrets: secrets.len(),
+        item: None,
     })
 }
 

@@ -419,4 +419,48 @@ pub(super) const VECTORS: &[Vector] = &[
         secrets: &["hunter123"],
         ..body("circleci")
     },
+    // Batched webhooks (issue #45): SparkPost signs nothing; its basic
+    // credentials are those of its API docs' example.
+    Vector {
+        headers: headers!(
+            "Authorization" => "Basic YmFzaWNhdXRodXNlcjpteXBhc3N3b3Jk",
+            "X-MessageSystems-Batch-ID" => "77c2b630-d712-11e4-b7cd-47b0a8e2f1f0",
+        ),
+        body: SPARKPOST_BATCH,
+        secrets: &["basicauthuser:mypassword"],
+        wrong_secret: "basicauthuser:other",
+        ..body("sparkpost")
+    },
+    // Mandrill: the URL, then `mandrill_events` and its decoded value.
+    Vector {
+        headers: headers!(
+            "X-Mandrill-Signature" => "5zJiSweeckKy1/XtjADuGxi6S2A=",
+            "Content-Type" => "application/x-www-form-urlencoded",
+        ),
+        body: MANDRILL_EVENTS,
+        url: Some(MANDRILL_URL),
+        // An event's `ts`, inside the signed parameter.
+        tamper: Some("1365111111"),
+        ..body("mandrill")
+    },
+    // The POST that adds a webhook: no event, the generic key.
+    Vector {
+        headers: headers!(
+            "X-Mandrill-Signature" => "C3rJOk0zIRTP8UIkTTkUtgDTnSg=",
+            "Content-Type" => "application/x-www-form-urlencoded",
+        ),
+        body: "mandrill_events=%5B%5D",
+        url: Some(MANDRILL_URL),
+        secrets: &[SECRET, "test-webhook"],
+        matching: 1,
+        ..body("mandrill")
+    },
 ];
+
+const MANDRILL_URL: &str = "https://hooks.example.com/webhooks/mandrill";
+/// One `send` event as Mandrill's examples write it, form-encoded.
+const MANDRILL_EVENTS: &str = "mandrill_events=%5B%7B%22event%22%3A%22send%22%2C%22msg%22%3A%7B%22ts%22%3A1365109999%2C%22email%22%3A%22example.webhook%40mandrillapp.com%22%2C%22state%22%3A%22sent%22%2C%22_id%22%3A%22exampleaaaaaaaaaaaaaaaaaaaaaaaaa%22%7D%2C%22_id%22%3A%22exampleaaaaaaaaaaaaaaaaaaaaaaaaa%22%2C%22ts%22%3A1365111111%7D%5D";
+
+/// A batch of two events as SparkPost documents them (developers.sparkpost.com/api/webhooks/),
+/// shortened.
+const SPARKPOST_BATCH: &str = r#"[{"msys":{"message_event":{"type":"delivery","event_id":"92356927693813856","message_id":"000443ee14578172be22","rcpt_to":"recipient@example.com","timestamp":"1460989507"}}},{"msys":{"track_event":{"type":"click","event_id":"92356927693813857","message_id":"000443ee14578172be22","target_link_url":"https://example.com","timestamp":"1460989508"}}}]"#;

@@ -52,6 +52,74 @@ const OPENAI_BODY: &str = r#"{"id": "evt_685c059ae3a481909bdc86819b066fb6", "obj
 /// of `signature` are the SDK test's, the rest is the documented shape.
 const MAILGUN_BODY: &str = r#"{"signature":{"timestamp":"1403645220","token":"5egbgr1vjgqxtrnp65xfznchgdccwh5d6i09vijqi3whgowmn6","signature":"9cfc5c41582e51246e73c88d34db3af0a3a2692a76fbab81492842f000256d33"},"event-data":{"id":"CPgfbmQMTCKtHW6uIWtuVe","event":"delivered"}}"#;
 
+/// Adyen's standard notifications: each item carries its own HMAC. Items
+/// of Adyen's libraries' tests (their signatures are the tests' expected
+/// values); the notification around an item is ours where the test has
+/// the item alone. Macros, so that `concat!` builds the bodies.
+///
+/// Adyen/adyen-python-api-library `test/UtilTest.py`
+/// (`test_notification_request_item_hmac`, the item of Adyen's docs), its
+/// fields as the test has them, as JSON.
+macro_rules! adyen_docs_item {
+    () => {
+        r#"{"pspReference":"7914073381342284","merchantReference":"TestPayment-1407325143704","merchantAccountCode":"TestMerchant","amount":{"currency":"EUR","value":1130},"eventCode":"AUTHORISATION","success":"true","eventDate":"2019-05-06T17:15:34.121+02:00","operations":["CANCEL","CAPTURE","REFUND"],"paymentMethod":"visa","additionalData":{"hmacSignature":"coqCmt/IZ4E3CzPvMY8zTjQVL5hYJUiBRg8UU+iCWo0="}}"#
+    };
+}
+
+/// Adyen/adyen-node-api-library `src/__tests__/hmacValidator.spec.ts`
+/// (`notificationRequestItem`, "should have valid hmac"), as JSON without
+/// its `eventDate` (not signed; the test makes it from the local clock's
+/// time zone).
+macro_rules! adyen_node_item {
+    () => {
+        r#"{"pspReference":"pspReference","originalReference":"originalReference","merchantAccountCode":"merchantAccount","merchantReference":"reference","amount":{"currency":"EUR","value":1000},"eventCode":"CAPTURE","paymentMethod":"VISA","reason":"reason","success":"true","additionalData":{"hmacSignature":"xhpHvYq2u2Np0rstbZ6QjLGu7JWhvf7Iwaa6EviJSX0="}}"#
+    };
+}
+
+/// Adyen/adyen-java-api-library
+/// `src/test/java/com/adyen/util/HMACValidatorTest.java`
+/// (`testValidateHMAC`), verbatim but for the whitespace: an amount whose
+/// value is a JSON string, no `originalReference`.
+macro_rules! adyen_java_item {
+    () => {
+        r#"{"additionalData":{"hmacSignature":"NuEkADFmlCC6VgX+wcoPAegIWxVPNBPCuKlM4Hzo5qc="},"amount":{"currency":"EUR","value":"0"},"eventCode":"REPORT_AVAILABLE","eventDate":"2019-11-20T14:35:36+01:00","merchantAccountCode":"Magento2Rik","merchantReference":"testMerchantRef1","pspReference":"test_REPORT_AVAILABLE","reason":"will contain the url to the report","success":"true"}"#
+    };
+}
+
+/// A notification of the items given (JSON objects), each as
+/// `{"NotificationRequestItem": item}`.
+macro_rules! adyen_notification {
+    ($first:expr $(, $rest:expr)* $(,)?) => {
+        concat!(
+            r#"{"live":"false","notificationItems":[{"NotificationRequestItem":"#,
+            $first,
+            "}",
+            $(r#",{"NotificationRequestItem":"#, $rest, "}",)*
+            "]}"
+        )
+    };
+}
+
+/// The HMAC key of [`adyen_docs_item`].
+pub(super) const ADYEN_DOCS_KEY: &str =
+    "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056";
+/// The HMAC key of [`adyen_node_item`].
+pub(super) const ADYEN_NODE_KEY: &str =
+    "DFB1EB5485895CFA84146406857104ABB4CBCABDC8AAF103A624C8F6A3EAAB00";
+/// The HMAC key of the four items of [`ADYEN_SLASHES`].
+pub(super) const ADYEN_SLASHES_KEY: &str =
+    "74F490DD33F7327BAECC88B2947C011FC02D014A473AAA33A8EC93E4DC069174";
+/// The four items of Adyen/adyen-python-api-library
+/// `test/mocks/util/{backslash,colon,forwardslash,mixed}_notification.json`
+/// (`test_webhooks_with_slashes`), verbatim, in one notification: values
+/// with `\`, `:` and `/`, signed unescaped, and no `originalReference`.
+pub(super) const ADYEN_SLASHES: &str = include_str!("adyen_standard_slashes.json");
+/// One item of the docs.
+pub(super) const ADYEN_DOCS_NOTIFICATION: &str = adyen_notification!(adyen_docs_item!());
+/// Two items signed with two keys, as during a rotation: the docs' with
+/// [`ADYEN_DOCS_KEY`], then Node's with [`ADYEN_NODE_KEY`].
+pub(super) const ADYEN_TWO_KEYS: &str = adyen_notification!(adyen_docs_item!(), adyen_node_item!());
+
 /// Svix's reference vector (svix-* headers) for `preset`: Svix itself and
 /// the providers that deliver through it.
 const fn svix_vector(preset: &'static str, source: &'static str) -> Vector {
@@ -429,6 +497,66 @@ pub(super) const VECTORS: &[Vector] = &[
         secrets: &["44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"],
         // Valid hexadecimal, another key.
         wrong_secret: "74F490DD33F7327BAECC88B2947C011FC02D014A473AAA33A8EC93E4DC069174",
+        ..V
+    },
+    Vector {
+        preset: "adyen-standard",
+        source: Source::Official(
+            "Adyen/adyen-dotnet-api-library Adyen.Test/mocks/notification-response-refund-fail.json with the key of Adyen.Test/Webhooks/HmacValidatorTest.cs (TestHmacCalculationNotificationRequestWithSpecialChars), verbatim",
+        ),
+        body: include_str!("adyen_standard_refund_fail.json"),
+        secrets: &["66B61474A0AA3736BA8789EDC6D6CD9EBA0C4F414A554E32A407F849C045C69D"],
+        wrong_secret: ADYEN_DOCS_KEY,
+        // The item's pspReference: signed (the body as a whole is not).
+        tamper: Some("TEST_CUSTOM_881578412137072J"),
+        ..V
+    },
+    Vector {
+        preset: "adyen-standard",
+        source: Source::Official(
+            "Adyen/adyen-python-api-library test/mocks/util/{backslash,colon,forwardslash,mixed}_notification.json (UtilTest.py test_webhooks_with_slashes), the four items in one notification",
+        ),
+        body: ADYEN_SLASHES,
+        secrets: &[ADYEN_SLASHES_KEY],
+        wrong_secret: ADYEN_DOCS_KEY,
+        // The third item's merchantReference.
+        tamper: Some("//slashes are fun"),
+        ..V
+    },
+    Vector {
+        preset: "adyen-standard",
+        source: Source::Official(
+            "Adyen/adyen-python-api-library test/UtilTest.py (test_notification_request_item_hmac: the docs' item)",
+        ),
+        body: ADYEN_DOCS_NOTIFICATION,
+        secrets: &[ADYEN_DOCS_KEY],
+        wrong_secret: ADYEN_NODE_KEY,
+        tamper: Some("TestPayment"),
+        ..V
+    },
+    Vector {
+        preset: "adyen-standard",
+        source: Source::Official(
+            "Adyen/adyen-java-api-library src/test/java/com/adyen/util/HMACValidatorTest.java (testValidateHMAC)",
+        ),
+        body: adyen_notification!(adyen_java_item!()),
+        secrets: &["9064450A8892A093D9E97EFCC9639DE31B74F3A7803135555A3C96F5A57915D6"],
+        wrong_secret: ADYEN_DOCS_KEY,
+        tamper: Some("Magento2Rik"),
+        ..V
+    },
+    Vector {
+        preset: "adyen-standard",
+        source: Source::Official(
+            "Adyen/adyen-python-api-library test/UtilTest.py and Adyen/adyen-node-api-library src/__tests__/hmacValidator.spec.ts: their items, signed with two keys, in one notification (a rotation: new key first)",
+        ),
+        body: ADYEN_TWO_KEYS,
+        secrets: &[ADYEN_NODE_KEY, ADYEN_DOCS_KEY],
+        // The docs' item needs the old key: the oldest any item needs.
+        matching: 1,
+        wrong_secret: "74F490DD33F7327BAECC88B2947C011FC02D014A473AAA33A8EC93E4DC069174",
+        // Node's item's merchantAccountCode.
+        tamper: Some("merchantAccount\""),
         ..V
     },
     Vector {

@@ -1,6 +1,7 @@
 //! Refusals named precisely: malformed headers, a JWS from another issuer
-//! or algorithm, Twilio's two hashes kept apart, the signed method's
-//! default, a body timestamp of the wrong JSON type (Linear).
+//! or algorithm, Twilio's two hashes kept apart, Mandrill's URL and form
+//! parameters, the signed method's default, a body timestamp of the wrong
+//! JSON type (Linear).
 
 use hookbox::signature::{
     Headers, Recipe, Secret, SignatureError, SignedRequest, TimeFormat, Verified,
@@ -252,6 +253,64 @@ fn twilio_sha1_and_sha256_do_not_take_each_others_signatures() {
             "{other}: {result:?}"
         );
     }
+}
+
+#[test]
+fn mandrill_signs_the_url_as_entered_and_the_form_parameters() {
+    let vector = computed::VECTORS
+        .iter()
+        .find(|v| v.preset == "mandrill" && v.secrets.len() == 1)
+        .copied()
+        .expect("a mandrill vector");
+    assert!(verify(&vector, vector.body.as_bytes(), vector.secrets, vector.now).is_ok());
+    // The URL exactly as entered: a trailing slash, or the port Twilio's
+    // recipe would also try, is another URL.
+    for url in [
+        "https://hooks.example.com/webhooks/mandrill/",
+        "https://hooks.example.com:443/webhooks/mandrill",
+    ] {
+        let other = Vector {
+            url: Some(url),
+            ..vector
+        };
+        assert!(
+            matches!(
+                verify(&other, vector.body.as_bytes(), vector.secrets, vector.now),
+                Err(SignatureError::NoMatchingSignature { .. })
+            ),
+            "{url}"
+        );
+    }
+    // No URL: the verifier says it needs one.
+    let none = Vector {
+        url: None,
+        ..vector
+    };
+    assert!(matches!(
+        verify(&none, vector.body.as_bytes(), vector.secrets, vector.now),
+        Err(SignatureError::MissingUrl { .. })
+    ));
+    // A body that is not form-encoded would not be signed: refused.
+    let json = Vector {
+        headers: &[
+            ("X-Mandrill-Signature", "5zJiSweeckKy1/XtjADuGxi6S2A="),
+            ("Content-Type", "application/json"),
+        ],
+        ..vector
+    };
+    assert!(matches!(
+        verify(&json, vector.body.as_bytes(), vector.secrets, vector.now),
+        Err(SignatureError::UnsignedBody { .. })
+    ));
+    // The parameters are signed decoded: another encoding of the same
+    // text verifies; an added parameter does not.
+    let added = format!("{}&a=1", vector.body);
+    assert!(matches!(
+        verify(&vector, added.as_bytes(), vector.secrets, vector.now),
+        Err(SignatureError::NoMatchingSignature { .. })
+    ));
+    let plus = vector.body.replace("%40", "@");
+    assert!(verify(&vector, plus.as_bytes(), vector.secrets, vector.now).is_ok());
 }
 
 #[test]

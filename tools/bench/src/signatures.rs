@@ -142,6 +142,7 @@ pub fn shape(preset: &Preset) -> Option<String> {
                     Part::Method => "method",
                     Part::Url => "url",
                     Part::Json(_) => "json",
+                    Part::Form => "form",
                 })
                 .collect();
             let SignatureAt::Headers {
@@ -283,12 +284,13 @@ fn form_body(size: usize) -> Vec<u8> {
     body
 }
 
-/// True for the presets whose recipe is Twilio's (form parameters).
+/// True for the presets whose recipe signs form parameters (Twilio's,
+/// Mandrill's).
 fn signs_form(preset: &Preset) -> bool {
     matches!(
         preset.recipe,
         Recipe::Scheme(SchemeKind::Twilio) | Recipe::Twilio(_)
-    )
+    ) || matches!(preset.recipe, Recipe::Signed(s) if s.message.contains(&Part::Form))
 }
 
 /// The body of a preset's case: form parameters for Twilio's recipe, JSON

@@ -334,6 +334,8 @@ impl Preset {
                 }
                 names.extend(signed.message.iter().filter_map(|part| match part {
                     Part::Header(name) => Some(*name),
+                    // Whether the body is form-encoded.
+                    Part::Form => Some("Content-Type"),
                     _ => None,
                 }));
             }

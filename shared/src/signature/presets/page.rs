@@ -4,7 +4,7 @@
 //! handshake, and the partner configuration to start from
 //! (`shared/tests/presets.rs` fails when the page is stale).
 
-use super::super::recipe::{Primitive, Recipe};
+use super::super::recipe::{Primitive, Recipe, SignatureAt};
 use super::{EventField, Handshake, PRESETS, Preset};
 
 /// The whole page, in registry order.
@@ -149,6 +149,12 @@ fn enrolment(preset: &Preset) -> String {
 /// What the authentication proves.
 fn proves(recipe: Recipe) -> &'static str {
     match recipe {
+        Recipe::Signed(signed) if matches!(signed.signature, SignatureAt::EachItem { .. }) => {
+            "One unsigned or forged item refuses the whole POST, and an empty list too. \
+             It proves each item's signed fields came from the holder of the key, \
+             unchanged; an item's other fields and the body around the items are not \
+             signed: trust only the signed fields, and keep the endpoint on HTTPS."
+        }
         Recipe::Signed(signed) if !signed.signs_body() => {
             "It proves the sender holds the key, NOT that the body is the provider's: \
              the signature covers other parts of the request only, so anyone who sees one \

@@ -8,8 +8,8 @@
 //! SendGrid's ECDSA) is verified with the provider's public key, which
 //! cannot sign: only an explicit private key of one's own
 //! ([`SigningKey::Ed25519Seed`], [`SigningKey::EcdsaP256`]) signs it, for
-//! tests and benchmarks. A signature carried inside the body (Mailgun) is
-//! not produced.
+//! tests and benchmarks. A signature carried inside the body (Mailgun, each
+//! item of Adyen's standard notifications) is not produced.
 
 use std::borrow::Cow;
 
@@ -194,7 +194,8 @@ impl Preset {
     /// covers only its short header and claims). The signature bench
     /// times the bare primitive over exactly these bytes. Tokens and basic
     /// credentials have no primitive, and a signature carried inside the
-    /// body (Mailgun) is not produced: both are refused.
+    /// body (Mailgun, Adyen's standard notifications) is not produced: both
+    /// are refused.
     pub fn signed_message(&self, outgoing: &Outgoing<'_>) -> Result<Vec<u8>, PresetSignError> {
         let signer = Signer {
             preset: self,
@@ -225,7 +226,7 @@ impl Preset {
                 }
             },
             Recipe::Signed(signed) => {
-                if matches!(signed.signature, SignatureAt::Json(_)) {
+                if signed.signature_in_body() {
                     return Err(signer.unsupported(
                         "the provider carries its signature inside the body, which this signer does not write",
                     ));
@@ -429,26 +430,45 @@ impl Signer<'_, '_> {
         let url = self.url()?;
         let body_hash =
             parse::twilio_body_sha256(url).map_err(|_| self.unsupported("the URL is not valid"))?;
-        let mut params: Vec<(Cow<'_, str>, Cow<'_, str>)> = Vec::new();
+        let mut message = url.as_bytes().to_vec();
         if let Some(expected) = body_hash {
             // JSON bodies: the URL signs the body's hash, no parameters.
             if Sha256::digest(self.outgoing.body).as_slice() != expected.as_slice() {
                 return Err(self.unsupported("the URL's `bodySHA256` is not the body's"));
             }
-        } else if self
-            .header("Content-Type")
-            .is_ok_and(parse::is_form_content_type)
-        {
-            params = form_urlencoded::parse(self.outgoing.body).collect();
-            params.sort();
-            params.dedup();
+        } else if self.is_form() {
+            message.extend_from_slice(&self.form_params()?);
         } else if !self.outgoing.body.is_empty() {
             return Err(self.unsupported(
                 "Twilio signs form parameters (send `Content-Type: application/x-www-form-urlencoded`) \
                  or a body bound by a `bodySHA256` parameter of the URL",
             ));
         }
-        let mut message = url.as_bytes().to_vec();
+        Ok(message)
+    }
+
+    fn is_form(&self) -> bool {
+        self.header("Content-Type")
+            .is_ok_and(parse::is_form_content_type)
+    }
+
+    /// [`Part::Form`]: the form parameters decoded and sorted, each name
+    /// then its value (none for an empty body).
+    fn form_params(&self) -> Result<Vec<u8>, PresetSignError> {
+        if !self.is_form() {
+            if self.outgoing.body.is_empty() {
+                return Ok(Vec::new());
+            }
+            return Err(self.unsupported(
+                "the recipe signs form parameters (send `Content-Type: \
+                 application/x-www-form-urlencoded`)",
+            ));
+        }
+        let mut params: Vec<(Cow<'_, str>, Cow<'_, str>)> =
+            form_urlencoded::parse(self.outgoing.body).collect();
+        params.sort();
+        params.dedup();
+        let mut message = Vec::new();
         for (name, value) in &params {
             message.extend_from_slice(name.as_bytes());
             message.extend_from_slice(value.as_bytes());
@@ -472,6 +492,7 @@ impl Signer<'_, '_> {
         let mut message = Vec::new();
         for part in signed.message {
             let owned;
+            let form;
             message.extend_from_slice(match part {
                 Part::Body => self.outgoing.body,
                 Part::Text(text) => text.as_bytes(),
@@ -481,6 +502,10 @@ impl Signer<'_, '_> {
                 Part::Json(pointer) => {
                     owned = self.json_field(pointer)?;
                     owned.as_bytes()
+                }
+                Part::Form => {
+                    form = self.form_params()?;
+                    &form
                 }
                 Part::Header(header) => self.header(header)?.as_bytes(),
             });

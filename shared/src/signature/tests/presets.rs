@@ -10,7 +10,7 @@ use super::*;
 use crate::signature::crypto::{BASE64_OUT, MacState};
 use crate::signature::presets::{self, Outgoing, Preset, SigningKey};
 use crate::signature::{
-    Algorithm, Encoding, KeyFormat, Primitive, Recipe, SchemeKind, SignatureAt, TimestampSource,
+    Algorithm, Encoding, KeyFormat, Part, Primitive, Recipe, SchemeKind, TimestampSource,
 };
 
 const URL: &str = "https://hooks.example.com/webhooks/partner?x=1";
@@ -63,7 +63,8 @@ fn body_for(preset: &Preset) -> String {
     if matches!(
         preset.recipe,
         Recipe::Scheme(SchemeKind::Twilio) | Recipe::Twilio(_)
-    ) {
+    ) || matches!(preset.recipe, Recipe::Signed(s) if s.message.contains(&Part::Form))
+    {
         return "To=%2B14155550100&Body=Hello+there%21&From=%2B14155550123&Body=again".to_owned();
     }
     format!(r#"{{"id":"evt_1","type":"a.b","webhookTimestamp":{NOW}000,"data":"x"}}"#)
@@ -74,7 +75,7 @@ fn signed_message_is_what_each_presets_primitive_covers() {
     let mut checked = 0;
     for preset in presets::all() {
         if matches!(preset.recipe, Recipe::Token { .. } | Recipe::BasicAuth)
-            || matches!(preset.recipe, Recipe::Signed(s) if matches!(s.signature, SignatureAt::Json(_)))
+            || matches!(preset.recipe, Recipe::Signed(s) if s.signature_in_body())
         {
             continue;
         }
@@ -159,7 +160,7 @@ fn signed_message_is_what_each_presets_primitive_covers() {
 fn signed_message_refuses_what_has_no_primitive() {
     for preset in presets::all() {
         let refused = matches!(preset.recipe, Recipe::Token { .. } | Recipe::BasicAuth)
-            || matches!(preset.recipe, Recipe::Signed(s) if matches!(s.signature, SignatureAt::Json(_)));
+            || matches!(preset.recipe, Recipe::Signed(s) if s.signature_in_body());
         let outgoing = Outgoing {
             body: b"{}",
             headers: preset.sample.headers,

@@ -110,6 +110,45 @@ pub(crate) const MAILGUN: Preset = Preset {
     },
 };
 
+/// Mailchimp Transactional (Mandrill): a form-encoded POST whose one
+/// parameter, `mandrill_events`, is a JSON array of up to 1,000 events;
+/// `X-Mandrill-Signature` is base64 HMAC-SHA1, keyed with the webhook's
+/// key, of the webhook URL exactly as entered in Mandrill, then each POST
+/// parameter's name and value sorted by name: Twilio's recipe under
+/// another header, without Twilio's port spellings of the URL. When a
+/// webhook is added, Mandrill sends a HEAD request and, on anything but
+/// 200 (API Gateway's answer to a HEAD), a POST with `mandrill_events=[]`
+/// signed with the generic key `test-webhook`, not the webhook's key: the
+/// webhook is saved only once that POST is answered 200.
+pub(crate) const MANDRILL: Preset = Preset {
+    name: "mandrill",
+    provider: "Mailchimp Transactional (Mandrill)",
+    recipe: Recipe::Signed(Signed {
+        primitive: SHA1,
+        signature: SignatureAt::Headers {
+            names: &["X-Mandrill-Signature"],
+            prefixes: &[""],
+            separator: None,
+        },
+        encoding: Encoding::Base64,
+        message: &[Part::Url, Part::Form],
+        timestamp: None,
+    }),
+    tolerance_secs: None,
+    // A POST carries up to 1,000 events: none for the POST (the batch
+    // splitting reads each event).
+    event_id: Absent,
+    // The body is form-encoded: no JSON pointer reads it.
+    event_type: Absent,
+    handshake: None,
+    secret: "the webhook's key (Settings, Webhooks, its Key column; text). The URL is signed too, exactly as entered in Mandrill: set the partner's `public_url` to it when it differs from API Gateway's. While adding the webhook, list `test-webhook` too (Mandrill signs its test POST with that public key), and remove it once the webhook is saved",
+    docs: "https://mailchimp.com/developer/transactional/guides/track-respond-activity-webhooks/#authenticating-webhook-requests",
+    sample: Sample {
+        headers: NO_HEADERS,
+        body: "mandrill_events=%5B%7B%22event%22%3A%22send%22%2C%22msg%22%3A%7B%22ts%22%3A1365109999%2C%22email%22%3A%22example.webhook%40mandrillapp.com%22%2C%22state%22%3A%22sent%22%2C%22_id%22%3A%22exampleaaaaaaaaaaaaaaaaaaaaaaaaa%22%7D%2C%22_id%22%3A%22exampleaaaaaaaaaaaaaaaaaaaaaaaaa%22%2C%22ts%22%3A1365111111%7D%5D",
+    },
+};
+
 pub(crate) const META: Preset = Preset {
     name: "meta",
     provider: "Meta (WhatsApp, Messenger, Instagram)",
@@ -238,6 +277,39 @@ pub(crate) const SENDGRID: Preset = Preset {
     sample: Sample {
         headers: NO_HEADERS,
         body: r#"[{"email":"hello@world.com","event":"dropped","sg_event_id":"ZHJvcC0x","timestamp":1600112492}]"#,
+    },
+};
+
+/// SparkPost (Bird) event webhooks: a JSON array of batched events,
+/// `[{"msys":{"message_event":{"type":"delivery","event_id":…,…}}},…]`.
+/// SparkPost signs nothing: a webhook authenticates with HTTP basic
+/// credentials of yours (`auth_type` `basic`) or an OAuth 2.0 bearer token
+/// SparkPost fetches from a token URL of yours (`oauth2`), which changes
+/// and which a configured secret cannot check: choose basic. SparkPost
+/// POSTs a test batch when a webhook is created or its target changed,
+/// and keeps the change only if it is answered 200: hookbox answers it as
+/// any batch (401 without the credentials).
+pub(crate) const SPARKPOST: Preset = Preset {
+    name: "sparkpost",
+    provider: "SparkPost (event webhooks)",
+    recipe: Recipe::BasicAuth,
+    tolerance_secs: None,
+    // The batch's id, the same on SparkPost's retries of the batch (its
+    // API docs: for detecting duplicate batches); each event's own
+    // `event_id` is for the batch splitting.
+    event_id: Header("X-MessageSystems-Batch-ID"),
+    // A batch mixes kinds (`message_event`, `track_event`, `gen_event`…):
+    // each event's `type` is for the batch splitting.
+    event_type: Absent,
+    handshake: None,
+    secret: "`user:password` of the webhook's basic authentication (`auth_credentials`: `username`, and `password`, which SparkPost makes optional: `user:` without one)",
+    docs: "https://support.sparkpost.com/docs/tech-resources/webhook-authentication",
+    sample: Sample {
+        headers: &[(
+            "X-MessageSystems-Batch-ID",
+            "77c2b630-d712-11e4-b7cd-47b0a8e2f1f0",
+        )],
+        body: r#"[{"msys":{"message_event":{"type":"delivery","event_id":"92356927693813856","message_id":"000443ee14578172be22","rcpt_to":"recipient@example.com","timestamp":"1460989507"}}}]"#,
     },
 };
 

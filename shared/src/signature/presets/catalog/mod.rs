@@ -86,6 +86,7 @@ const NO_HEADERS: &[(&str, &str)] = &[];
 pub static PRESETS: &[Preset] = &[
     business::ACUITY_SCHEDULING,
     payments::ADYEN,
+    payments::ADYEN_STANDARD,
     business::AIRTABLE,
     payments::AIRWALLEX,
     developer::ALCHEMY,
@@ -133,6 +134,7 @@ pub static PRESETS: &[Preset] = &[
     standard::LIVEBLOCKS,
     messaging::MAILGUN,
     crm::MAILJET,
+    messaging::MANDRILL,
     payments::MAXIO,
     messaging::META,
     telephony::MICROSOFT_TEAMS,
@@ -163,6 +165,7 @@ pub static PRESETS: &[Preset] = &[
     business::SHOPIFY,
     telephony::SINCH,
     messaging::SLACK,
+    messaging::SPARKPOST,
     payments::SQUARE,
     payments::SQUARESPACE,
     standard::STANDARD_WEBHOOKS,
