@@ -513,7 +513,152 @@ async fn batch_false_keeps_one_row_per_post(adapter: Adapter) {
     assert!(row.rows[0].bool("event_id_derived").expect("derived"));
 }
 
+async fn the_acknowledgement_a_provider_expects_answers_each_2xx(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let rig = Rig::new(db.clone(), true, json!({"acknowledge": "[accepted]"})).await;
+    for (body, status) in [
+        (batch(1..=2), 200),
+        (batch(1..=2), 200),
+        ("[]".to_owned(), 400),
+    ] {
+        let r = rig.post(&body).await;
+        assert_eq!(r.status, status, "{r:?}");
+        match r.handshake.as_deref() {
+            Some(answer) => {
+                assert_eq!(status, 200, "only a 2xx is acknowledged");
+                assert_eq!(answer.status, 200);
+                assert_eq!(answer.body, b"[accepted]");
+                assert_eq!(answer.content_type, Some("text/plain"));
+            }
+            None => assert_eq!(status, 400, "a refusal stays JSON: {r:?}"),
+        }
+    }
+    assert_eq!(
+        count(db.as_ref(), "SELECT count(*) AS n FROM inbox").await,
+        2
+    );
+}
+
+/// Ingest for one partner `name` configured as `partner`, nothing routed.
+fn plain_ingest(
+    db: Arc<dyn Database>,
+    name: &str,
+    partner: serde_json::Value,
+) -> (Ingest, MemoryQueue) {
+    let clock = Arc::new(ManualClock::new(common::t0()));
+    let queue = MemoryQueue::new(MemoryQueueConfig::default(), clock.clone());
+    let cfg = HookboxConfig::parse(&json!({"partners": {name: partner}}).to_string(), "test")
+        .expect("config");
+    let ingest = Ingest::new(
+        Arc::new(ConfigStore::fixed(cfg, clock.clone())),
+        db,
+        Arc::new(queue.clone()),
+        Arc::new(MemoryBlobStore::new()),
+        clock,
+    );
+    (ingest, queue)
+}
+
+/// Four items of Adyen's Python library's tests, each signed on its own.
+const ADYEN_SLASHES: &str = include_str!("presets/adyen_standard_slashes.json");
+const ADYEN_SLASHES_KEY: &str = "74F490DD33F7327BAECC88B2947C011FC02D014A473AAA33A8EC93E4DC069174";
+
+async fn adyen_items_are_each_verified_stored_and_acknowledged(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let (ingest, queue) = plain_ingest(
+        db.clone(),
+        "adyen",
+        json!({"preset": "adyen-standard", "secrets": [ADYEN_SLASHES_KEY]}),
+    );
+    let post = |body: String| {
+        let ingest = &ingest;
+        async move {
+            let request = IngestRequest {
+                partner: "adyen",
+                headers: Headers::from_pairs([("content-type", "application/json")]),
+                body: body.as_bytes(),
+                url: None,
+            };
+            ingest.handle(&request, &mut Metrics::new()).await
+        }
+    };
+    // one forged item refuses the whole POST, naming it; nothing stored
+    let mut forged: serde_json::Value = serde_json::from_str(ADYEN_SLASHES).expect("json");
+    forged["notificationItems"][2]["NotificationRequestItem"]["amount"]["value"] = json!(99999);
+    let r = post(forged.to_string()).await;
+    assert_eq!(r.status, 401, "{r:?}");
+    assert!(r.handshake.is_none(), "a refusal is not acknowledged");
+    assert!(
+        r.body["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("item #2")),
+        "{r:?}"
+    );
+    assert_eq!(
+        count(db.as_ref(), "SELECT count(*) AS n FROM inbox").await,
+        0
+    );
+
+    // the real POST: each item its own row, acknowledged as Adyen expects
+    let r = post(ADYEN_SLASHES.to_owned()).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(counts(&r), (4, 4, 0));
+    let answer = r.handshake.as_deref().expect("acknowledged");
+    assert_eq!(answer.body, b"[accepted]");
+    assert_eq!(queue.len(), 4);
+    let items: serde_json::Value = serde_json::from_str(ADYEN_SLASHES).expect("json");
+    let rows = db
+        .execute(
+            &sql(
+                "SELECT event_id, event_type, convert_from(body, 'UTF8') AS body FROM inbox
+                   ORDER BY id",
+            ),
+            &params! {},
+        )
+        .await
+        .expect("rows")
+        .rows;
+    for (i, row) in rows.iter().enumerate() {
+        let item = &items["notificationItems"][i]["NotificationRequestItem"];
+        let id = format!(
+            "{}:{}:{}",
+            item["pspReference"].as_str().expect("psp"),
+            item["eventCode"].as_str().expect("code"),
+            item["success"].as_str().expect("success")
+        );
+        assert_eq!(row.text("event_id").expect("id"), id);
+        assert_eq!(row.text("event_type").expect("type"), item["eventCode"]);
+        let stored: serde_json::Value =
+            serde_json::from_str(&row.text("body").expect("body")).expect("json");
+        assert_eq!(&stored, item, "the item itself is the event");
+    }
+    // Adyen resends: duplicates, still acknowledged
+    let r = post(ADYEN_SLASHES.to_owned()).await;
+    assert_eq!(counts(&r), (4, 0, 4));
+    assert!(r.handshake.is_some());
+}
+
+#[test]
+fn an_acknowledgement_is_short_printable_text() {
+    for bad in [json!(""), json!("a\nb"), json!("x".repeat(257))] {
+        let text = json!({
+            "partners": {"p": {"preset": "hubspot", "secrets": ["s"], "acknowledge": bad}}
+        })
+        .to_string();
+        let e = HookboxConfig::parse(&text, "test").expect_err("refused");
+        assert!(e.to_string().contains("acknowledge"), "{e}");
+    }
+    // the preset that needs one has it; the others answer JSON
+    assert_eq!(
+        hookbox::config::acknowledgement_of_preset("adyen-standard"),
+        Some("[accepted]")
+    );
+    assert_eq!(hookbox::config::acknowledgement_of_preset("hubspot"), None);
+}
+
 for_each_adapter!(
+    adyen_items_are_each_verified_stored_and_acknowledged,
+    the_acknowledgement_a_provider_expects_answers_each_2xx,
     a_batch_stores_each_new_event_once_in_one_statement_and_forwards_by_its_type,
     without_forwarding_at_ingest_each_new_event_is_enqueued_and_processed,
     a_batch_that_is_not_what_its_declaration_says_stores_nothing,

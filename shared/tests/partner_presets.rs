@@ -381,12 +381,10 @@ async fn a_signed_post_to_a_provider_whose_handshake_is_a_get_is_stored(adapter:
         let (_, kind) = rig.row(&r).await;
         // a provider that batches (Meta's entries): the first event's type
         let expected = match hookbox::config::batch::of_preset(partner) {
-            Some(batch) => {
-                hookbox::inbox::split::split(&batch, preset.sample.body.as_bytes())
-                    .expect("the sample splits")[0]
-                    .event_type
-                    .clone()
-            }
+            Some(batch) => hookbox::inbox::split::split(&batch, preset.sample.body.as_bytes())
+                .expect("the sample splits")[0]
+                .event_type
+                .clone(),
             None => preset.event_type(&Headers::new(), preset.sample.body.as_bytes()),
         };
         assert_eq!(kind, expected, "{partner}");

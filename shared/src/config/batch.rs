@@ -323,5 +323,21 @@ mod tests {
             assert!(of_preset(name).is_some(), "{name}");
         }
         assert_eq!(of_preset("stripe"), None);
+        // each names a preset of the registry, and no other preset batches
+        let batching: Vec<&str> = crate::signature::presets::names()
+            .filter(|name| of_preset(name).is_some())
+            .collect();
+        let mut want = vec![
+            "adyen-standard",
+            "hubspot",
+            "mandrill",
+            "meta",
+            "sendgrid",
+            "sparkpost",
+        ];
+        let mut got = batching.clone();
+        got.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(got, want);
     }
 }

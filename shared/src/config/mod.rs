@@ -85,7 +85,7 @@ pub use destination::{
 };
 pub use partner::{
     DEFAULT_KEEP_HEADERS, DEFAULT_MAX_BODY_BYTES, EventIdSource, FieldSource, GetRefused,
-    MAX_MAX_BODY_BYTES, Partner,
+    MAX_ACKNOWLEDGE_BYTES, MAX_MAX_BODY_BYTES, Partner, acknowledgement_of_preset,
 };
 pub use secrets_manager::{SecretStore, SecretsManager};
 pub use source::ConfigSource;

@@ -200,6 +200,23 @@ pub struct Partner {
     /// preset's. `event_id`, `event_type` and `ordering_key` above then
     /// describe nothing (a partner refuses them beside a batch).
     pub batch: Option<Batch>,
+    /// The body its provider expects with a 2xx, sent as `text/plain`
+    /// instead of hookbox's JSON (Adyen's `[accepted]`): its own
+    /// `"acknowledge"`, else its preset's ([`acknowledgement_of_preset`]).
+    pub acknowledge: Option<String>,
+}
+
+/// Longest `"acknowledge"` accepted.
+pub const MAX_ACKNOWLEDGE_BYTES: usize = 256;
+
+/// The body a provider expects with a 2xx, by preset name: Adyen's
+/// standard notifications are acknowledged with `[accepted]`
+/// (https://docs.adyen.com/development-resources/webhooks/#accept-webhooks).
+pub fn acknowledgement_of_preset(preset: &str) -> Option<&'static str> {
+    match preset {
+        "adyen-standard" => Some("[accepted]"),
+        _ => None,
+    }
 }
 
 impl fmt::Debug for Partner {
@@ -225,6 +242,7 @@ impl fmt::Debug for Partner {
             )
             .field("enroll_key", &self.enroll_key)
             .field("batch", &self.batch)
+            .field("acknowledge", &self.acknowledge)
             .finish_non_exhaustive()
     }
 }
@@ -319,6 +337,8 @@ pub(super) struct RawPartner {
     enroll_key: Option<String>,
     #[serde(default)]
     batch: Option<RawBatchChoice>,
+    #[serde(default)]
+    acknowledge: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -533,6 +553,26 @@ impl RawPartner {
                 ));
             }
         }
+        let acknowledge = match self.acknowledge {
+            Some(text)
+                if text.is_empty()
+                    || text.len() > MAX_ACKNOWLEDGE_BYTES
+                    || text.chars().any(char::is_control) =>
+            {
+                return Err(partner_error(
+                    name,
+                    "acknowledge",
+                    format!(
+                        "is the text a 2xx carries: 1 to {MAX_ACKNOWLEDGE_BYTES} bytes, no \
+                         control characters"
+                    ),
+                ));
+            }
+            Some(text) => Some(text),
+            None => preset
+                .and_then(|p| acknowledgement_of_preset(p.name))
+                .map(str::to_owned),
+        };
         let event_id = match self.event_id {
             Some(raw) => match raw.field(name, "event_id", false)? {
                 FieldSource::Header(h) => EventIdSource::Header(h),
@@ -665,6 +705,7 @@ impl RawPartner {
             verify_tokens: self.verify_tokens.into_iter().map(Secret::new).collect(),
             enroll_key,
             batch,
+            acknowledge,
         })
     }
 }

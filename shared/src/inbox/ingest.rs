@@ -128,7 +128,9 @@ pub struct IngestResponse {
     pub retry_after: Option<u64>,
     /// What happened.
     pub outcome: Outcome,
-    /// A handshake's answer, sent as it is instead of `body`.
+    /// An answer sent as it is instead of `body`: a handshake's, or the
+    /// acknowledgement a provider expects with a 2xx (the partner's
+    /// `acknowledge`: Adyen's `[accepted]`).
     pub handshake: Option<Box<HandshakeAnswer>>,
     /// The secret a handshake handed over (Asana's), sealed to the
     /// partner's `enroll_key`; also logged. Never sent to the partner.
@@ -371,6 +373,32 @@ impl Ingest {
 
     async fn handle_inner(&self, request: &IngestRequest<'_>) -> IngestResponse {
         let config = self.config.current().await;
+        let response = self.answer(&config, request).await;
+        match config
+            .partner(request.partner)
+            .and_then(|p| p.acknowledge.as_deref())
+        {
+            // the provider's expected acknowledgement of what it sent
+            Some(text) if response.handshake.is_none() && (200..300).contains(&response.status) => {
+                IngestResponse {
+                    handshake: Some(Box::new(HandshakeAnswer {
+                        status: response.status,
+                        content_type: Some("text/plain"),
+                        headers: vec![("X-Content-Type-Options", "nosniff".to_owned())],
+                        body: text.as_bytes().to_vec(),
+                    })),
+                    ..response
+                }
+            }
+            _ => response,
+        }
+    }
+
+    async fn answer(
+        &self,
+        config: &crate::config::HookboxConfig,
+        request: &IngestRequest<'_>,
+    ) -> IngestResponse {
         let Some(partner) = config.partner(request.partner) else {
             tracing::info!(partner = %request.partner, "unknown partner");
             return IngestResponse::rejected(404, "unknown_partner", "no such partner");
