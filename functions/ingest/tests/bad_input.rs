@@ -301,7 +301,11 @@ impl Partners {
         let p = self.0["partners"]
             .get(partner)
             .unwrap_or(&self.0["partners"]["demo"]);
-        let scheme = p["signature"]["scheme"].as_str().expect("scheme");
+        // a preset partner (adyen: signed inside the body) by its preset
+        let scheme = p["signature"]["scheme"]
+            .as_str()
+            .or(p["preset"].as_str())
+            .expect("scheme or preset");
         let secret = p["secrets"][0].as_str().expect("secret");
         (scheme.to_string(), secret.to_string())
     }
