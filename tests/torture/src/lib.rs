@@ -9,7 +9,8 @@
 //!    tenants' endpoints (`tenants.rs`: added, rotated, disabled, enabled,
 //!    deleted);
 //! 1. partners send the webhooks due now (signed; `sw`: Standard Webhooks,
-//!    `gh`: GitHub), each answer recorded; a 5xx or a crash is resent a
+//!    `gh`: GitHub; `bt`: POSTs of many events, some resent regrouped,
+//!    [`batched`]), each answer recorded; a 5xx or a crash is resent a
 //!    minute later, like a partner would;
 //! 2. two processor invocations receive and process a batch each at once
 //!    (a crash leaves its messages to the queue's visibility timeout);
@@ -25,6 +26,7 @@
 //! failing run returns its seed and the command to replay.
 
 pub mod aws;
+mod batched;
 mod db;
 mod exact;
 pub mod faults;
@@ -40,7 +42,7 @@ mod tenants;
 
 pub use scenario::Scenario;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -273,6 +275,22 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
             .or_default()
             .push((i, 100));
     }
+    // the batched partner's POSTs, spread over the sending steps (a
+    // regrouped resend after its original)
+    let batches = batched::Batches::plan(scenario.seed, scenario.batched_events);
+    // (a generator of its own: the rest of the scenario draws what it drew
+    // before the batched partner existed)
+    let mut batch_rng = fastrand::Rng::with_seed(scenario.seed ^ 0xba7c);
+    let mut batch_plan: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+    for p in 0..batches.posts.len() {
+        let at = if batches.posts[p].id.ends_with("-regrouped") {
+            send_steps + batch_rng.i64(0..60)
+        } else {
+            batch_rng.i64(0..send_steps)
+        };
+        batch_plan.entry(at).or_default().push(p);
+    }
+    let mut batch_accepted: HashSet<usize> = HashSet::new();
     // the refusable requests, spread over the sending steps
     let mut refusals: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
     for n in 0..scenario.bad_requests {
@@ -406,6 +424,50 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
             }
         }
 
+        for p in batch_plan.remove(&step).unwrap_or_default() {
+            let post = &batches.posts[p];
+            let body = batches.body(post);
+            let headers = batched::headers(post, &body, clock.now());
+            let request = IngestRequest {
+                partner: batched::BATCHED,
+                headers: Headers::from_pairs(headers.iter().map(|(n, v)| (n.as_str(), v.as_str()))),
+                body: &body,
+                url: None,
+            };
+            let result = AssertUnwindSafe(ingest.handle(&request, &mut Metrics::new()))
+                .catch_unwind()
+                .await
+                .map(|r| r.status);
+            figures.requests += 1;
+            let answer = match result {
+                Ok(status) if (200..300).contains(&status) => {
+                    batch_accepted.extend(post.events.iter().copied());
+                    status.to_string()
+                }
+                Ok(status) => {
+                    if status < 500 {
+                        violations
+                            .push(format!("{}: a valid batch was answered {status}", post.id));
+                    } else if !(db_down && queue_down) {
+                        violations.push(format!(
+                            "{}: answered {status} while the database or the queue was up",
+                            post.id
+                        ));
+                    }
+                    plan_resend(&mut batch_plan, step, p);
+                    status.to_string()
+                }
+                Err(_) => {
+                    plan_resend(&mut batch_plan, step, p);
+                    "crash".to_owned()
+                }
+            };
+            *figures
+                .answers
+                .entry(format!("batch {answer}"))
+                .or_default() += 1;
+        }
+
         for n in refusals.remove(&step).unwrap_or_default() {
             let victim = &hooks[n % hooks.len()];
             let request = refusable(scenario.seed, n, clock.now(), victim);
@@ -465,6 +527,7 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
         clock.advance(TimeDelta::seconds(STEP_S));
         step += 1;
         if plan.is_empty()
+            && batch_plan.is_empty()
             && step > send_steps
             && step > outages::last_end(&outages)
             && step > outages::last_end(&aws_outages)
@@ -540,6 +603,14 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
         &mut violations,
     )
     .await;
+    batched::check(
+        db.as_ref(),
+        &batches,
+        &batch_accepted,
+        &mut figures,
+        &mut violations,
+    )
+    .await;
     tenant_ledger::check_tenants(
         db.as_ref(),
         &tenants,
@@ -558,4 +629,10 @@ pub async fn run(adapter: Adapter, scenario: &Scenario) -> Result<Figures, Box<F
             figures,
         }))
     }
+}
+
+/// A POST answered 5xx or crashed: sent again a minute later, as a
+/// provider would.
+fn plan_resend(plan: &mut BTreeMap<i64, Vec<usize>>, step: i64, post: usize) {
+    plan.entry(step + 6).or_default().push(post);
 }

@@ -9,8 +9,8 @@ use hookbox::store::{Statement, Transaction};
 
 use crate::{aws, scenario, tenants};
 
-/// The business handler: partner `fw` forwarded by its routes (what ingest
-/// did not forward itself); for the others, the example orders domain, whose outbox rows go
+/// The business handler: partners `fw` and `bt` forwarded by their routes
+/// (what ingest did not forward itself); for the others, the example orders domain, whose outbox rows go
 /// to `erp` for partner `sw` and to the gone destination for `gh`; the
 /// processed `sw` events of one order in five ([`aws::fans_out`]) also go
 /// to the EventBridge bus and the FIFO queue (aggregate: the order, so the
@@ -36,7 +36,8 @@ impl BusinessHandler for Router {
         event: &InboxEvent<'_>,
         tx: &dyn Transaction,
     ) -> Result<Outcome, HandlerError> {
-        if event.row.partner == scenario::FORWARDED {
+        if event.row.partner == scenario::FORWARDED || event.row.partner == crate::batched::BATCHED
+        {
             return self.routing.handle(event, tx).await;
         }
         let outcome = if event.row.partner == "gh" {

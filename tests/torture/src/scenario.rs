@@ -52,6 +52,9 @@ pub struct Scenario {
     /// Changes to tenants' endpoints (added, rotated, disabled, enabled,
     /// deleted), one a step while the database is up, between relay runs.
     pub endpoint_changes: usize,
+    /// Events the batched partner sends in POSTs of 1 to 8
+    /// ([`crate::batched`]).
+    pub batched_events: usize,
 }
 
 impl Scenario {
@@ -68,6 +71,7 @@ impl Scenario {
             receiver_fail_pct: 20,
             bad_requests: webhooks / 20,
             endpoint_changes: webhooks / 20,
+            batched_events: webhooks / 4,
         }
     }
 }
@@ -104,6 +108,8 @@ pub(crate) fn config(aws: serde_json::Value) -> HookboxConfig {
                 "event_id": {"header": "x-github-delivery"},
                 "event_type": "/type"
             },
+            // many events per POST, each forwarded by the routes
+            crate::batched::BATCHED: crate::batched::partner(),
             // forwarded by routes (at ingest, else by the processor): every
             // event to fw-a, the order.* ones to fw-b too
             FORWARDED: {
