@@ -545,7 +545,17 @@ fn plain_ingest(
     name: &str,
     partner: serde_json::Value,
 ) -> (Ingest, MemoryQueue) {
-    let clock = Arc::new(ManualClock::new(common::t0()));
+    plain_ingest_at(db, name, partner, common::t0())
+}
+
+/// [`plain_ingest`] with its clock at `now`.
+fn plain_ingest_at(
+    db: Arc<dyn Database>,
+    name: &str,
+    partner: serde_json::Value,
+    now: chrono::DateTime<chrono::Utc>,
+) -> (Ingest, MemoryQueue) {
+    let clock = Arc::new(ManualClock::new(now));
     let queue = MemoryQueue::new(MemoryQueueConfig::default(), clock.clone());
     let cfg = HookboxConfig::parse(&json!({"partners": {name: partner}}).to_string(), "test")
         .expect("config");
@@ -638,6 +648,122 @@ async fn adyen_items_are_each_verified_stored_and_acknowledged(adapter: Adapter)
     assert!(r.handshake.is_some());
 }
 
+/// SendGrid's Event Webhook vector of sendgrid/sendgrid-python
+/// (test/unit/test_eventwebhook.py): an array, ECDSA-signed with its
+/// timestamp.
+const SENDGRID_BODY: &str = "[{\"email\":\"hello@world.com\",\"event\":\"dropped\",\"reason\":\"Bounced Address\",\"sg_event_id\":\"ZHJvcC0xMDk5NDkxOS1MUnpYbF9OSFN0T0doUTRrb2ZTbV9BLTA\",\"sg_message_id\":\"LRzXl_NHStOGhQ4kofSm_A.filterdrecv-p3mdw1-756b745b58-kmzbl-18-5F5FC76C-9.0\",\"smtp-id\":\"<LRzXl_NHStOGhQ4kofSm_A@ismtpd0039p1iad1.sendgrid.net>\",\"timestamp\":1600112492}]\r\n";
+const SENDGRID_KEY: &str = "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE83T4O/n84iotIvIW4mdBgQ/7dAfSmpqIM8kF9mN1flpVKS3GRqe62gw+2fNNRaINXvVpiglSI8eNEc6wEA3F+g==";
+const SENDGRID_SIGNATURE: &str = "MEUCIGHQVtGj+Y3LkG9fLcxf3qfI10QysgDWmMOVmxG0u6ZUAiEAyBiXDWzM+uOe5W0JuG+luQAbPIqHh89M15TluLtEZtM=";
+
+async fn sendgrid_and_meta_batches_split_as_their_providers_send_them(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    // SendGrid: its SDK's signed array, each event by its sg_event_id
+    let at = chrono::DateTime::from_timestamp(1_600_112_502, 0).expect("time");
+    let (sendgrid, _) = plain_ingest_at(
+        db.clone(),
+        "sendgrid",
+        json!({"preset": "sendgrid", "secrets": [SENDGRID_KEY]}),
+        at,
+    );
+    let headers = [
+        ("X-Twilio-Email-Event-Webhook-Signature", SENDGRID_SIGNATURE),
+        ("X-Twilio-Email-Event-Webhook-Timestamp", "1600112502"),
+        ("content-type", "application/json"),
+    ];
+    let send = |body: &'static str| {
+        let sendgrid = &sendgrid;
+        async move {
+            let request = IngestRequest {
+                partner: "sendgrid",
+                headers: Headers::from_pairs(headers),
+                body: body.as_bytes(),
+                url: None,
+            };
+            sendgrid.handle(&request, &mut Metrics::new()).await
+        }
+    };
+    let r = send(SENDGRID_BODY).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(counts(&r), (1, 1, 0));
+    let row = db
+        .execute(
+            &sql("SELECT event_id, event_type, ordering_key FROM inbox WHERE partner = 'sendgrid'"),
+            &params! {},
+        )
+        .await
+        .expect("row")
+        .rows;
+    assert_eq!(
+        row[0].text("event_id").expect("id"),
+        "ZHJvcC0xMDk5NDkxOS1MUnpYbF9OSFN0T0doUTRrb2ZTbV9BLTA"
+    );
+    assert_eq!(row[0].text("event_type").expect("type"), "dropped");
+    assert!(
+        row[0]
+            .text("ordering_key")
+            .expect("key")
+            .starts_with("LRzXl_NHStOGhQ4kofSm_A.")
+    );
+    // other bytes under the same signature: refused, nothing more stored
+    let r = send("[{\"email\":\"hello@world.com\",\"event\":\"dropped\"}]\r\n").await;
+    assert_eq!(r.status, 401, "{r:?}");
+
+    // Meta (WhatsApp): each entry its own event, typed by its change's field
+    let (meta, _) = plain_ingest(
+        db.clone(),
+        "meta",
+        json!({"preset": "meta", "secrets": ["meta-app-secret"], "verify_tokens": ["tok-1"]}),
+    );
+    let body = r#"{"object":"whatsapp_business_account","entry":[{"id":"WABA-1","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","messages":[{"id":"wamid.1"}]}}]},{"id":"WABA-2","changes":[{"field":"message_template_status_update","value":{"event":"APPROVED"}}]}]}"#;
+    let preset = presets::get("meta").expect("preset");
+    for expected in [(2, 2, 0), (2, 0, 2)] {
+        let r = common::ingest_signed_by_preset(
+            &meta,
+            "meta",
+            preset,
+            "meta-app-secret",
+            &[("content-type", "application/json")],
+            body,
+            common::t0(),
+        )
+        .await;
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_eq!(counts(&r), expected, "then a resend: duplicates");
+    }
+    let rows = db
+        .execute(
+            &sql(
+                "SELECT event_type, ordering_key, event_id_derived FROM inbox
+                   WHERE partner = 'meta' ORDER BY id",
+            ),
+            &params! {},
+        )
+        .await
+        .expect("rows")
+        .rows;
+    let got: Vec<(String, String, bool)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.text("event_type").expect("type"),
+                r.text("ordering_key").expect("key"),
+                r.bool("event_id_derived").expect("derived"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("messages".to_owned(), "WABA-1".to_owned(), true),
+            (
+                "message_template_status_update".to_owned(),
+                "WABA-2".to_owned(),
+                true
+            ),
+        ]
+    );
+}
+
 #[test]
 fn an_acknowledgement_is_short_printable_text() {
     for bad in [json!(""), json!("a\nb"), json!("x".repeat(257))] {
@@ -657,6 +783,7 @@ fn an_acknowledgement_is_short_printable_text() {
 }
 
 for_each_adapter!(
+    sendgrid_and_meta_batches_split_as_their_providers_send_them,
     adyen_items_are_each_verified_stored_and_acknowledged,
     the_acknowledgement_a_provider_expects_answers_each_2xx,
     a_batch_stores_each_new_event_once_in_one_statement_and_forwards_by_its_type,

@@ -15,6 +15,7 @@
 //! `report` (figures → Markdown), `machine`, `pg` (the durable cluster and
 //! pgbench), `counting`, `stats`.
 
+mod batches;
 mod calls;
 mod coldstart;
 mod cost;
@@ -75,7 +76,7 @@ struct Args {
     /// databases (every prepared statement planned for its parameters).
     #[arg(long)]
     custom_plans: bool,
-    /// Only these sections (ingest, processor, relay, relay-aws, tenants, signatures,
+    /// Only these sections (ingest, processor, relay, relay-aws, tenants, batches, signatures,
     /// calls, forwarding, e2e, coldstart), comma-separated; for working on one.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -96,6 +97,7 @@ struct Plan {
     e2e_seconds: f64,
     e2e_drain: Duration,
     tenants: tenants::Sizes,
+    batch_rounds: usize,
 }
 
 const QUICK: Plan = Plan {
@@ -110,6 +112,7 @@ const QUICK: Plan = Plan {
     e2e_seconds: 1.5,
     e2e_drain: Duration::from_secs(20),
     tenants: tenants::QUICK,
+    batch_rounds: 3,
 };
 
 const FULL: Plan = Plan {
@@ -124,6 +127,7 @@ const FULL: Plan = Plan {
     e2e_seconds: 10.0,
     e2e_drain: Duration::from_secs(60),
     tenants: tenants::FULL,
+    batch_rounds: 21,
 };
 
 const E2E_RATES: [f64; 3] = [50.0, 200.0, 1_000.0];
@@ -305,6 +309,14 @@ async fn main() -> anyhow::Result<()> {
         cost.calls = [per.ingest, per.processor, per.relay_batch];
         cost.relay_batch_rows = per.relay_rows_per_batch.max(relay::BATCH as f64);
         have[3] = true;
+    }
+    if let Some((figures, note)) = section!(
+        "batches",
+        batches::SECTION,
+        batches::run(&bench, plan.batch_rounds)
+    ) {
+        report.figures.extend(figures);
+        report.notes.push((batches::SECTION, note));
     }
     if let Some((figures, note, per)) =
         section!("forwarding", forwarding::SECTION, forwarding::run(&bench))
