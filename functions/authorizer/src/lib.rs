@@ -33,6 +33,7 @@ use hookbox::config::ConfigStore;
 use hookbox::inbox::ingest::signature_reason;
 use hookbox::metrics::Metrics;
 use hookbox::signature::Headers;
+use hookbox::signature::presets::GetRequest;
 use hookbox::startup::{Startup, StartupError};
 
 /// Why a request was denied (the metric and log reason).
@@ -56,6 +57,24 @@ pub fn event_from_json(
         tracing::warn!(headers = ?dropped, "header values no HTTP library takes were dropped");
     }
     serde_json::from_value(json)
+}
+
+/// Every value of every header, as ingest reads them: API Gateway puts
+/// only the LAST value of a repeated header in `headers`, the others are in
+/// `multiValueHeaders`. Reading `headers` alone let a signature header
+/// repeated with different values (ambiguous: malformed, see
+/// docs/signatures.md) through to ingest's 401 instead of a Deny here
+/// (corpus case `sw_repeated_signature_different_values`).
+fn all_headers(event: &ApiGatewayCustomAuthorizerRequestTypeRequest) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for (n, v) in event.headers.iter().chain(event.multi_value_headers.iter()) {
+        let Ok(v) = v.to_str() else { continue };
+        let pair = (n.as_str().to_string(), v.to_string());
+        if !pairs.contains(&pair) {
+            pairs.push(pair);
+        }
+    }
+    pairs
 }
 
 /// The query parameters of the request, every value of each (API Gateway
@@ -140,27 +159,20 @@ impl Authorizer {
                     .iter()
                     .map(|(k, v)| (k.as_str(), v.as_str()))
                     .collect();
-                return match partner.answer_get(&pairs) {
+                let header_pairs = all_headers(event);
+                let headers =
+                    Headers::from_pairs(header_pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+                return match partner.answer_get(&GetRequest {
+                    query: &pairs,
+                    headers: &headers,
+                }) {
                     Ok(_) => (Decision::Allow, partner_name),
                     Err(e) => (Decision::Deny(e.status_and_code().1), partner_name),
                 };
             }
             Some(_) => return (Decision::Deny("method_not_allowed"), partner_name),
         }
-        // Every value of every header, as ingest reads them: API Gateway puts
-        // only the LAST value of a repeated header in `headers`, the others
-        // are in `multiValueHeaders`. Reading `headers` alone let a signature
-        // header repeated with different values (ambiguous: malformed, see
-        // docs/signatures.md) through to ingest's 401 instead of a Deny here
-        // (corpus case `sw_repeated_signature_different_values`).
-        let mut pairs: Vec<(String, String)> = Vec::new();
-        for (n, v) in event.headers.iter().chain(event.multi_value_headers.iter()) {
-            let Ok(v) = v.to_str() else { continue };
-            let pair = (n.as_str().to_string(), v.to_string());
-            if !pairs.contains(&pair) {
-                pairs.push(pair);
-            }
-        }
+        let pairs = all_headers(event);
         let headers = Headers::from_pairs(pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())));
         // Asana's unsigned first request, which hands the signing secret
         // over: through only while the partner enrols (ingest seals it)

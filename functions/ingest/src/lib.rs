@@ -178,13 +178,20 @@ impl IngestFunction {
     ) -> (IngestResponse, Metrics) {
         let mut metrics = Metrics::new();
         if event.http_method == Method::GET {
-            // only a provider's GET handshake (Meta, Dropbox); no body
+            // only a provider's GET handshake (Meta, Dropbox, Okta, X); no
+            // body
             let query = query_pairs(event);
             let pairs: Vec<(&str, &str)> = query
                 .iter()
                 .map(|(k, v)| (k.as_str(), v.as_str()))
                 .collect();
-            let response = self.ingest.handle_get(partner, &pairs, &mut metrics).await;
+            let header_pairs = header_pairs(event);
+            let headers =
+                Headers::from_pairs(header_pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+            let response = self
+                .ingest
+                .handle_get(partner, &pairs, &headers, &mut metrics)
+                .await;
             return (response, metrics);
         }
         let raw = event.body.clone().unwrap_or_default();

@@ -11,7 +11,7 @@ use super::batch::{self, Batch, RawBatchChoice};
 use super::enroll::EnrollKey;
 use super::route::{MAX_ROUTES, RawRoute, Route, Unrouted};
 use super::{ConfigError, is_name};
-use crate::signature::presets::{self, Handshake, HandshakeAnswer, HandshakeError};
+use crate::signature::presets::{self, GetRequest, Handshake, HandshakeAnswer, HandshakeError};
 use crate::signature::{SchemeConfig, SchemeKind, Secret, Verifier};
 
 /// Largest `max_body_bytes` accepted, and the default: the largest body the
@@ -253,7 +253,7 @@ pub enum GetRefused {
     /// The partner's provider has no GET handshake: its URL takes POST only.
     #[error(
         "partner {partner} takes POST only: a GET answers only the handshake of a provider \
-         that sends one (meta, dropbox)"
+         that sends one (meta, dropbox, okta, x-activity)"
     )]
     NoGetHandshake {
         /// The partner.
@@ -278,14 +278,18 @@ impl GetRefused {
 }
 
 impl Partner {
-    /// The answer to a GET with these (decoded) query parameters: only the
-    /// handshake of a provider that sends one by GET, checked as
-    /// [`Handshake::answer_get`] checks it (Meta's verify token, in
-    /// constant time). The authorizer lets a GET through only when this
-    /// answers; ingest answers it again, so neither trusts the other.
-    pub fn answer_get(&self, query: &[(&str, &str)]) -> Result<HandshakeAnswer, GetRefused> {
+    /// The answer to a GET (its decoded query parameters and headers):
+    /// only the handshake of a provider that sends one by GET, checked as
+    /// [`Handshake::answer_get_request`] checks it (Meta's verify token,
+    /// Okta's authentication header against the partner's secrets, X's CRC
+    /// signed with them; in constant time). The authorizer lets a GET
+    /// through only when this answers; ingest answers it again, so neither
+    /// trusts the other.
+    pub fn answer_get(&self, request: &GetRequest<'_, '_>) -> Result<HandshakeAnswer, GetRefused> {
         match self.handshake.filter(|handshake| handshake.is_get()) {
-            Some(handshake) => Ok(handshake.answer_get(query, &self.verify_tokens)?),
+            Some(handshake) => {
+                Ok(handshake.answer_get_request(request, &self.verify_tokens, &self.secrets)?)
+            }
             None => Err(GetRefused::NoGetHandshake {
                 partner: self.name.clone(),
             }),

@@ -34,7 +34,7 @@ use crate::config::enroll::{EnrollFailed, Enrolled};
 use crate::config::{ConfigStore, Partner};
 use crate::metrics::{Metrics, Unit};
 use crate::queue::Queue;
-use crate::signature::presets::HandshakeAnswer;
+use crate::signature::presets::{GetRequest, HandshakeAnswer};
 use crate::signature::{Headers, SignatureError, SignedRequest};
 use crate::store::Database;
 
@@ -331,13 +331,15 @@ impl Ingest {
 
     /// Answers a GET to `partner`'s webhook URL: only the handshake of a
     /// provider that sends one by GET (Meta's `hub.challenge` with its
-    /// verify token, Dropbox's `challenge`), as
+    /// verify token, Dropbox's `challenge`, Okta's verification challenge
+    /// with its authentication header, X's CRC), as
     /// [`Partner::answer_get`](crate::config::Partner::answer_get) decides;
     /// nothing is stored. `query`: the decoded query parameters.
     pub async fn handle_get(
         &self,
         partner: &str,
         query: &[(&str, &str)],
+        headers: &Headers<'_>,
         metrics: &mut Metrics,
     ) -> IngestResponse {
         let config = self.config.current().await;
@@ -346,7 +348,7 @@ impl Ingest {
                 tracing::info!(partner = %partner, "unknown partner");
                 IngestResponse::rejected(404, "unknown_partner", "no such partner")
             }
-            Some(partner) => match partner.answer_get(query) {
+            Some(partner) => match partner.answer_get(&GetRequest { query, headers }) {
                 Ok(answer) => {
                     tracing::info!(partner = %partner.name, "GET handshake answered");
                     IngestResponse::handshake(answer)

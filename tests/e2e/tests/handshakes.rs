@@ -22,6 +22,8 @@ const TWITCH_SECRET: &str = "twitch-subscription-secret";
 const META_APP_SECRET: &str = "meta-app-secret";
 const META_VERIFY_TOKEN: &str = "meatyhamhock";
 const DROPBOX_APP_SECRET: &str = "dropbox-app-secret";
+const OKTA_SECRET: &str = "okta-hook-authentication-value";
+const X_SECRET: &str = "x-consumer-secret";
 /// Discord signs with the application's private key; its public key is
 /// the partner's secret.
 const DISCORD_SEED: [u8; 32] = [7; 32];
@@ -93,12 +95,25 @@ impl Client {
 
     /// GETs `partner`'s webhook URL with `query` (sent encoded).
     async fn get(&self, partner: &str, query: &[(&str, &str)]) -> Answer {
+        self.get_with(partner, query, &[]).await
+    }
+
+    /// A GET with `headers` too (Okta's challenge and authentication).
+    async fn get_with(
+        &self,
+        partner: &str,
+        query: &[(&str, &str)],
+        headers: &[(&str, &str)],
+    ) -> Answer {
         let query = form_urlencoded::Serializer::new(String::new())
             .extend_pairs(query)
             .finish();
-        let request = self
+        let mut request = self
             .http
             .get(format!("{}/webhooks/{partner}?{query}", self.base));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
         answer(request.send().await.expect("GET")).await
     }
 }
@@ -133,6 +148,8 @@ async fn handshakes_on_the_local_stack(data_api: bool) {
                               "verify_tokens": ["old-token", META_VERIFY_TOKEN]});
     partners["dropbox"] = json!({"signature": {"scheme": "preset", "name": "dropbox"},
                                  "secrets": [DROPBOX_APP_SECRET]});
+    partners["okta"] = json!({"preset": "okta", "secrets": ["old-okta-value", OKTA_SECRET]});
+    partners["x"] = json!({"preset": "x-activity", "secrets": [X_SECRET]});
     let operator = hookbox::config::enroll::EnrollPrivateKey::generate();
     partners["asana"] = json!({"preset": "asana", "enroll_key": operator.public().to_base64()});
     partners["asana-enrolled"] = json!({"preset": "asana", "secrets": [ASANA_SECRET]});
@@ -260,6 +277,50 @@ async fn handshakes_on_the_local_stack(data_api: bool) {
         client.get("dropbox", &dropbox).await,
         text("F4bTjvZEuAu7C2yF0DhDtb0Ed6ZtWdHN")
     );
+    // Okta's one-time verification: the challenge header, answered once
+    // its authentication header is one of the partner's secrets; X's CRC,
+    // answered with the token signed by the consumer secret
+    let okta_challenge = "X5PhkuYcHW1ktEuMELEz";
+    let (status, _, _, body) = client
+        .get_with(
+            "okta",
+            &[],
+            &[
+                ("X-Okta-Verification-Challenge", okta_challenge),
+                ("Authorization", OKTA_SECRET),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let okta: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(okta, json!({"verification": okta_challenge}));
+    let (status, _, _, body) = client
+        .get_with(
+            "okta",
+            &[],
+            &[
+                ("X-Okta-Verification-Challenge", okta_challenge),
+                ("Authorization", "guessed"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+    assert!(!body.contains(okta_challenge), "{body}");
+    let (status, _, _, body) = client.get("x", &[("crc_token", "crc-abc")]).await;
+    assert_eq!(status, 200, "{body}");
+    let x_headers = hookbox::signature::Headers::new();
+    let expected = presets::Handshake::XCrc
+        .answer_get_request(
+            &presets::GetRequest {
+                query: &[("crc_token", "crc-abc")],
+                headers: &x_headers,
+            },
+            &[],
+            &[Secret::new(X_SECRET)],
+        )
+        .expect("the CRC answer");
+    assert_eq!(body.as_bytes(), expected.body.as_slice());
+    assert!(body.contains("sha256="), "{body}");
     assert_eq!(
         number(stack.db().as_ref(), "SELECT count(*) AS n FROM inbox").await,
         0,

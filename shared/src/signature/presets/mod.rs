@@ -97,7 +97,8 @@ pub enum EventField {
 
 /// A handshake a provider requires of the endpoint (its answer:
 /// [`Handshake::answer_post`], which ingest calls once the request
-/// verified, and [`Handshake::answer_get`], not routed yet).
+/// verified, and [`Handshake::answer_get_request`], which the authorizer
+/// and ingest call for a GET).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Handshake {
     /// Slack Events API: a signed POST `{"type":"url_verification",

@@ -28,9 +28,10 @@ pub fn providers_page() -> String {
          Handshakes: ingest answers the POST ones (Slack, Zoom, Twitch, Discord) once \
          they verify like the provider's events, byte for byte and without storing \
          anything; a wrongly signed one gets 401, a malformed one 400 `bad_handshake`. \
-         The GET ones (Meta, Dropbox) reach ingest only when the authorizer would answer \
-         them too: Meta's `hub.verify_token` must be one of the partner's \
-         `verify_tokens`, a challenge must be 1 to 1,024 bytes of visible ASCII; any other \
+         The GET ones (Meta, Dropbox, Okta, X) reach ingest only when the authorizer would \
+         answer them too: Meta's `hub.verify_token` must be one of the partner's \
+         `verify_tokens`, Okta's `Authorization` header one of its `secrets` (X's CRC is \
+         signed with them), a challenge must be 1 to 1,024 bytes of visible ASCII; any other \
          GET, and a GET to a partner whose provider sends none, gets API Gateway's 403. \
          Asana's first request is unsigned and hands over the secret that signs what \
          follows: it is answered only while the partner has an `enroll_key`, and the \
@@ -67,13 +68,7 @@ const NOT_PRESETS: &str = "\n## Not presets yet\n\n\
      the certificate at `SigningCertURL` (an `sns.<region>.amazonaws.com` host); the \
      subscription is confirmed by fetching `SubscribeURL`. Within AWS, subscribing an SQS \
      queue needs none of this. \
-     <https://docs.aws.amazon.com/sns/latest/dg/sns-verify-signature-of-message.html>\n\n\
-     **Handshakes not routed yet.** Okta's verification and X's CRC are GETs whose answers \
-     need the request's headers (Okta) and the partner's secrets (both): \
-     `Handshake::answer_get_request` computes them, but the authorizer and ingest call \
-     `Partner::answer_get` with the query only, so until they pass the headers and secrets \
-     such a GET is refused (400 `bad_handshake`) and the provider will not enable the \
-     webhook.\n";
+     <https://docs.aws.amazon.com/sns/latest/dg/sns-verify-signature-of-message.html>\n";
 
 fn section(preset: &Preset) -> String {
     let tolerance = preset.tolerance_secs.map_or_else(
