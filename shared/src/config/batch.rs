@@ -29,7 +29,7 @@
 use serde::Deserialize;
 
 use super::ConfigError;
-use super::partner::{FieldSource, RawEventType, check_pointer, partner_error};
+use super::field::{FieldSource, RawEventType, check_pointer, partner_error};
 
 /// Most events a batch holds unless the partner says otherwise.
 pub const DEFAULT_MAX_BATCH_EVENTS: usize = 1_000;

@@ -66,6 +66,7 @@ pub mod batch;
 mod cache;
 mod destination;
 pub mod enroll;
+mod field;
 mod partner;
 mod redact;
 pub mod route;

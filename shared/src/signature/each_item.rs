@@ -24,7 +24,7 @@ use super::error::SignatureError;
 use super::keys::{KeyUse, PreparedKey};
 use super::recipe::{Context, Part, Primitive, SCHEME, Signed, invalid_secret};
 use super::secret::Secret;
-use super::signed::{check_prepared, form_message};
+use super::signed_parts::{check_prepared, form_message};
 use super::verifier::{SignedRequest, Verified};
 
 /// The three pointers of [`SignatureAt::EachItem`](super::SignatureAt::EachItem).

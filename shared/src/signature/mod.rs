@@ -62,6 +62,7 @@ mod recipe;
 mod secret;
 mod shopify;
 mod signed;
+mod signed_parts;
 mod slack;
 mod standard_webhooks;
 mod stripe;

@@ -13,17 +13,18 @@ use super::crypto::{self, BASE64, Tag};
 use super::each_item;
 use super::error::SignatureError;
 use super::few::Few;
-use super::form::{Form, find_byte};
+use super::form::find_byte;
 use super::headers::Headers;
 use super::keys::{KeyUse, PreparedKey};
-use super::parse::{MAX_SIGNATURES, is_form_content_type};
+use super::parse::MAX_SIGNATURES;
 use super::recipe::{
     Context, KeyFormat, Part, Primitive, SCHEME, SignatureAt, Signed, TimeFormat, TimestampSource,
-    invalid_secret, malformed, missing, no_match, parse_time,
+    malformed, missing, no_match, parse_time,
 };
 use super::secret::Secret;
+use super::signed_parts::{check_prepared, form_message};
 use super::timestamp::check_tolerance;
-use super::verifier::{SignedRequest, Verified, check_secrets, match_raw_key};
+use super::verifier::{SignedRequest, Verified, match_raw_key};
 
 /// Parts of a message assembled without allocating (the longest recipe
 /// has four).
@@ -441,33 +442,6 @@ impl Signed {
     }
 }
 
-/// [`Part::Form`] of `request`: its form parameters decoded and sorted,
-/// each name then its value (none for an empty body); a body of another
-/// content type is not signed, so refused.
-pub(super) fn form_message(request: &SignedRequest<'_>) -> Result<Vec<u8>, SignatureError> {
-    let content_type = request
-        .headers
-        .unique(CONTENT_TYPE)
-        .map_err(|reason| malformed(CONTENT_TYPE, reason))?;
-    if !content_type.is_some_and(is_form_content_type) {
-        if request.body.is_empty() {
-            return Ok(Vec::new());
-        }
-        return Err(SignatureError::UnsignedBody {
-            reason: "not form-encoded, and the recipe signs the form parameters",
-        });
-    }
-    let mut form = Form::parse(request.body);
-    form.sort_and_dedup();
-    let mut message = Vec::with_capacity(request.body.len());
-    for param in form.signed() {
-        message.extend_from_slice(param);
-    }
-    Ok(message)
-}
-
-const CONTENT_TYPE: &str = "Content-Type";
-
 fn key_name(source: TimestampSource) -> &'static str {
     match source {
         TimestampSource::Header(name)
@@ -475,22 +449,6 @@ fn key_name(source: TimestampSource) -> &'static str {
         | TimestampSource::Json(name) => name,
         TimestampSource::FirstSignatureItem => "signature",
     }
-}
-
-/// Every secret prepared for `usage`, or the first that cannot be (so a
-/// bad secret is reported even when another one would have matched).
-pub(super) fn check_prepared(
-    name: &'static str,
-    usage: KeyUse,
-    secrets: &[Secret],
-) -> Result<(), SignatureError> {
-    check_secrets(SCHEME, secrets)?;
-    for (index, secret) in secrets.iter().enumerate() {
-        if let Err(reason) = secret.prepared(usage).as_ref() {
-            return Err(invalid_secret(name, index, reason));
-        }
-    }
-    Ok(())
 }
 
 /// HMAC with a key decoded from hex or base64 (kept with the secret).
