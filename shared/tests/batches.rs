@@ -12,7 +12,6 @@ mod processing_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use common::{Adapter, count, migrated_db, sql};
 use hookbox::blob::memory::MemoryBlobStore;
 use hookbox::clock::{Clock, ManualClock};
@@ -27,7 +26,7 @@ use hookbox::queue::memory::{MemoryQueue, MemoryQueueConfig};
 use hookbox::signature::Headers;
 use hookbox::signature::Secret;
 use hookbox::signature::presets::{self, Outgoing, SigningKey};
-use hookbox::store::{Database, DbError, Executor, Params, Rows, Statement, Transaction};
+use hookbox::store::Database;
 use processing_support::CountingDb;
 use serde_json::json;
 
@@ -440,33 +439,9 @@ async fn large_events_go_to_the_blob_store_and_the_rest_stay_inline(adapter: Ada
     assert_eq!(rig.delivered().await, vec![2]);
 }
 
-/// A database that is down.
-#[derive(Debug)]
-struct DownDb;
-
-#[async_trait]
-impl Executor for DownDb {
-    async fn execute(&self, statement: &Statement, _: &Params) -> Result<Rows, DbError> {
-        Err(DbError::Unavailable {
-            statement: statement.name,
-            reason: "connection refused".into(),
-        })
-    }
-}
-
-#[async_trait]
-impl Database for DownDb {
-    async fn begin(&self) -> Result<Box<dyn Transaction>, DbError> {
-        Err(DbError::Unavailable {
-            statement: "begin",
-            reason: "connection refused".into(),
-        })
-    }
-}
-
 async fn with_the_database_down_every_event_is_spooled_and_stored_once_later(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
-    let rig = Rig::with(db.clone(), Arc::new(DownDb), false, json!({})).await;
+    let rig = Rig::with(db.clone(), Arc::new(common::DownDb), false, json!({})).await;
     let body = batch([1, 2, 3, 2, 4]);
     let r = rig.post(&body).await;
     assert_eq!(r.status, 202, "{r:?}");

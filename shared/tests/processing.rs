@@ -9,7 +9,6 @@ mod processing_support;
 
 use std::time::Duration;
 
-use async_trait::async_trait;
 use chrono::TimeDelta;
 use common::{Adapter, at, count, migrated_db, sql};
 use hookbox::clock::Clock;
@@ -19,7 +18,7 @@ use hookbox::outbox;
 use hookbox::params;
 use hookbox::processing::{self, MessageOutcome, ReplayOutcome, UNREADABLE_PARTNER};
 use hookbox::queue::{Queue, QueueConsumer, Received};
-use hookbox::store::{Database, DbError, Executor, Params, Rows, Statement, Transaction};
+use hookbox::store::Executor;
 use processing_support::{DESTINATION, Harness, PARTNER, Script, new_event, order_body};
 use uuid::Uuid;
 
@@ -578,30 +577,6 @@ async fn a_lost_lease_commits_nothing_and_the_message_is_retried(adapter: Adapte
     assert_eq!(r.attempts, 2);
 }
 
-/// A database that is down.
-#[derive(Debug)]
-struct DownDb;
-
-#[async_trait]
-impl Executor for DownDb {
-    async fn execute(&self, statement: &Statement, _: &Params) -> Result<Rows, DbError> {
-        Err(DbError::Unavailable {
-            statement: statement.name,
-            reason: "connection refused".into(),
-        })
-    }
-}
-
-#[async_trait]
-impl Database for DownDb {
-    async fn begin(&self) -> Result<Box<dyn Transaction>, DbError> {
-        Err(DbError::Unavailable {
-            statement: "begin",
-            reason: "connection refused".into(),
-        })
-    }
-}
-
 async fn a_database_outage_retries_every_message_with_backoff(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
     let h = Harness::new(db.clone());
@@ -617,7 +592,7 @@ async fn a_database_outage_retries_every_message_with_backoff(adapter: Adapter) 
     .await;
     let got = h.memory.receive(10).await.expect("receive");
     let processor = processing::Processor {
-        db: &DownDb,
+        db: &common::DownDb,
         ..h.processor()
     };
     let report = processor.process_batch(&got, None).await;
@@ -659,7 +634,7 @@ async fn a_two_hour_outage_sends_no_event_to_the_dlq_and_loses_none(adapter: Ada
         .ingest_order("evt-stored", "payment.received", "o-stored")
         .await;
     let down = processing::Processor {
-        db: &DownDb,
+        db: &common::DownDb,
         ..h.processor()
     };
     let mut spooled = 0;

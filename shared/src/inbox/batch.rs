@@ -118,28 +118,16 @@ pub async fn insert_batch(
     events: &[BatchEvent],
     now: DateTime<Utc>,
 ) -> Result<Vec<Inserted>, DbError> {
-    let Some(first) = events.first() else {
-        return Ok(Vec::new());
-    };
     let ids = ordered_ids(events.len());
-    let payload: Vec<serde_json::Value> = events
+    let payload = events
         .iter()
         .zip(&ids)
         .enumerate()
         .map(|(i, (e, id))| event_json(i, *id, e))
         .collect();
-    let rows = db
-        .execute(
-            &INSERT_BATCH,
-            &params! {
-                "events" => serde_json::Value::from(payload).to_string(),
-                "partner" => first.event.partner.as_str(),
-                "headers" => first.event.headers.clone(),
-                "signature_verified" => first.event.signature_verified,
-                "now" => now,
-            },
-        )
-        .await?;
+    let Some(rows) = execute(db, &INSERT_BATCH, events, payload, now).await? else {
+        return Ok(Vec::new());
+    };
     let mut results: Vec<Option<Inserted>> = vec![None; events.len()];
     for row in &rows.rows {
         let i = index(row, events.len(), &INSERT_BATCH)?;
@@ -151,13 +139,50 @@ pub async fn insert_batch(
             });
         }
     }
-    let mut out = Vec::with_capacity(events.len());
+    fill_missing(db, results, events, Inserted::Duplicate).await
+}
+
+/// Runs `statement` over `payload` (one JSON object per event of
+/// `events`, which share a partner, headers and `signature_verified`);
+/// `None` for no event.
+async fn execute(
+    db: &dyn Executor,
+    statement: &Statement,
+    events: &[BatchEvent],
+    payload: Vec<serde_json::Value>,
+    now: DateTime<Utc>,
+) -> Result<Option<crate::store::Rows>, DbError> {
+    let Some(first) = events.first() else {
+        return Ok(None);
+    };
+    db.execute(
+        statement,
+        &params! {
+            "events" => serde_json::Value::from(payload).to_string(),
+            "partner" => first.event.partner.as_str(),
+            "headers" => first.event.headers.clone(),
+            "signature_verified" => first.event.signature_verified,
+            "now" => now,
+        },
+    )
+    .await
+    .map(Some)
+}
+
+/// `results` with each event the statement returned nothing for (a
+/// concurrent insert of the same key committed while it ran, invisible to
+/// it) looked up by its keys: `stored(id)`.
+async fn fill_missing<T>(
+    db: &dyn Executor,
+    results: Vec<Option<T>>,
+    events: &[BatchEvent],
+    stored: impl Fn(uuid::Uuid) -> T,
+) -> Result<Vec<T>, DbError> {
+    let mut out = Vec::with_capacity(results.len());
     for (result, e) in results.into_iter().zip(events) {
         out.push(match result {
             Some(result) => result,
-            None => Inserted::Duplicate(
-                stored_id(db, &e.event, e.dedupe.map(|d| d.to_vec()).into()).await?,
-            ),
+            None => stored(stored_id(db, &e.event, e.dedupe.map(|d| d.to_vec()).into()).await?),
         });
     }
     Ok(out)
@@ -202,15 +227,14 @@ pub const INSERT_BATCH_FORWARDED: Statement = Statement::new(
 /// order.
 pub async fn insert_batch_forwarded(
     db: &dyn Executor,
-    events: &[(BatchEvent, AtIngest)],
+    events: &[BatchEvent],
+    finishes: &[AtIngest],
     now: DateTime<Utc>,
 ) -> Result<Vec<Stored>, DbError> {
-    let Some((first, _)) = events.first() else {
-        return Ok(Vec::new());
-    };
     let ids = ordered_ids(events.len());
-    let payload: Vec<serde_json::Value> = events
+    let payload = events
         .iter()
+        .zip(finishes)
         .zip(&ids)
         .enumerate()
         .map(|(i, ((e, finish), id))| {
@@ -218,11 +242,11 @@ pub async fn insert_batch_forwarded(
                 AtIngest::Deliver(deliveries) => (
                     InboxStatus::Processed,
                     None,
-                    deliveries.destinations.clone(),
+                    deliveries.destinations.as_slice(),
                 ),
-                AtIngest::Drop => (InboxStatus::Processed, None, Vec::new()),
+                AtIngest::Drop => (InboxStatus::Processed, None, &[][..]),
                 AtIngest::Quarantine(reason) => {
-                    (InboxStatus::Quarantined, Some(bounded(reason)), Vec::new())
+                    (InboxStatus::Quarantined, Some(bounded(reason)), &[][..])
                 }
             };
             let mut row = event_json(i, *id, e);
@@ -232,18 +256,9 @@ pub async fn insert_batch_forwarded(
             row
         })
         .collect();
-    let rows = db
-        .execute(
-            &INSERT_BATCH_FORWARDED,
-            &params! {
-                "events" => serde_json::Value::from(payload).to_string(),
-                "partner" => first.event.partner.as_str(),
-                "headers" => first.event.headers.clone(),
-                "signature_verified" => first.event.signature_verified,
-                "now" => now,
-            },
-        )
-        .await?;
+    let Some(rows) = execute(db, &INSERT_BATCH_FORWARDED, events, payload, now).await? else {
+        return Ok(Vec::new());
+    };
     let mut results: Vec<Option<Stored>> = vec![None; events.len()];
     for row in &rows.rows {
         let i = index(row, events.len(), &INSERT_BATCH_FORWARDED)?;
@@ -273,15 +288,5 @@ pub async fn insert_batch_forwarded(
             }
         });
     }
-    let mut out = Vec::with_capacity(events.len());
-    for (result, (e, _)) in results.into_iter().zip(events) {
-        out.push(match result {
-            Some(result) => result,
-            // a concurrent insert of the same key committed while it ran
-            None => Stored::Duplicate(
-                stored_id(db, &e.event, e.dedupe.map(|d| d.to_vec()).into()).await?,
-            ),
-        });
-    }
-    Ok(out)
+    fill_missing(db, results, events, Stored::Duplicate).await
 }

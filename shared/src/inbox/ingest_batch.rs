@@ -154,8 +154,7 @@ impl Ingest {
         let result = tokio::time::timeout(self.db_deadline, async {
             match forward {
                 Some(finishes) => {
-                    let pairs: Vec<_> = stored.iter().cloned().zip(finishes).collect();
-                    insert_batch_forwarded(self.db.as_ref(), &pairs, now).await
+                    insert_batch_forwarded(self.db.as_ref(), &stored, &finishes, now).await
                 }
                 None => insert_batch(self.db.as_ref(), &stored, now)
                     .await

@@ -426,3 +426,31 @@ pub fn assert_seven_at_two_a_second(per_second: &std::collections::BTreeMap<i64,
         "7 requests at 2 a second, 2 at once, take 2.5 s: {per_second:?}"
     );
 }
+
+/// A database that is down: every call and BEGIN answer `Unavailable`.
+#[derive(Debug)]
+pub struct DownDb;
+
+#[async_trait::async_trait]
+impl hookbox::store::Executor for DownDb {
+    async fn execute(
+        &self,
+        statement: &Statement,
+        _: &hookbox::store::Params,
+    ) -> Result<hookbox::store::Rows, hookbox::store::DbError> {
+        Err(hookbox::store::DbError::Unavailable {
+            statement: statement.name,
+            reason: "connection refused".into(),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl Database for DownDb {
+    async fn begin(&self) -> Result<Box<dyn hookbox::store::Transaction>, hookbox::store::DbError> {
+        Err(hookbox::store::DbError::Unavailable {
+            statement: "begin",
+            reason: "connection refused".into(),
+        })
+    }
+}
