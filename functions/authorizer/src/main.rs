@@ -1,7 +1,9 @@
-//! Lambda entry point of the authorizer: shared startup, then the runtime loop.
+//! Lambda entry point of the authorizer: shared startup, then the runtime
+//! loop. One binary serves both ingresses: the event's shape says which
+//! (`hookbox_authorizer::Ingress::of`).
 
 use hookbox::startup::Startup;
-use hookbox_authorizer::{Authorizer, event_from_json};
+use hookbox_authorizer::Authorizer;
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 
 #[tokio::main]
@@ -10,7 +12,7 @@ async fn main() -> Result<(), Error> {
     let authorizer = start.init(Authorizer::from_startup(&start)).await?;
     run(service_fn(|event: LambdaEvent<serde_json::Value>| {
         let authorizer = authorizer.clone();
-        async move { Ok::<_, Error>(authorizer.handle(event_from_json(event.payload)?).await) }
+        async move { Ok::<_, Error>(authorizer.handle_json(event.payload).await?) }
     }))
     .await
 }

@@ -1,34 +1,45 @@
-//! The ingest Lambda (API Gateway REST proxy integration): turns the event
-//! into an [`IngestRequest`], runs the use case, turns the answer into the
-//! proxy response. A GET is a provider's handshake (Meta, Dropbox), answered
-//! by [`Ingest::handle_get`]. Never fails the invocation: every outcome is an HTTP
-//! answer (a Lambda error would be a 502 with no body for the partner).
+//! The ingest Lambda (API Gateway proxy integration, REST or HTTP API):
+//! reads either event into one [`IngressRequest`], turns it into an
+//! [`IngestRequest`], runs the use case, writes the answer as the event's
+//! ingress expects it. A GET is a provider's handshake (Meta, Dropbox),
+//! answered by [`Ingest::handle_get`]. Never fails the invocation: every
+//! outcome is an HTTP answer (a Lambda error would be a 502 with no body
+//! for the partner).
+//!
+//! HTTP API passes a text Content-Type's body as a string, and AWS may
+//! replace bytes that are not UTF-8 with U+FFFD there (undocumented): when
+//! such a body's signature does not match, the 401 and its metric say so
+//! ([`BODY_ALTERED`]), so the team can move that partner to the REST
+//! ingress, which passes every body base64, byte for byte.
+
+mod request;
+mod response;
 
 use std::sync::Arc;
 
-use aws_lambda_events::apigw::{ApiGatewayProxyRequest, ApiGatewayProxyResponse};
-use aws_lambda_events::encodings::Body;
-use aws_lambda_events::http::{HeaderMap, HeaderName, HeaderValue, Method};
-use base64::Engine as _;
+use aws_lambda_events::apigw::{
+    ApiGatewayProxyRequest, ApiGatewayProxyResponse, ApiGatewayV2httpRequest,
+    ApiGatewayV2httpResponse,
+};
+use aws_lambda_events::http::Method;
 use hookbox::clock::Clock;
 use hookbox::inbox::ingest::{Ingest, IngestRequest, IngestResponse, Outcome};
 use hookbox::metrics::Metrics;
-use hookbox::signature::Headers;
-use hookbox::signature::presets::HandshakeAnswer;
+use serde_json::json;
 
-/// The proxy event from the JSON the Lambda runtime received, without the
-/// header values the `http` crate refuses (a control character such as
-/// U+0000): otherwise the whole event fails to deserialize and API Gateway
-/// answers 502 to a correctly signed webhook. The names dropped are logged.
-pub fn event_from_json(
-    mut json: serde_json::Value,
-) -> Result<ApiGatewayProxyRequest, serde_json::Error> {
-    let dropped = hookbox::signature::drop_unusable_headers(&mut json);
-    if !dropped.is_empty() {
-        tracing::warn!(headers = ?dropped, "header values no HTTP library takes were dropped");
-    }
-    serde_json::from_value(json)
-}
+pub use request::{Ingress, IngressRequest, event_from_json, http_event_from_json};
+use response::Answer;
+pub use response::IngestAnswer;
+
+/// The refusal of a body HTTP API passed as text, holding U+FFFD, whose
+/// signature does not match: the error code sent to the partner and the
+/// metric's reason (`rejected_invalid_signature_body_altered`).
+pub const BODY_ALTERED: &str = "invalid_signature_body_altered";
+
+/// What [`BODY_ALTERED`]'s 401 says.
+pub const BODY_ALTERED_DETAIL: &str = "signature does not match; the body holds U+FFFD: API \
+     Gateway HTTP API may have replaced bytes that were not UTF-8 — use the rest ingress for \
+     this partner";
 
 /// The handler, built once per sandbox.
 #[derive(Debug, Clone)]
@@ -37,236 +48,125 @@ pub struct IngestFunction {
     clock: Arc<dyn Clock>,
 }
 
-fn json_response(
-    status: u16,
-    body: &serde_json::Value,
-    retry_after: Option<u64>,
-) -> ApiGatewayProxyResponse {
-    let mut headers = HeaderMap::new();
-    headers.insert("content-type", HeaderValue::from_static("application/json"));
-    if let Some(secs) = retry_after {
-        headers.insert("retry-after", HeaderValue::from(secs));
-    }
-    let mut response = ApiGatewayProxyResponse::default();
-    response.status_code = i64::from(status);
-    response.headers = headers;
-    response.body = Some(Body::Text(body.to_string()));
-    response
-}
-
-/// A provider's handshake answered byte for byte: its status, content
-/// type, headers and body (visible ASCII or JSON: text).
-fn handshake_response(answer: HandshakeAnswer) -> ApiGatewayProxyResponse {
-    let mut headers = HeaderMap::new();
-    if let Some(content_type) = answer.content_type {
-        headers.insert("content-type", HeaderValue::from_static(content_type));
-    }
-    for (name, value) in answer.headers {
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(&value),
-        ) {
-            headers.insert(name, value);
-        }
-    }
-    let mut response = ApiGatewayProxyResponse::default();
-    response.status_code = i64::from(answer.status);
-    response.headers = headers;
-    response.body = (!answer.body.is_empty())
-        .then(|| Body::Text(String::from_utf8_lossy(&answer.body).into_owned()));
-    response
-}
-
-/// Header pairs of the event: single-value headers, plus every value of
-/// multi-value headers not already present. Values that are not visible
-/// ASCII/UTF-8 are dropped (no signature scheme uses them).
-fn header_pairs(event: &ApiGatewayProxyRequest) -> Vec<(String, String)> {
-    let mut pairs: Vec<(String, String)> = Vec::new();
-    for (name, value) in event.headers.iter() {
-        if let Ok(v) = value.to_str() {
-            pairs.push((name.as_str().to_string(), v.to_string()));
-        }
-    }
-    for (name, value) in event.multi_value_headers.iter() {
-        if let Ok(v) = value.to_str() {
-            let pair = (name.as_str().to_string(), v.to_string());
-            if !pairs.contains(&pair) {
-                pairs.push(pair);
-            }
-        }
-    }
-    pairs
-}
-
-/// The query parameters of the request, every value of each (API Gateway
-/// puts only the last in `queryStringParameters`).
-fn query_pairs(event: &ApiGatewayProxyRequest) -> Vec<(String, String)> {
-    let multi = &event.multi_value_query_string_parameters;
-    let source = if multi.is_empty() {
-        &event.query_string_parameters
-    } else {
-        multi
-    };
-    source
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-/// The URL the partner called, as far as API Gateway tells: https, the
-/// Host header, the request path (with stage) and the query string (sorted,
-/// since API Gateway hands it over as a map). Partners whose scheme signs
-/// the URL behind a custom domain set `public_url` instead.
-fn request_url(event: &ApiGatewayProxyRequest, headers: &[(String, String)]) -> Option<String> {
-    let host = headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
-        .map(|(_, v)| v.clone())?;
-    let path = event
-        .request_context
-        .path
-        .clone()
-        .or_else(|| event.path.clone())
-        .unwrap_or_else(|| "/".into());
-    let mut query: Vec<(String, String)> = event
-        .multi_value_query_string_parameters
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    query.sort();
-    let mut url = format!("https://{host}{path}");
-    if !query.is_empty() {
-        let q: Vec<String> = query.into_iter().map(|(k, v)| format!("{k}={v}")).collect();
-        url.push('?');
-        url.push_str(&q.join("&"));
-    }
-    Some(url)
-}
-
 impl IngestFunction {
     /// Wires the use case.
     pub fn new(ingest: Ingest, clock: Arc<dyn Clock>) -> Self {
         Self { ingest, clock }
     }
 
-    /// Handles one API Gateway proxy event.
+    /// Handles one REST proxy event.
     pub async fn handle(&self, event: ApiGatewayProxyRequest) -> ApiGatewayProxyResponse {
-        let partner = event
-            .path_parameters
-            .get("partner")
-            .cloned()
-            .unwrap_or_default();
-        let (response, mut metrics) = self.respond(&partner, &event).await;
+        self.answer(&IngressRequest::from_rest(&event))
+            .await
+            .into_rest()
+    }
+
+    /// Handles one HTTP API (payload 2.0) proxy event.
+    pub async fn handle_http(&self, event: ApiGatewayV2httpRequest) -> ApiGatewayV2httpResponse {
+        self.answer(&IngressRequest::from_http(&event))
+            .await
+            .into_http()
+    }
+
+    /// Handles the JSON the Lambda runtime received, from either ingress
+    /// ([`Ingress::of`]). `Err` only for an event that does not deserialize
+    /// (the runtime reports it; API Gateway answers 502).
+    pub async fn handle_json(
+        &self,
+        event: serde_json::Value,
+    ) -> Result<IngestAnswer, serde_json::Error> {
+        Ok(match Ingress::of(&event) {
+            Ingress::Rest => IngestAnswer::Rest(self.handle(event_from_json(event)?).await),
+            Ingress::Http => {
+                IngestAnswer::Http(self.handle_http(http_event_from_json(event)?).await)
+            }
+        })
+    }
+
+    /// Handles one request, from either ingress.
+    pub async fn handle_request(&self, request: &IngressRequest) -> IngestResponse {
+        let (response, mut metrics) = self.respond(request).await;
         let dimension = match response.outcome {
             Outcome::Rejected("unknown_partner") => "unknown",
-            _ => partner.as_str(),
+            _ => request.partner.as_str(),
         };
         metrics
             .dimension("Function", "ingest")
             .dimension("Partner", dimension)
             .flush(self.clock.now().timestamp_millis());
-        match response.handshake {
-            Some(answer) => handshake_response(*answer),
-            None => json_response(response.status, &response.body, response.retry_after),
-        }
+        response
     }
 
-    async fn respond(
-        &self,
-        partner: &str,
-        event: &ApiGatewayProxyRequest,
-    ) -> (IngestResponse, Metrics) {
+    async fn answer(&self, request: &IngressRequest) -> Answer {
+        Answer::of(self.handle_request(request).await)
+    }
+
+    async fn respond(&self, request: &IngressRequest) -> (IngestResponse, Metrics) {
         let mut metrics = Metrics::new();
-        if event.http_method == Method::GET {
+        let headers = request.headers();
+        if request.method == Method::GET {
             // only a provider's GET handshake (Meta, Dropbox, Okta, X); no
             // body
-            let query = query_pairs(event);
-            let pairs: Vec<(&str, &str)> = query
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
-            let header_pairs = header_pairs(event);
-            let headers =
-                Headers::from_pairs(header_pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+            let query = request.query_pairs();
             let response = self
                 .ingest
-                .handle_get(partner, &pairs, &headers, &mut metrics)
+                .handle_get(&request.partner, &query, &headers, &mut metrics)
                 .await;
             return (response, metrics);
         }
-        let raw = event.body.clone().unwrap_or_default();
-        let body = if event.is_base64_encoded {
-            match base64::engine::general_purpose::STANDARD.decode(raw.as_bytes()) {
-                Ok(bytes) => bytes,
-                Err(e) => {
-                    metrics.count("rejected", 1);
-                    metrics.count("rejected_body_not_base64", 1);
-                    let response = IngestResponse {
-                        status: 400,
-                        body: serde_json::json!({"error": "body_not_base64", "detail": e.to_string()}),
-                        retry_after: None,
-                        outcome: Outcome::Rejected("body_not_base64"),
-                        handshake: None,
-                        sealed_secret: None,
-                    };
-                    return (response, metrics);
-                }
+        let body = match request.body_bytes() {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                metrics.count("rejected", 1);
+                metrics.count("rejected_body_not_base64", 1);
+                let response = IngestResponse {
+                    status: 400,
+                    body: json!({"error": "body_not_base64", "detail": e.to_string()}),
+                    retry_after: None,
+                    outcome: Outcome::Rejected("body_not_base64"),
+                    handshake: None,
+                    sealed_secret: None,
+                };
+                return (response, metrics);
             }
-        } else {
-            raw.into_bytes()
         };
-        let pairs = header_pairs(event);
-        let url = request_url(event, &pairs);
-        let request = IngestRequest {
-            partner,
-            headers: Headers::from_pairs(pairs.iter().map(|(n, v)| (n.as_str(), v.as_str()))),
+        let url = request.url();
+        let ingest_request = IngestRequest {
+            partner: &request.partner,
+            headers,
             body: &body,
             url: url.as_deref(),
         };
-        let response = self.ingest.handle(&request, &mut metrics).await;
+        let altered = request.text_body_may_be_altered();
+        let response = self
+            .ingest
+            .handle_then(&ingest_request, &mut metrics, |response| {
+                name_altered_body(response, altered, &request.partner)
+            })
+            .await;
         (response, metrics)
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_handshake_answer_is_sent_as_it_is() {
-        let answer = HandshakeAnswer {
-            status: 200,
-            content_type: Some("text/plain"),
-            headers: vec![("X-Content-Type-Options", "nosniff".to_owned())],
-            body: b"3eZbrw1aBm2rZgRNFdxV".to_vec(),
-        };
-        let r = handshake_response(answer);
-        assert_eq!(r.status_code, 200);
-        assert_eq!(
-            r.headers.get("content-type").and_then(|v| v.to_str().ok()),
-            Some("text/plain")
-        );
-        assert_eq!(
-            r.headers
-                .get("x-content-type-options")
-                .and_then(|v| v.to_str().ok()),
-            Some("nosniff")
-        );
-        assert!(matches!(r.body, Some(Body::Text(ref t)) if t == "3eZbrw1aBm2rZgRNFdxV"));
-        // Asana's: a header, no body
-        let echo = handshake_response(HandshakeAnswer {
-            status: 200,
-            content_type: None,
-            headers: vec![("X-Hook-Secret", "b537207f20cbfa02".to_owned())],
-            body: Vec::new(),
-        });
-        assert_eq!(
-            echo.headers
-                .get("x-hook-secret")
-                .and_then(|v| v.to_str().ok()),
-            Some("b537207f20cbfa02")
-        );
-        assert!(echo.body.is_none());
-        assert!(echo.headers.get("content-type").is_none());
+/// A signature that does not match a text body HTTP API may have altered
+/// (`altered`): refused as [`BODY_ALTERED`], saying why.
+fn name_altered_body(response: IngestResponse, altered: bool, partner: &str) -> IngestResponse {
+    let signature_failed = matches!(
+        response.outcome,
+        Outcome::Rejected("invalid_signature" | "body_hash_mismatch")
+    );
+    if !(altered && signature_failed) {
+        return response;
+    }
+    tracing::warn!(
+        partner,
+        reason = BODY_ALTERED,
+        "signature does not match a text body holding U+FFFD (HTTP API may have replaced bytes)"
+    );
+    IngestResponse {
+        status: 401,
+        body: json!({"error": BODY_ALTERED, "detail": BODY_ALTERED_DETAIL}),
+        outcome: Outcome::Rejected(BODY_ALTERED),
+        ..response
     }
 }

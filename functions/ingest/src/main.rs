@@ -1,8 +1,10 @@
-//! Lambda entry point of ingest: shared startup, then the runtime loop. The
-//! logic is in the library and in `hookbox::inbox::ingest`.
+//! Lambda entry point of ingest: shared startup, then the runtime loop. One
+//! binary serves both ingresses: the event's shape says which
+//! (`hookbox_ingest::Ingress::of`). The logic is in the library and in
+//! `hookbox::inbox::ingest`.
 
 use hookbox::startup::Startup;
-use hookbox_ingest::{IngestFunction, event_from_json};
+use hookbox_ingest::IngestFunction;
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 
 #[tokio::main]
@@ -11,7 +13,7 @@ async fn main() -> Result<(), Error> {
     let function = IngestFunction::new(start.init(start.ingest()).await?, start.clock());
     run(service_fn(|event: LambdaEvent<serde_json::Value>| {
         let function = function.clone();
-        async move { Ok::<_, Error>(function.handle(event_from_json(event.payload)?).await) }
+        async move { Ok::<_, Error>(function.handle_json(event.payload).await?) }
     }))
     .await
 }

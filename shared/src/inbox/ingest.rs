@@ -272,8 +272,22 @@ impl Ingest {
         request: &IngestRequest<'_>,
         metrics: &mut Metrics,
     ) -> IngestResponse {
+        self.handle_then(request, metrics, |response| response)
+            .await
+    }
+
+    /// [`Self::handle`], with `amend` applied to the answer before its
+    /// metrics are recorded: the edge may know more of the request than
+    /// the use case (ingest's HTTP API shape: a text body in which API
+    /// Gateway may have replaced bytes) and name a refusal more precisely.
+    pub async fn handle_then(
+        &self,
+        request: &IngestRequest<'_>,
+        metrics: &mut Metrics,
+        amend: impl FnOnce(IngestResponse) -> IngestResponse,
+    ) -> IngestResponse {
         let started = Instant::now();
-        let response = self.handle_inner(request).await;
+        let response = amend(self.handle_inner(request).await);
         match response.outcome {
             Outcome::Accepted { enqueue_failed } => {
                 metrics.count("accepted", 1);

@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 
 use super::error::SignatureError;
+use super::joined;
 
 /// True for a header value the `http` crate (and so `aws_lambda_events`)
 /// takes: tab, visible ASCII, space and bytes of 0x80 and above; never a
@@ -69,9 +70,16 @@ pub fn drop_unusable_headers(event: &mut serde_json::Value) -> Vec<String> {
 /// tab) around values. A header that appears several times with different
 /// values is ambiguous: the verifiers reject it as malformed rather than
 /// guessing which one the partner signed.
+///
+/// Built with [`Headers::from_joined`], each value is the header's lines
+/// joined with commas (what API Gateway's HTTP API hands over, and what the
+/// functions make of REST's lines): a lookup that needs one value splits it
+/// back into its lines first (`signature::joined`), so a header sent twice
+/// with different values is ambiguous there too.
 #[derive(Debug, Clone, Default)]
 pub struct Headers<'a> {
     pairs: Vec<(&'a str, &'a str)>,
+    joined: bool,
 }
 
 impl<'a> Headers<'a> {
@@ -87,7 +95,25 @@ impl<'a> Headers<'a> {
     {
         Self {
             pairs: pairs.into_iter().collect(),
+            joined: false,
         }
+    }
+
+    /// Headers from `(name, value)` pairs whose values are the header's
+    /// lines joined with commas ([`super::joined::join_lines`]).
+    pub fn from_joined<I>(pairs: I) -> Self
+    where
+        I: IntoIterator<Item = (&'a str, &'a str)>,
+    {
+        Self {
+            pairs: pairs.into_iter().collect(),
+            joined: true,
+        }
+    }
+
+    /// True when the values are lines joined with commas.
+    pub fn is_joined(&self) -> bool {
+        self.joined
     }
 
     /// Adds one header.
@@ -105,17 +131,28 @@ impl<'a> Headers<'a> {
         self.pairs.is_empty()
     }
 
-    /// The first value of header `name` (any case), trimmed.
+    /// The first value of header `name` (any case), trimmed. Joined: the
+    /// value read whole ([`super::joined::whole`]: its line when all its
+    /// lines are the same, else as joined).
     pub fn get(&self, name: &str) -> Option<&'a str> {
-        self.pairs
+        let value = self
+            .pairs
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| trim_ows(v))
+            .map(|(_, v)| *v)?;
+        Some(if self.joined {
+            joined::whole(name, value)
+        } else {
+            trim_ows(value)
+        })
     }
 
     /// The value of header `name`, or `None` when absent; an error when it
     /// appears more than once with different values.
     pub(crate) fn unique(&self, name: &str) -> Result<Option<&'a str>, &'static str> {
+        if self.joined {
+            return self.unique_joined(name);
+        }
         // The cheap key first, as in `unique_many`: a request's other
         // headers often have the name's length (Twitch sends four of 33
         // bytes), and comparing those in full cost more than the key.
@@ -134,11 +171,42 @@ impl<'a> Headers<'a> {
         Ok(found)
     }
 
+    /// [`Self::unique`] of joined values: every line of every value named
+    /// `name` ([`super::joined::split_lines`]) must be the same.
+    fn unique_joined(&self, name: &str) -> Result<Option<&'a str>, &'static str> {
+        let mut found: Option<&'a str> = None;
+        for (n, v) in &self.pairs {
+            if !same_name(n, name) {
+                continue;
+            }
+            for line in joined::split_lines(name, v) {
+                match found {
+                    None => found = Some(line),
+                    Some(prev) if prev == line => {}
+                    Some(_) => return Err("repeated with different values"),
+                }
+            }
+        }
+        Ok(found)
+    }
+
     /// [`Self::unique`] for several names in one pass over the headers.
     pub(crate) fn unique_many<const N: usize>(
         &self,
         names: [&'static str; N],
     ) -> Result<[Option<&'a str>; N], SignatureError> {
+        if self.joined {
+            let mut found: [Option<&'a str>; N] = [None; N];
+            for (slot, name) in found.iter_mut().zip(names) {
+                *slot =
+                    self.unique_joined(name)
+                        .map_err(|reason| SignatureError::MalformedHeader {
+                            header: Cow::Borrowed(name),
+                            reason,
+                        })?;
+            }
+            return Ok(found);
+        }
         // Cheap keys first (length, last letter), the full comparison only
         // when they match.
         let keys = names.map(key);
@@ -210,7 +278,7 @@ impl<'a> FromIterator<(&'a str, &'a str)> for Headers<'a> {
     }
 }
 
-fn trim_ows(value: &str) -> &str {
+pub(super) fn trim_ows(value: &str) -> &str {
     let is_ows = |b: Option<&u8>| matches!(b, Some(b' ' | b'\t'));
     let bytes = value.as_bytes();
     if is_ows(bytes.first()) || is_ows(bytes.last()) {

@@ -53,6 +53,7 @@ mod form;
 mod generic;
 mod github;
 mod headers;
+pub mod joined;
 mod json;
 mod jws;
 mod keys;

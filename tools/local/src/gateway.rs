@@ -1,7 +1,9 @@
 //! The API Gateway in front of the functions, locally: each HTTP request
-//! becomes the REQUEST-authorizer event and the REST (v1) proxy event AWS
-//! would send (binary media type `*/*`, so the body arrives base64-encoded,
-//! byte for byte), the authorizer decides, ingest answers.
+//! becomes the events the chosen ingress sends ([`Ingress`]), the
+//! authorizer decides, ingest answers. REST (the default): the
+//! REQUEST-authorizer event and the REST (v1) proxy event AWS would send
+//! (binary media type `*/*`, so the body arrives base64-encoded, byte for
+//! byte). HTTP API: the payload 2.0 events, built in `http_api.rs`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,9 +30,45 @@ use serde_json::{Map, Value, json};
 /// `max_body_bytes` (4 MiB at most), answers first for what does.
 pub const MAX_REQUEST_BYTES: usize = 10 * 1024 * 1024;
 
+/// Which API Gateway the stack plays (`--ingress`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Ingress {
+    /// REST API: payload format 1.0, the authorizer answers with an IAM
+    /// policy, every body base64 (binary media type `*/*`).
+    #[default]
+    Rest,
+    /// HTTP API: payload format 2.0, the authorizer answers with a simple
+    /// response, a text Content-Type's body as a string.
+    Http,
+}
+
+impl Ingress {
+    /// `rest` or `http`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Rest => "rest",
+            Self::Http => "http",
+        }
+    }
+}
+
+impl std::str::FromStr for Ingress {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "rest" => Ok(Self::Rest),
+            "http" => Ok(Self::Http),
+            other => Err(format!("ingress {other:?}: `rest` or `http`")),
+        }
+    }
+}
+
 /// The functions behind the gateway.
 #[derive(Debug, Clone)]
 pub struct Gateway {
+    /// Which API Gateway's events they get.
+    pub ingress: Ingress,
     /// The REQUEST authorizer.
     pub authorizer: Authorizer,
     /// The ingest function.
@@ -85,6 +123,18 @@ fn query_maps(uri: &Uri) -> (Value, Value) {
     (Value::Object(single), Value::Object(multi))
 }
 
+/// One HTTP request to `/webhooks/{partner}`.
+pub(crate) struct Call {
+    pub(crate) method: Method,
+    /// The path segment, decoded.
+    pub(crate) partner: String,
+    /// The connection's peer address.
+    pub(crate) source_ip: String,
+    pub(crate) uri: Uri,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
+}
+
 /// `POST /webhooks/{partner}`, and `GET` for the providers' handshakes
 /// (the template routes both methods to the same authorizer and ingest).
 pub async fn webhook(
@@ -96,7 +146,30 @@ pub async fn webhook(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let source_ip = peer.ip().to_string();
+    let call = Call {
+        method,
+        partner,
+        source_ip: peer.ip().to_string(),
+        uri,
+        headers,
+        body,
+    };
+    match gateway.ingress {
+        Ingress::Rest => rest(&gateway, call).await,
+        Ingress::Http => crate::http_api::webhook(&gateway, call).await,
+    }
+}
+
+/// One call through the REST API.
+async fn rest(gateway: &Gateway, call: Call) -> Response {
+    let Call {
+        method,
+        partner,
+        source_ip,
+        uri,
+        headers,
+        body,
+    } = call;
     let now = gateway.clock.now();
     let request_id = uuid::Uuid::new_v4().to_string();
     let path = format!("/webhooks/{partner}");
@@ -180,7 +253,7 @@ pub async fn webhook(
     proxy_response(gateway.ingest.handle(proxy_event).await)
 }
 
-fn gateway_error(detail: &str) -> Response {
+pub(crate) fn gateway_error(detail: &str) -> Response {
     tracing::error!(detail, "local gateway failure");
     (
         StatusCode::BAD_GATEWAY,

@@ -6,8 +6,9 @@
 //!   Data API (`--data-api`), as the functions do on Aurora;
 //! - an HTTP server on 127.0.0.1 playing API Gateway: each
 //!   `POST /webhooks/{partner}` becomes the REQUEST-authorizer event and the
-//!   REST proxy event AWS would send, handled by the real authorizer and
-//!   ingest handlers;
+//!   REST proxy event AWS would send (or, with `--ingress http`, HTTP API's
+//!   payload 2.0 authorizer and proxy events), handled by the real
+//!   authorizer and ingest handlers;
 //! - a queue with SQS semantics (in memory: visibility timeout, receive
 //!   count, maxReceiveCount → DLQ; or a real SQS endpoint such as moto)
 //!   feeding the real processor handler as the event source mapping would;
@@ -27,6 +28,7 @@ pub mod admin;
 pub mod demo;
 pub mod event_source;
 pub mod gateway;
+pub mod http_api;
 pub mod management;
 
 use std::collections::VecDeque;
@@ -60,6 +62,8 @@ use hookbox_relay::RelayFunction;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub use gateway::Ingress;
+
 pub use demo::{
     DEMO_PARTNER, DEMO_SECRET, DEMO_TYPES, DOWNSTREAM, DOWNSTREAM_SECRET, FORWARDED_PARTNER,
 };
@@ -83,6 +87,8 @@ pub enum QueueChoice {
 pub struct Options {
     /// Port on 127.0.0.1 (0: any free port).
     pub port: u16,
+    /// Which API Gateway's events the functions get (`--ingress`).
+    pub ingress: Ingress,
     /// An existing database; `None`: a throwaway cluster.
     pub database_url: Option<String>,
     /// Go through the local RDS Data API (tools/local-data-api).
@@ -133,6 +139,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             port: 3000,
+            ingress: Ingress::Rest,
             database_url: None,
             data_api: false,
             config: None,
@@ -205,6 +212,7 @@ pub fn demo_config(port: u16) -> String {
 /// throwaway database).
 pub struct LocalStack {
     url: String,
+    ingress: Ingress,
     database_url: String,
     db: Arc<dyn Database>,
     memory_queue: Option<Arc<MemoryQueue>>,
@@ -349,6 +357,7 @@ impl LocalStack {
             };
 
         let gateway = Arc::new(gateway::Gateway {
+            ingress: options.ingress,
             authorizer: hookbox_authorizer::Authorizer::new(config.clone(), clock.clone()),
             ingest: hookbox_ingest::IngestFunction::new(
                 // as the template: a partner's routed webhooks are
@@ -550,6 +559,7 @@ impl LocalStack {
 
         Ok(LocalStack {
             url: format!("http://{addr}"),
+            ingress: options.ingress,
             database_url,
             db,
             memory_queue,
@@ -602,6 +612,11 @@ impl LocalStack {
     /// `http://127.0.0.1:<port>`.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// Which API Gateway the stack plays.
+    pub fn ingress(&self) -> Ingress {
+        self.ingress
     }
 
     /// The database (give it to `hookbox` and psql).

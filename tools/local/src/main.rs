@@ -18,6 +18,13 @@ struct Args {
     /// Port on 127.0.0.1.
     #[arg(long, default_value_t = 3000)]
     port: u16,
+    /// Which API Gateway to play in front of the authorizer and ingest:
+    /// `rest` (REST API, payload format 1.0, every body base64) or `http`
+    /// (HTTP API, payload format 2.0 with simple authorizer responses: a
+    /// text Content-Type's body as a string, repeated headers joined with
+    /// commas). See docs/ingress.md.
+    #[arg(long, default_value = "rest", value_parser = ["rest", "http"])]
+    ingress: String,
     /// Use this PostgreSQL database instead of a throwaway cluster (kept on
     /// exit; restarting with it picks up where the last run left off).
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
@@ -113,6 +120,7 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let options = Options {
         port: args.port,
+        ingress: args.ingress.parse().map_err(anyhow::Error::msg)?,
         database_url: args.database_url,
         data_api: args.data_api,
         config: args.config.clone(),
@@ -153,7 +161,11 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     let stack = LocalStack::start(options).await?;
-    println!("hookbox local stack listening on {}", stack.url());
+    println!(
+        "hookbox local stack listening on {} (API Gateway {} ingress)",
+        stack.url(),
+        stack.ingress().as_str()
+    );
     // the throwaway cluster has no password; a given URL's password is not echoed
     println!(
         "DATABASE_URL={}",
