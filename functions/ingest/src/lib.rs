@@ -27,7 +27,9 @@ use hookbox::inbox::ingest::{Ingest, IngestRequest, IngestResponse, Outcome};
 use hookbox::metrics::Metrics;
 use serde_json::json;
 
-pub use request::{Ingress, IngressRequest, event_from_json, http_event_from_json};
+pub use request::{
+    Ingress, IngressRequest, event_from_json, http_api_passes_as_text, http_event_from_json,
+};
 use response::Answer;
 pub use response::IngestAnswer;
 

@@ -36,6 +36,29 @@ impl Ingress {
     }
 }
 
+/// True when API Gateway's HTTP API passes a body of this Content-Type as a
+/// string (`isBase64Encoded: false`): `text/*`, `application/json`,
+/// `application/javascript`, `application/xml` (the media type, any case,
+/// parameters ignored). Any other body, or one without a Content-Type, it
+/// passes base64. REST with the binary media type `*/*` passes every body
+/// base64.
+pub fn http_api_passes_as_text(content_type: Option<&str>) -> bool {
+    let Some(content_type) = content_type else {
+        return false;
+    };
+    let media = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    media.starts_with("text/")
+        || matches!(
+            media.as_str(),
+            "application/json" | "application/javascript" | "application/xml"
+        )
+}
+
 /// One request to ingest, whichever API Gateway sent it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IngressRequest {

@@ -27,33 +27,17 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
+use hookbox_ingest::http_api_passes_as_text;
+
 use crate::gateway::{Call, Gateway, gateway_error};
 
 const STAGE: &str = "$default";
-
-/// True when HTTP API passes a body of this Content-Type as a string.
-pub fn is_text(content_type: Option<&str>) -> bool {
-    let Some(content_type) = content_type else {
-        return false;
-    };
-    let media = content_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
-    media.starts_with("text/")
-        || matches!(
-            media.as_str(),
-            "application/json" | "application/javascript" | "application/xml"
-        )
-}
 
 /// `body` and `isBase64Encoded` as HTTP API sets them.
 pub fn body_fields(content_type: Option<&str>, body: &[u8]) -> (Value, bool) {
     if body.is_empty() {
         (Value::Null, false)
-    } else if is_text(content_type) {
+    } else if http_api_passes_as_text(content_type) {
         (json!(String::from_utf8_lossy(body)), false)
     } else {
         (
@@ -257,7 +241,7 @@ mod tests {
             "application/xml",
             "application/javascript",
         ] {
-            assert!(is_text(Some(text)), "{text}");
+            assert!(http_api_passes_as_text(Some(text)), "{text}");
         }
         for binary in [
             "application/octet-stream",
@@ -265,9 +249,9 @@ mod tests {
             "application/cloudevents+json",
             "image/png",
         ] {
-            assert!(!is_text(Some(binary)), "{binary}");
+            assert!(!http_api_passes_as_text(Some(binary)), "{binary}");
         }
-        assert!(!is_text(None));
+        assert!(!http_api_passes_as_text(None));
         assert_eq!(
             body_fields(Some("application/json"), b"{\"a\":1}"),
             (json!("{\"a\":1}"), false)
