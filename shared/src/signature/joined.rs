@@ -22,7 +22,9 @@
 //! 2. Then, per [`CommaRule`]:
 //!    - `webhook-signature`, `svix-signature` (Standard Webhooks:
 //!      space-separated `version,signature` entries; neither part holds a
-//!      comma): a comma after an entry's first comma starts a new line;
+//!      comma) and the presets with that layout (a signature prefix such as
+//!      Finch's `v1,`): a comma after an entry's first comma starts a new
+//!      line;
 //!    - `Stripe-Signature` and the presets with its layout (`key=value`
 //!      items, the signed timestamp in one item: Stripe's `t`,
 //!      Buildkite's `timestamp`, Retell's `v`): each further item with the
@@ -81,16 +83,24 @@ fn rules() -> Vec<(&'static str, CommaRule)> {
                 signature:
                     SignatureAt::Headers {
                         names,
-                        separator: Some(','),
-                        ..
+                        prefixes,
+                        separator,
                     },
                 timestamp,
                 ..
             }) => {
-                let rule = match timestamp.map(|t| t.source) {
-                    Some(TimestampSource::SignatureItem(key)) => CommaRule::KeyedItems(key),
-                    Some(TimestampSource::FirstSignatureItem) => CommaRule::LeadingTimestamp,
-                    _ => CommaRule::Whole,
+                let rule = match separator {
+                    Some(',') => match timestamp.map(|t| t.source) {
+                        Some(TimestampSource::SignatureItem(key)) => CommaRule::KeyedItems(key),
+                        Some(TimestampSource::FirstSignatureItem) => CommaRule::LeadingTimestamp,
+                        _ => CommaRule::Whole,
+                    },
+                    // `v1,<sig>` entries (Finch): Standard Webhooks' layout
+                    _ if prefixes.iter().any(|p| p.contains(',')) => match separator {
+                        None | Some(' ') => CommaRule::VersionedEntries,
+                        Some(_) => CommaRule::Whole,
+                    },
+                    _ => continue,
                 };
                 rules.extend(names.iter().map(|name| (*name, rule)));
             }
@@ -545,5 +555,6 @@ mod tests {
             }
         }
         assert!(comma_rules().len() >= 8, "{:?}", comma_rules());
+        assert_eq!(comma_rule("finch-signature"), CommaRule::VersionedEntries);
     }
 }

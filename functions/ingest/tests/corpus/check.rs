@@ -4,13 +4,19 @@
 
 use std::collections::{HashMap, HashSet};
 
+use hookbox::blob::BlobStore;
 use hookbox::inbox::{InboxMessage, InboxStatus};
 use hookbox::params;
-use hookbox::store::Statement;
+use hookbox::store::{Database, Statement};
 use serde_json::Value;
 
 use super::model::{Case, Expect, Request, Sign, Spec};
-use crate::Rig;
+
+/// Where a case's effects are looked for.
+pub struct Stores<'a> {
+    pub db: &'a dyn Database,
+    pub blobs: &'a dyn BlobStore,
+}
 
 /// One case as sent: the case, what it expects through the ingress it was
 /// sent through, its request.
@@ -71,7 +77,7 @@ pub struct Added {
 /// the blob store and the queue.
 #[allow(clippy::too_many_arguments)]
 pub async fn check(
-    rig: &Rig,
+    rig: &Stores<'_>,
     sent: &Sent<'_>,
     got: &Got,
     added: Added,
@@ -179,7 +185,7 @@ pub async fn check(
 /// whose payload is the body as a JSON value exactly (compared by jsonb,
 /// whose numbers are exact: serde_json's `f64` would hide a rounding).
 async fn check_outbox(
-    rig: &Rig,
+    rig: &Stores<'_>,
     sent: &Sent<'_>,
     after: i64,
     row: Option<&hookbox::inbox::InboxRow>,
@@ -256,7 +262,7 @@ async fn check_outbox(
 
 /// The stored row against the case.
 async fn check_row(
-    rig: &Rig,
+    rig: &Stores<'_>,
     sent: &Sent<'_>,
     id: uuid::Uuid,
     outbox_after: i64,
@@ -264,7 +270,7 @@ async fn check_row(
 ) -> Vec<String> {
     let (request, e) = (sent.request, sent.expect);
     let mut problems = Vec::new();
-    let row = match hookbox::inbox::get(rig.db.as_ref(), id).await {
+    let row = match hookbox::inbox::get(rig.db, id).await {
         Ok(Some(row)) => row,
         other => return vec![format!("row {id}: {other:?}")],
     };
@@ -284,7 +290,7 @@ async fn check_row(
             row.partner, row.signature_verified
         ));
     }
-    match hookbox::inbox::body::read(rig.db.as_ref(), rig.blobs.as_ref(), id, &row.body).await {
+    match hookbox::inbox::body::read(rig.db, rig.blobs, id, &row.body).await {
         Ok(bytes) if bytes == request.body => {}
         Ok(bytes) => problems.push(format!(
             "stored body of {} bytes differs from the {} sent",

@@ -14,7 +14,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
 
-use super::model::{Case, Delivery, Request};
+use super::model::{Case, Delivery, EventBody, Request};
 
 /// The fixed clock: the time the sample events are signed at.
 pub const T: i64 = 1_780_000_000;
@@ -41,10 +41,54 @@ pub struct Events {
     pub raw_headers: Vec<(String, Vec<Vec<u8>>)>,
 }
 
+/// How a request is sent, beyond its headers and body.
+#[derive(Debug, Clone, Copy)]
+pub struct Send<'a> {
+    pub method: &'a str,
+    /// Decoded query parameters, in order.
+    pub query: &'a [(&'a str, &'a str)],
+    /// The caller's address as API Gateway sees it.
+    pub source_ip: &'a str,
+    /// The proxy event's body and `isBase64Encoded` verbatim, instead of
+    /// what API Gateway makes of the request's body.
+    pub event_body: Option<&'a EventBody>,
+    /// How REST passes the body.
+    pub delivery: Delivery,
+}
+
+impl<'a> Send<'a> {
+    /// A POST from [`SOURCE_IP`], the body as API Gateway passes it.
+    pub fn post() -> Send<'static> {
+        Send {
+            method: "POST",
+            query: &[],
+            source_ip: SOURCE_IP,
+            event_body: None,
+            delivery: Delivery::Binary,
+        }
+    }
+
+    /// How a corpus case is sent.
+    pub fn of(case: &'a Case) -> Self {
+        Send {
+            source_ip: case.source_ip.as_deref().unwrap_or(SOURCE_IP),
+            event_body: case.event_body.as_ref(),
+            delivery: case.delivery,
+            ..Send::post()
+        }
+    }
+}
+
+/// The events of a corpus case.
 pub fn events(shape: Shape, case: &Case, request: &Request) -> Events {
+    build(shape, request, &Send::of(case))
+}
+
+/// The events API Gateway sends for `request`, sent as `send` says.
+pub fn build(shape: Shape, request: &Request, send: &Send<'_>) -> Events {
     match shape {
-        Shape::Rest => rest(case, request),
-        Shape::Http => http(case, request),
+        Shape::Rest => rest(request, send),
+        Shape::Http => http(request, send),
     }
 }
 
@@ -56,8 +100,7 @@ type Split = (
     String,
 );
 
-fn split_headers(case: &Case, request: &Request) -> Split {
-    let source_ip = case.source_ip.as_deref().unwrap_or(SOURCE_IP);
+fn split_headers(request: &Request, source_ip: &str) -> Split {
     let mut text = Vec::new();
     let mut raw = Vec::new();
     let mut forwarded: Option<String> = None;
@@ -82,9 +125,9 @@ fn split_headers(case: &Case, request: &Request) -> Split {
     (text, raw, forwarded)
 }
 
-fn rest(case: &Case, request: &Request) -> Events {
-    let source_ip = case.source_ip.as_deref().unwrap_or(SOURCE_IP);
-    let (text, raw_headers, forwarded) = split_headers(case, request);
+fn rest(request: &Request, send: &Send<'_>) -> Events {
+    let (source_ip, method) = (send.source_ip, send.method);
+    let (text, raw_headers, forwarded) = split_headers(request, source_ip);
     let mut single = Map::new();
     let mut multi = Map::new();
     for (name, texts) in text {
@@ -105,26 +148,38 @@ fn rest(case: &Case, request: &Request) -> Events {
         "stage": STAGE,
         "resourcePath": RESOURCE,
         "path": format!("/{STAGE}{path}"),
-        "httpMethod": "POST",
+        "httpMethod": method,
         "requestId": uuid::Uuid::new_v4().to_string(),
         "requestTimeEpoch": T * 1000,
         "identity": { "sourceIp": source_ip, "userAgent": user_agent },
     });
+    let mut query = Map::new();
+    let mut multi_query: Map<String, Value> = Map::new();
+    for (k, v) in send.query {
+        query.insert(k.to_string(), json!(v));
+        if let Some(values) = multi_query
+            .entry(k.to_string())
+            .or_insert_with(|| json!([]))
+            .as_array_mut()
+        {
+            values.push(json!(v));
+        }
+    }
     let authorizer = json!({
         "type": "REQUEST",
-        "methodArn": format!("arn:aws:execute-api:eu-west-1:123456789012:abc123defg/{STAGE}/POST{path}"),
+        "methodArn": format!("arn:aws:execute-api:eu-west-1:123456789012:abc123defg/{STAGE}/{method}{path}"),
         "resource": RESOURCE,
         "path": path,
-        "httpMethod": "POST",
+        "httpMethod": method,
         "headers": single,
         "multiValueHeaders": multi,
-        "queryStringParameters": {},
-        "multiValueQueryStringParameters": {},
+        "queryStringParameters": query,
+        "multiValueQueryStringParameters": multi_query,
         "pathParameters": { "partner": request.partner },
         "stageVariables": {},
         "requestContext": context,
     });
-    let (body, is_base64) = match (&case.event_body, case.delivery) {
+    let (body, is_base64) = match (send.event_body, send.delivery) {
         (Some(e), _) => (json!(e.body), e.is_base64_encoded),
         // API Gateway sends no body as null
         (None, _) if request.body.is_empty() => (Value::Null, false),
@@ -132,19 +187,26 @@ fn rest(case: &Case, request: &Request) -> Events {
         (None, Delivery::Text) => (
             json!(
                 String::from_utf8(request.body.clone())
-                    .unwrap_or_else(|_| panic!("{}: text delivery of bytes", case.name))
+                    .unwrap_or_else(|_| panic!("{}: text delivery of bytes", request.partner))
             ),
             false,
         ),
     };
+    let nothing = |m: Map<String, Value>| {
+        if m.is_empty() {
+            Value::Null
+        } else {
+            Value::Object(m)
+        }
+    };
     let proxy = json!({
         "resource": RESOURCE,
         "path": path,
-        "httpMethod": "POST",
+        "httpMethod": method,
         "headers": single,
         "multiValueHeaders": multi,
-        "queryStringParameters": null,
-        "multiValueQueryStringParameters": null,
+        "queryStringParameters": nothing(query),
+        "multiValueQueryStringParameters": nothing(multi_query),
         "pathParameters": { "partner": request.partner },
         "stageVariables": null,
         "requestContext": context,
@@ -159,9 +221,9 @@ fn rest(case: &Case, request: &Request) -> Events {
     }
 }
 
-fn http(case: &Case, request: &Request) -> Events {
-    let source_ip = case.source_ip.as_deref().unwrap_or(SOURCE_IP);
-    let (text, raw, forwarded) = split_headers(case, request);
+fn http(request: &Request, send: &Send<'_>) -> Events {
+    let (source_ip, method) = (send.source_ip, send.method);
+    let (text, raw, forwarded) = split_headers(request, source_ip);
     // lower-case names, one value per name: the lines joined with `,`
     let mut joined: BTreeMap<String, String> = BTreeMap::new();
     for (name, texts) in text {
@@ -198,26 +260,41 @@ fn http(case: &Case, request: &Request) -> Events {
         "domainName": super::model::HOST,
         "domainPrefix": "abc123defg",
         "http": {
-            "method": "POST",
+            "method": method,
             "path": path,
             "protocol": "HTTP/1.1",
             "sourceIp": source_ip,
             "userAgent": joined.get("user-agent").cloned().unwrap_or_default(),
         },
         "requestId": uuid::Uuid::new_v4().to_string(),
-        "routeKey": format!("POST {RESOURCE}"),
+        "routeKey": format!("{method} {RESOURCE}"),
         "stage": "$default",
         "time": "28/May/2026:20:26:40 +0000",
         "timeEpoch": T * 1000,
     });
-    let authorizer = json!({
+    // `rawQueryString` as sent; `queryStringParameters` decoded, a repeated
+    // parameter's values joined with `,`
+    let raw_query = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(send.query)
+        .finish();
+    let mut query: BTreeMap<&str, String> = BTreeMap::new();
+    for (k, v) in send.query {
+        query
+            .entry(k)
+            .and_modify(|joined| {
+                joined.push(',');
+                joined.push_str(v);
+            })
+            .or_insert_with(|| v.to_string());
+    }
+    let mut authorizer = json!({
         "version": "2.0",
         "type": "REQUEST",
-        "routeArn": format!("arn:aws:execute-api:eu-west-1:123456789012:abc123defg/$default/POST{path}"),
+        "routeArn": format!("arn:aws:execute-api:eu-west-1:123456789012:abc123defg/$default/{method}{path}"),
         "identitySource": [],
-        "routeKey": format!("POST {RESOURCE}"),
+        "routeKey": format!("{method} {RESOURCE}"),
         "rawPath": path,
-        "rawQueryString": "",
+        "rawQueryString": raw_query,
         "headers": joined,
         "pathParameters": { "partner": request.partner },
         "stageVariables": {},
@@ -225,14 +302,18 @@ fn http(case: &Case, request: &Request) -> Events {
     });
     let mut proxy = json!({
         "version": "2.0",
-        "routeKey": format!("POST {RESOURCE}"),
+        "routeKey": format!("{method} {RESOURCE}"),
         "rawPath": path,
-        "rawQueryString": "",
+        "rawQueryString": raw_query,
         "headers": joined,
         "pathParameters": { "partner": request.partner },
         "requestContext": context,
     });
-    let (body, is_base64) = match &case.event_body {
+    if !query.is_empty() {
+        authorizer["queryStringParameters"] = json!(query);
+        proxy["queryStringParameters"] = json!(query);
+    }
+    let (body, is_base64) = match send.event_body {
         Some(e) => (json!(e.body), e.is_base64_encoded),
         // HTTP API sends no body field for an empty body
         None if request.body.is_empty() => (Value::Null, false),
