@@ -1,6 +1,7 @@
 //! The real `authorizer` binary under a Lambda Runtime API (the testkit's
 //! emulator): init, then the sample events (re-signed now) answered Allow
-//! and Deny through the runtime; a missing configuration is an init error
+//! and Deny through the runtime, REST's with a policy and HTTP API's with a
+//! simple response; a missing configuration is an init error
 //! naming the variables, reported to `/init/error`.
 
 use std::time::Duration;
@@ -39,6 +40,23 @@ async fn the_binary_allows_a_fresh_request_and_denies_a_spoofed_address() {
         smoke::resign(&mut event, now, true);
         let outcome = f.api.invoke(&event, Duration::from_secs(10)).await;
         assert_eq!(effect(&outcome), expected, "{name}: {outcome:?}");
+    }
+    // the same binary answers HTTP API's payload 2.0 events with simple
+    // responses
+    for (name, expected) in [
+        ("httpapi-authorizer-allow.json", true),
+        ("httpapi-authorizer-spoofed-ip.json", false),
+    ] {
+        let mut event = smoke::event(name);
+        smoke::resign(&mut event, now, true);
+        let outcome = f.api.invoke(&event, Duration::from_secs(10)).await;
+        match &outcome {
+            Outcome::Response(r) => {
+                assert_eq!(r["isAuthorized"], expected, "{name}: {r}");
+                assert!(r.get("policyDocument").is_none(), "{name}: {r}");
+            }
+            Outcome::Error(e) => panic!("{name}: the authorizer failed: {e}"),
+        }
     }
     // the fixture as stored is stale for a real clock: denied, not an error
     let stale = f

@@ -1,5 +1,7 @@
 //! A full run of the ingest function whose logs are captured (every level,
-//! every crate) and searched for secrets and signatures. In its own test
+//! every crate) and searched for secrets and signatures, through both
+//! ingresses (the metrics too: a text body HTTP API may have altered is
+//! counted under its own reason). In its own test
 //! binary: the capturing subscriber is the process-wide default, so no
 //! other test's threads can make tracing skip a callsite.
 
@@ -67,8 +69,40 @@ async fn a_full_run_logs_no_secret_and_no_full_signature() {
             );
         }
     }
+    // HTTP API's events too (payload 2.0); the metrics go to the log, so
+    // the refusal of a text body holding U+FFFD shows its own reason
+    hookbox::metrics::print_to_stdout(false);
+    let mut altered = common::http_event("httpapi-ingest-valid.json");
+    altered.body = altered
+        .body
+        .map(|b| b.replacen("payment", "pa\u{FFFD}ment", 1));
+    for e in [
+        common::http_event("httpapi-ingest-valid.json"),
+        common::http_event("httpapi-ingest-base64.json"),
+        common::http_event("httpapi-ingest-bad-signature.json"),
+        altered,
+    ] {
+        if let Some(sig) = e
+            .headers
+            .get("webhook-signature")
+            .and_then(|v| v.to_str().ok())
+        {
+            signatures.push(sig.trim_start_matches("v1,").to_string());
+        }
+        let r = rig.function.handle_http(e).await;
+        for secret in SECRET_MATERIAL {
+            assert!(
+                !format!("{r:?}").contains(secret),
+                "a response leaks a secret"
+            );
+        }
+    }
     let logs = String::from_utf8(captured.0.lock().unwrap_or_else(|p| p.into_inner()).clone())
         .expect("utf-8 logs");
+    assert!(
+        logs.contains("rejected_invalid_signature_body_altered"),
+        "the metric of a text body HTTP API may have altered has its own reason"
+    );
     assert!(logs.contains("\"accepted\""), "the run was logged");
     assert!(
         logs.contains("signature rejected"),

@@ -1,7 +1,8 @@
 //! The real `ingest` binary under a Lambda Runtime API (the testkit's
 //! emulator), with the template's production path behind it: the local
 //! Data API over a throwaway PostgreSQL, moto's SQS, a blob directory. The
-//! sample events (re-signed now) get 200, 401 and 413 through the runtime;
+//! sample events (re-signed now) get 200, 401 and 413 through the runtime,
+//! REST's and HTTP API's (payload 2.0) alike;
 //! a missing queue URL is an init error naming the variable.
 
 use std::time::Duration;
@@ -78,19 +79,43 @@ async fn the_binary_stores_a_valid_webhook_and_refuses_bad_signatures_and_oversi
         413
     );
 
-    // one row, one message: the valid webhook, stored once
+    // the same binary takes HTTP API's payload 2.0 events: the webhook
+    // sent as text is the same event (a duplicate), the one sent as
+    // application/octet-stream (base64) a new one
+    let mut text = smoke::event("httpapi-ingest-valid.json");
+    smoke::resign(&mut text, now, true);
+    let duplicate = f.api.invoke(&text, Duration::from_secs(20)).await;
+    assert_eq!(status(&duplicate), 200, "{duplicate:?}");
+    assert!(
+        format!("{duplicate:?}").contains("duplicate"),
+        "{duplicate:?}"
+    );
+    let mut binary = smoke::event("httpapi-ingest-base64.json");
+    smoke::resign(&mut binary, now, true);
+    let stored = f.api.invoke(&binary, Duration::from_secs(20)).await;
+    assert_eq!(status(&stored), 200, "{stored:?}");
+    assert!(format!("{stored:?}").contains("accepted"), "{stored:?}");
+    let mut forged = smoke::event("httpapi-ingest-bad-signature.json");
+    smoke::resign(&mut forged, now, false);
+    assert_eq!(
+        status(&f.api.invoke(&forged, Duration::from_secs(20)).await),
+        401
+    );
+
+    // two rows, two messages: the valid webhook (stored once, whichever
+    // ingress it came through) and the one sent base64
     let (client, conn) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
         .await
         .expect("connect");
     tokio::spawn(conn);
     let rows = client
         .query_one(
-            "SELECT count(*) FROM inbox WHERE partner = 'demo' AND event_id = 'msg_1001'",
+            "SELECT count(*) FROM inbox WHERE partner = 'demo' AND event_id IN ('msg_1001', 'msg_1002')",
             &[],
         )
         .await
         .expect("count");
-    assert_eq!(rows.get::<_, i64>(0), 1);
+    assert_eq!(rows.get::<_, i64>(0), 2);
     let messages = moto::client(&moto::endpoint())
         .receive_message()
         .queue_url(&queue.url)
@@ -98,7 +123,7 @@ async fn the_binary_stores_a_valid_webhook_and_refuses_bad_signatures_and_oversi
         .send()
         .await
         .expect("receive");
-    assert_eq!(messages.messages().len(), 1, "{messages:?}");
+    assert_eq!(messages.messages().len(), 2, "{messages:?}");
 }
 
 #[tokio::test]

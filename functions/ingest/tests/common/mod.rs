@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use aws_lambda_events::apigw::ApiGatewayProxyRequest;
+use aws_lambda_events::apigw::{ApiGatewayProxyRequest, ApiGatewayV2httpRequest};
 use chrono::TimeZone;
 use hookbox::blob::s3::S3BlobStore;
 use hookbox::clock::ManualClock;
@@ -67,6 +67,13 @@ pub async fn rig() -> Rig {
 }
 
 pub fn event(name: &str) -> ApiGatewayProxyRequest {
+    let path = format!("{EVENTS}/{name}");
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// An HTTP API (payload 2.0) sample event (`events/httpapi-*.json`).
+pub fn http_event(name: &str) -> ApiGatewayV2httpRequest {
     let path = format!("{EVENTS}/{name}");
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
         .unwrap_or_else(|e| panic!("{path}: {e}"))
