@@ -76,9 +76,39 @@
    the template's text looks like a bearer token. The management
    function's role holds only MANAGEMENT_ACTIONS.
 
-Usage: python3 infra/check.py [TEMPLATE] (default infra/template.yaml).
+14. The webhook ingress (docs/ingress.md), on the translated template
+   resolved for each value of the Ingress parameter (rest, http), with and
+   without the webhook throttle (CloudFormation's view: conditions
+   evaluated, resources under a false one removed, Fn::If replaced by its
+   branch): the webhook routes (POST and GET /webhooks/{partner}) are on
+   exactly one API, the ingress's (the REST API WebhookApi, binary media
+   type */*, or the HTTP API WebhookHttpApi, payload format 2.0), and no
+   HTTP API exists for rest; each route is a Lambda proxy integration of
+   ingest authorized by the partners' authorizer: REQUEST, result TTL 0,
+   no identity source (with one, API Gateway answers 401 itself when it is
+   missing), on the HTTP API payload format 2.0 with simple responses;
+   every API Gateway invoke permission is scoped to an API of the stack,
+   ingest's to exactly those two routes of the ingress's stage, the
+   authorizer's to that API's authorizers (and SAM's own grant of the REST
+   API's); the webhook routes' throttle is exactly the
+   WebhookThrottle{Rate,Burst}Limit parameters when set (the REST stage's
+   method settings, the HTTP stage's default route settings) and absent
+   when not (Rules demand both or neither); WebhookUrlPattern is the
+   ingress's API; the webhook path of each conditional definition is an
+   !If on its ingress with an empty map otherwise (sam local ignores a
+   resource's Condition), and WebhookApi deploys on every update
+   (AlwaysDeploy: its definition changes with Ingress, its deployment's
+   name would not).
+15. With `--sam-local TEMPLATE` and the SAM CLI's interpreter (.venv-deploy):
+   what `sam local start-api` reads from the template for each Ingress, no
+   Docker: one /webhooks/{partner} route (GET, POST) of ingest, of the
+   ingress's event type and payload format, behind the authorizer with the
+   same payload format, simple responses for http, no identity source.
+
+Usage: python3 infra/check.py [TEMPLATE] (default infra/template.yaml);
+.venv-deploy/bin/python infra/check.py --sam-local TEMPLATE.
 Prints OK and exits 0, or prints every problem and exits 1 (2 when
-aws-sam-translator is not installed).
+aws-sam-translator, or for --sam-local the SAM CLI, is not installed).
 """
 
 from __future__ import annotations
@@ -123,7 +153,8 @@ notes: list[str] = []
 
 
 def problem(msg: str) -> None:
-    problems.append(msg)
+    if msg not in problems:  # the per-ingress checks may meet one twice
+        problems.append(msg)
 
 
 # ------------------------------------------------------------------ template
@@ -637,50 +668,65 @@ def check_management_api(template: dict, cfn: dict) -> None:
     for route in (BEARER_ROUTE, IAM_ROUTE):
         if f'"{route}"' not in code:
             problem(f"{name}: route {route} is not a resource {MANAGEMENT_EVENT_CODE.relative_to(ROOT)} knows")
-    events = ((res.get("Properties") or {}).get("Events")) or {}
-    routes = {}
-    for ev_name, ev in events.items():
-        props = ev.get("Properties") or {}
-        if ev.get("Type") != "Api":
-            problem(f"{name}.{ev_name}: the management function is invoked by API Gateway only, not {ev.get('Type')}")
-            continue
-        routes[props.get("Path")] = (ev_name, props)
-    if set(routes) != {BEARER_ROUTE, IAM_ROUTE}:
-        problem(f"{name}: routes {sorted(map(str, routes))}, must be exactly {BEARER_ROUTE} and {IAM_ROUTE}")
-    for path, (ev_name, props) in routes.items():
-        auth = props.get("Auth") or {}
-        if props.get("RestApiId") != {"Ref": "WebhookApi"}:
-            problem(f"{name}.{ev_name}: must be on the stack's API (RestApiId !Ref WebhookApi)")
-        if path == IAM_ROUTE:
-            if auth.get("Authorizer") != "AWS_IAM":
-                problem(f"{name}.{ev_name}: {IAM_ROUTE} must be authorized by AWS_IAM (SigV4), is {auth.get('Authorizer')!r}")
-            if auth.get("InvokeRole") != "NONE":
-                problem(f"{name}.{ev_name}: {IAM_ROUTE} needs InvokeRole NONE (API Gateway invokes the function, not the caller's credentials)")
-        if path == BEARER_ROUTE and auth.get("Authorizer") != "NONE":
-            problem(f"{name}.{ev_name}: {BEARER_ROUTE} is checked by the function's bearer tokens (Authorizer NONE), is {auth.get('Authorizer')!r}")
-    # the translated API: security of each operation
-    api = (cfn.get("Resources") or {}).get("WebhookApi", {}).get("Properties", {})
-    body = api.get("Body") or {}
-    definitions = body.get("securityDefinitions") or {}
-    if (definitions.get("AWS_IAM") or {}).get("x-amazon-apigateway-authtype") != "awsSigv4":
-        problem("WebhookApi: no AWS_IAM (awsSigv4) security definition")
-    for path, ops in (body.get("paths") or {}).items():
-        for method, op in ops.items():
-            if method not in OPERATIONS:
-                continue
-            security = [k for entry in (op.get("security") or []) for k in entry]
-            integration = op.get("x-amazon-apigateway-integration") or {}
-            if path == IAM_ROUTE:
-                if security != ["AWS_IAM"]:
-                    problem(f"WebhookApi {method} {path}: security {security}, must be exactly AWS_IAM")
-                if integration.get("credentials") is not None:
-                    problem(f"WebhookApi {method} {path}: invoked with credentials {integration.get('credentials')!r}, must be none")
-            elif path == BEARER_ROUTE:
-                if security not in ([], ["NONE"]):
-                    problem(f"WebhookApi {method} {path}: security {security}; the function checks the bearer token")
-            elif not [k for k in security if k in definitions]:
-                problem(f"WebhookApi {method} {path}: no authorizer (only the management API's bearer route may have none)")
+    # its routes are WebhookApi's definition (check_api_security), an
+    # event would add one (and SAM would merge ANY as a method `any`)
+    for ev_name, ev in (((res.get("Properties") or {}).get("Events")) or {}).items():
+        problem(
+            f"{name}.{ev_name}: the management function's routes are WebhookApi's definition "
+            f"({BEARER_ROUTE}, {IAM_ROUTE}) with their permissions; an event (type {ev.get('Type')}) would add another"
+        )
     notes.append(f"management API: {BEARER_ROUTE} (bearer, checked by the function), {IAM_ROUTE} (AWS_IAM)")
+
+
+def api_definitions(resources: dict) -> dict[str, tuple[str, dict]]:
+    """Every API of a translated template: logical id -> (type, body)."""
+    return {
+        name: (res["Type"], (res.get("Properties") or {}).get("Body") or {})
+        for name, res in resources.items()
+        if res.get("Type") in (REST_API, HTTP_API)
+    }
+
+
+def security_schemes(body: dict) -> dict:
+    """Swagger 2.0 securityDefinitions or OpenAPI 3 components.securitySchemes."""
+    return body.get("securityDefinitions") or (body.get("components") or {}).get("securitySchemes") or {}
+
+
+def check_api_security(cfn: dict) -> None:
+    """Security of each operation of every API (a translated template with
+    the ingress conditions resolved, so the webhook routes are plain)."""
+    resources = cfn.get("Resources") or {}
+    rest = (resources.get("WebhookApi") or {}).get("Properties", {}).get("Body") or {}
+    if (security_schemes(rest).get("AWS_IAM") or {}).get("x-amazon-apigateway-authtype") != "awsSigv4":
+        problem("WebhookApi: no AWS_IAM (awsSigv4) security definition")
+    management = set()
+    for api, (_, body) in api_definitions(resources).items():
+        definitions = security_schemes(body)
+        for path, ops in (body.get("paths") or {}).items():
+            for method, op in (ops if isinstance(ops, dict) else {}).items():
+                if method not in OPERATIONS:
+                    if not (method.startswith("x-") or method == "parameters"):
+                        problem(f"{api} {path}: {method!r} is not a method API Gateway knows (ANY is x-amazon-apigateway-any-method)")
+                    continue
+                security = [k for entry in (op.get("security") or []) for k in entry]
+                integration = op.get("x-amazon-apigateway-integration") or {}
+                if names(integration.get("uri")) == "ManagementFunction":
+                    management.add((api, path, method))
+                if api == "WebhookApi" and path == IAM_ROUTE:
+                    if security != ["AWS_IAM"]:
+                        problem(f"WebhookApi {method} {path}: security {security}, must be exactly AWS_IAM")
+                    if integration.get("credentials") is not None:
+                        problem(f"WebhookApi {method} {path}: invoked with credentials {integration.get('credentials')!r}, must be none")
+                elif api == "WebhookApi" and path == BEARER_ROUTE:
+                    if security not in ([], ["NONE"]):
+                        problem(f"WebhookApi {method} {path}: security {security}; the function checks the bearer token")
+                elif not [k for k in security if k in definitions]:
+                    problem(f"{api} {method} {path}: no authorizer (only the management API's bearer route may have none)")
+                if integration.get("credentials") is not None and not (api == "WebhookApi" and path == IAM_ROUTE):
+                    problem(f"{api} {method} {path}: invoked with credentials {integration.get('credentials')!r}; API Gateway invokes the function with its permission")
+    want = {("WebhookApi", path, "x-amazon-apigateway-any-method") for path in (BEARER_ROUTE, IAM_ROUTE)}
+    if management != want:
+        problem(f"the management function is integrated as {sorted(management)}, must be exactly {sorted(want)} (ANY on its two routes)")
 
 
 # The key vault: the encryption context the code sends (shared/src/vault/kms.rs).
@@ -836,14 +882,432 @@ def check_api_tokens(template: dict, cfn: dict) -> None:
             problem(f"{role}: actions {sorted(extra)} beyond what the management API calls ({sorted(MANAGEMENT_ACTIONS)})")
 
 
+# ------------------------------------------------------------------ ingress
+# The webhook ingress (docs/ingress.md): the Ingress parameter puts the
+# webhook routes on the REST API (rest) or on an HTTP API (http). Checked
+# on the translated template resolved for each value (what CloudFormation
+# deploys: conditions evaluated, resources under a false one gone, Fn::If
+# replaced by its branch), with and without the webhook throttle.
+REST_API = "AWS::ApiGateway::RestApi"
+HTTP_API = "AWS::ApiGatewayV2::Api"
+INGRESS_PARAMETER = "Ingress"
+INGRESS_APIS = {"rest": ("WebhookApi", REST_API), "http": ("WebhookHttpApi", HTTP_API)}
+WEBHOOK_PATH = "/webhooks/{partner}"
+WEBHOOK_METHODS = {"post", "get"}  # webhooks, and the providers' GET handshakes
+THROTTLE = ("WebhookThrottleRateLimit", "WebhookThrottleBurstLimit")
+THROTTLE_SAMPLE = {"WebhookThrottleRateLimit": "500", "WebhookThrottleBurstLimit": "1000"}
+UNKNOWN = object()
+
+
+def _value(v, params: dict):
+    """A condition operand: a literal, or a parameter's value when known."""
+    if isinstance(v, (str, int, float, bool)):
+        return str(v)
+    if isinstance(v, dict) and set(v) == {"Ref"} and v["Ref"] in params:
+        return str(params[v["Ref"]])
+    return UNKNOWN
+
+
+def evaluate(expr, conditions: dict, params: dict, seen: tuple = ()):
+    """True, False, or None (depends on a parameter not in params)."""
+    if isinstance(expr, dict) and len(expr) == 1:
+        (fn, args), = expr.items()
+        if fn == "Condition":
+            if args in seen or args not in conditions:
+                return None
+            return evaluate(conditions[args], conditions, params, seen + (args,))
+        if fn == "Fn::Equals":
+            a, b = (_value(x, params) for x in args)
+            return None if UNKNOWN in (a, b) else a == b
+        if fn == "Fn::Not":
+            v = evaluate(args[0], conditions, params, seen)
+            return None if v is None else not v
+        if fn in ("Fn::And", "Fn::Or"):
+            values = [evaluate(x, conditions, params, seen) for x in args]
+            if fn == "Fn::And":
+                return False if False in values else (None if None in values else True)
+            return True if True in values else (None if None in values else False)
+    return None
+
+
+NO_VALUE = {"Ref": "AWS::NoValue"}
+
+
+def resolve(cfn: dict, params: dict) -> dict:
+    """The translated template as deployed with `params` (a partial map):
+    conditions decidable from params evaluated, resources and outputs under
+    a false one removed, Fn::If on a decided condition replaced by its
+    branch (AWS::NoValue dropped); the rest left as it is."""
+    conditions = cfn.get("Conditions") or {}
+    decided = {name: evaluate({"Condition": name}, conditions, params) for name in conditions}
+
+    def walk(v):
+        if isinstance(v, dict):
+            if set(v) == {"Fn::If"} and isinstance(v["Fn::If"], list):
+                name, *branches = v["Fn::If"]
+                if decided.get(name) is not None:
+                    return walk(branches[0] if decided[name] else branches[1])
+                # undecided: both branches stay (AWS::NoValue included)
+                return {"Fn::If": [name, *(walk(b) for b in branches)]}
+            out = {}
+            for k, x in v.items():
+                x = walk(x)
+                if x != NO_VALUE:
+                    out[k] = x
+            return out
+        if isinstance(v, list):
+            return [x for x in (walk(x) for x in v) if x != NO_VALUE]
+        return v
+
+    out = copy.deepcopy(cfn)
+    for section in ("Resources", "Outputs"):
+        kept = {}
+        for name, item in (out.get(section) or {}).items():
+            condition = decided.get(item.get("Condition"))
+            if condition is False:
+                continue
+            item = walk(item)
+            if condition is True:
+                del item["Condition"]
+            kept[name] = item
+        out[section] = kept
+    return out
+
+
+def deployable(cfn: dict, params: dict) -> dict:
+    """resolve(), with the conditions it decided gone from Conditions (in a
+    remaining Fn::And or Fn::Or, a decided member can only be the one that
+    does not decide it: it is dropped), so that cfn-lint reads the template
+    CloudFormation would deploy."""
+    out = resolve(cfn, params)
+    conditions = cfn.get("Conditions") or {}
+    decided = {name: evaluate({"Condition": name}, conditions, params) for name in conditions}
+
+    def walk(v):
+        if isinstance(v, dict) and len(v) == 1 and next(iter(v)) in ("Fn::And", "Fn::Or"):
+            (fn, members), = v.items()
+            kept = [
+                walk(m) for m in members
+                if not (isinstance(m, dict) and set(m) == {"Condition"} and decided.get(m["Condition"]) is not None)
+            ]
+            return kept[0] if len(kept) == 1 else {fn: kept}
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    out["Conditions"] = {n: walk(c) for n, c in conditions.items() if decided[n] is None}
+    if not out["Conditions"]:
+        del out["Conditions"]
+    return out
+
+
+def sub_text(v) -> str | None:
+    """The text of an Fn::Sub (its ${...} variables of the list form put in:
+    a Ref or GetAtt as ${Name}, a literal as itself), or a plain string."""
+    if isinstance(v, str):
+        return v
+    if not (isinstance(v, dict) and set(v) == {"Fn::Sub"}):
+        return None
+    arg = v["Fn::Sub"]
+    if isinstance(arg, str):
+        return arg
+    text, variables = arg[0], arg[1] if len(arg) > 1 else {}
+    for name, val in variables.items():
+        if isinstance(val, dict) and "Ref" in val:
+            val = "${" + val["Ref"] + "}"
+        elif isinstance(val, dict) and "Fn::GetAtt" in val:
+            val = "${" + ".".join(val["Fn::GetAtt"]) + "}"
+        elif not isinstance(val, str):
+            return None
+        text = text.replace("${" + name + "}", val)
+    return text
+
+
+EXECUTE_API = re.compile(
+    r"^arn:(?:aws|\$\{AWS::Partition\}):execute-api:\$\{AWS::Region\}:\$\{AWS::AccountId\}:\$\{(\w+)\}/(.+)$"
+)
+
+
+def function_ref(v) -> str | None:
+    """The logical id a permission's FunctionName names."""
+    if isinstance(v, dict) and "Ref" in v:
+        return v["Ref"]
+    if isinstance(v, dict) and "Fn::GetAtt" in v:
+        return v["Fn::GetAtt"][0]
+    return None
+
+
+def invoke_permissions(resources: dict, apis: dict) -> dict[str, set[tuple[str, str]]]:
+    """API Gateway's invoke permissions: function -> {(api, rest of the ARN)};
+    a permission not scoped to an API of the stack is a problem."""
+    out: dict[str, set[tuple[str, str]]] = {}
+    for name, res in resources.items():
+        if res.get("Type") != "AWS::Lambda::Permission":
+            continue
+        props = res.get("Properties") or {}
+        if props.get("Principal") != "apigateway.amazonaws.com":
+            continue
+        text = sub_text(props.get("SourceArn"))
+        m = EXECUTE_API.match(text or "")
+        if not m or m.group(1) not in apis:
+            problem(f"{name}: API Gateway may invoke {function_ref(props.get('FunctionName'))} from {props.get('SourceArn')!r}, not one API of the stack")
+            continue
+        out.setdefault(function_ref(props.get("FunctionName")), set()).add((m.group(1), m.group(2)))
+    return out
+
+
+def names(v) -> str | None:
+    """The logical id an integration or authorizer URI invokes."""
+    text = sub_text(v) or ""
+    m = re.search(r"/functions/\$\{(\w+)\.Arn\}/invocations$", text) or re.fullmatch(r"\$\{(\w+)\.Arn\}", text)
+    if m:
+        return m.group(1)
+    if isinstance(v, dict) and "Fn::GetAtt" in v:
+        return v["Fn::GetAtt"][0]
+    return None
+
+
+def check_webhook_routes(label: str, api: str, kind: str, body: dict) -> None:
+    ops = (body.get("paths") or {}).get(WEBHOOK_PATH)
+    methods = {m for m in (ops or {}) if m in OPERATIONS}
+    if methods != WEBHOOK_METHODS:
+        problem(f"{label}: {api} {WEBHOOK_PATH} has methods {sorted(methods)}, must be exactly {sorted(WEBHOOK_METHODS)}")
+    schemes = security_schemes(body)
+    for method in sorted(methods):
+        op = ops[method]
+        where = f"{label}: {api} {method} {WEBHOOK_PATH}"
+        integration = op.get("x-amazon-apigateway-integration") or {}
+        if integration.get("type") != "aws_proxy" or integration.get("httpMethod") != "POST" or names(integration.get("uri")) != "IngestFunction":
+            problem(f"{where}: must be a Lambda proxy integration (aws_proxy, POST) of IngestFunction")
+        payload = integration.get("payloadFormatVersion")
+        if kind == HTTP_API and payload != "2.0":
+            problem(f"{where}: payloadFormatVersion {payload!r}, must be '2.0' (the event shape ingest reads from an HTTP API)")
+        if kind == REST_API and payload is not None:
+            problem(f"{where}: a REST API has no payloadFormatVersion ({payload!r})")
+        security = [k for entry in (op.get("security") or []) for k in entry]
+        if len(security) != 1 or security[0] not in schemes:
+            problem(f"{where}: security {security}, must be exactly the partners' authorizer")
+            continue
+        auth = (schemes[security[0]] or {}).get("x-amazon-apigateway-authorizer") or {}
+        what = f"{label}: {api} authorizer {security[0]}"
+        if auth.get("type") != "request" or names(auth.get("authorizerUri")) != "AuthorizerFunction":
+            problem(f"{what}: must be a REQUEST authorizer invoking AuthorizerFunction")
+        if auth.get("authorizerResultTtlInSeconds") != 0:
+            problem(
+                f"{what}: authorizerResultTtlInSeconds {auth.get('authorizerResultTtlInSeconds')!r}, must be 0 "
+                "(a cached answer would skip the timestamp and source-IP checks)"
+            )
+        if auth.get("identitySource"):
+            problem(
+                f"{what}: identity source {auth.get('identitySource')!r}: API Gateway would answer 401 itself "
+                "when it is missing, before the authorizer runs; with caching off none is needed"
+            )
+        if kind == HTTP_API:
+            if auth.get("authorizerPayloadFormatVersion") != "2.0":
+                problem(f"{what}: authorizerPayloadFormatVersion {auth.get('authorizerPayloadFormatVersion')!r}, must be '2.0'")
+            if auth.get("enableSimpleResponses") is not True:
+                problem(f"{what}: enableSimpleResponses must be true (the authorizer answers isAuthorized)")
+    if kind == REST_API and "*/*" not in (body.get("x-amazon-apigateway-binary-media-types") or []):
+        problem(f"{label}: {api} must have the binary media type */* (every body base64, byte for byte)")
+
+
+def stage_of(resources: dict, api: str, kind: str) -> tuple[str, dict] | None:
+    stage_type = "AWS::ApiGateway::Stage" if kind == REST_API else "AWS::ApiGatewayV2::Stage"
+    key = "RestApiId" if kind == REST_API else "ApiId"
+    stages = [
+        (n, r.get("Properties") or {}) for n, r in resources.items()
+        if r.get("Type") == stage_type and (r.get("Properties") or {}).get(key) == {"Ref": api}
+        and (r.get("Properties") or {}).get("StageName") == {"Ref": "StageName"}
+    ]
+    return stages[0] if len(stages) == 1 else None
+
+
+def throttles(settings: dict) -> dict:
+    return {k: settings[k] for k in ("ThrottlingRateLimit", "ThrottlingBurstLimit") if k in settings}
+
+
+def check_throttle(label: str, api: str, kind: str, resources: dict, throttled: bool) -> None:
+    stage = stage_of(resources, api, kind)
+    if stage is None:
+        problem(f"{label}: {api} needs exactly one stage named by the StageName parameter")
+        return
+    stage_name, props = stage
+    want = {"ThrottlingRateLimit": {"Ref": THROTTLE[0]}, "ThrottlingBurstLimit": {"Ref": THROTTLE[1]}} if throttled else {}
+    if kind == REST_API:
+        settings = props.get("MethodSettings") or []
+        for method in sorted(WEBHOOK_METHODS):
+            got = [
+                throttles(s) for s in settings
+                if s.get("ResourcePath") in ("/*", "/~1webhooks~1{partner}") and s.get("HttpMethod") in ("*", method.upper())
+            ]
+            got = [g for g in got if g]
+            if (got != [want]) if throttled else got:
+                problem(f"{label}: {stage_name} throttles {method.upper()} {WEBHOOK_PATH} with {got}, must be {[want] if throttled else 'nothing (the account limit)'}")
+    else:
+        got = throttles(props.get("DefaultRouteSettings") or {})
+        if got != want:
+            problem(f"{label}: {stage_name} DefaultRouteSettings throttle {got}, must be {want or 'nothing (the account limit)'}")
+        for key, settings in (props.get("RouteSettings") or {}).items():
+            if throttles(settings if isinstance(settings, dict) else {}):
+                problem(f"{label}: {stage_name} RouteSettings {key} overrides the webhook routes' throttle")
+
+
+def check_ingress_variant(template: dict, cfn: dict, ingress: str, throttled: bool) -> str:
+    params = {INGRESS_PARAMETER: ingress, **({k: "0" for k in THROTTLE} if not throttled else THROTTLE_SAMPLE)}
+    label = f"Ingress={ingress}" + (" throttled" if throttled else "")
+    deployed = resolve(cfn, params)
+    resources = deployed.get("Resources") or {}
+    apis = api_definitions(resources)
+    api, kind = INGRESS_APIS[ingress]
+    # exactly one API carries the webhook routes, the ingress's; the REST
+    # API stays (the management API), the HTTP API exists only for http
+    carrying = sorted(a for a, (_, body) in apis.items() if any(m in OPERATIONS for m in ((body.get("paths") or {}).get(WEBHOOK_PATH) or {})))
+    if carrying != [api]:
+        problem(f"{label}: the webhook routes are on {carrying}, must be on {api} alone")
+    if apis.get(api, (None,))[0] != kind:
+        problem(f"{label}: {api} must exist as {kind}")
+    if ingress == "rest" and any(r.get("Type", "").startswith("AWS::ApiGatewayV2::") for r in resources.values()):
+        problem(f"{label}: {sorted(n for n, r in resources.items() if r.get('Type', '').startswith('AWS::ApiGatewayV2::'))} exist; with Ingress rest no HTTP API may")
+    if "WebhookApi" not in apis:
+        problem(f"{label}: WebhookApi (the management API) must exist whatever the ingress")
+    check_api_security(deployed)
+    if api in apis:
+        check_webhook_routes(label, api, kind, apis[api][1])
+        check_throttle(label, api, kind, resources, throttled)
+    # least privilege: API Gateway invokes ingest for exactly the webhook
+    # routes of the ingress's stage, the authorizer for that API's authorizers
+    granted = invoke_permissions(resources, apis)
+    want_ingest = {(api, f"${{StageName}}/{m.upper()}/webhooks/*") for m in WEBHOOK_METHODS}
+    if granted.get("IngestFunction", set()) != want_ingest:
+        problem(
+            f"{label}: API Gateway may invoke IngestFunction from {sorted(granted.get('IngestFunction', set()))}, "
+            f"must be exactly {sorted(want_ingest)}"
+        )
+    authorizer = granted.get("AuthorizerFunction", set())
+    if (api, "authorizers/*") not in authorizer:
+        problem(f"{label}: {api}'s authorizers may not invoke AuthorizerFunction")
+    # SAM grants the REST API's authorizers from its Auth, which cannot be
+    # conditional: with Ingress http no REST route uses it
+    extra = authorizer - {(api, "authorizers/*"), ("WebhookApi", "authorizers/*")}
+    if extra:
+        problem(f"{label}: AuthorizerFunction may also be invoked from {sorted(extra)}")
+    want_management = {("WebhookApi", f"${{StageName}}/*{route.replace('{proxy+}', '*')}") for route in (BEARER_ROUTE, IAM_ROUTE)}
+    if granted.get("ManagementFunction", set()) != want_management:
+        problem(
+            f"{label}: API Gateway may invoke ManagementFunction from {sorted(granted.get('ManagementFunction', set()))}, "
+            f"must be exactly {sorted(want_management)}"
+        )
+    for function in sorted(set(granted) - {"IngestFunction", "AuthorizerFunction", "ManagementFunction"}):
+        problem(f"{label}: API Gateway may invoke {function} from {sorted(granted[function])}; no route of it is on an API")
+    # the URL partners are given
+    url = sub_text(((deployed.get("Outputs") or {}).get("WebhookUrlPattern") or {}).get("Value"))
+    want_url = f"https://${{{api}}}.execute-api.${{AWS::Region}}.${{AWS::URLSuffix}}/${{StageName}}{WEBHOOK_PATH}"
+    if url != want_url:
+        problem(f"{label}: output WebhookUrlPattern is {url!r}, must be {want_url!r}")
+    return f"{label}: {WEBHOOK_PATH} POST and GET on {api} ({'REST, payload 1.0, */* binary' if kind == REST_API else 'HTTP API, payload 2.0, simple responses'}), authorizer TTL 0 without identity source, invoke permissions on those routes alone, {'throttle = the parameters' if throttled else 'no stage throttle'}"
+
+
+def check_ingress(template: dict, cfn: dict) -> None:
+    params = template.get("Parameters") or {}
+    spec = params.get(INGRESS_PARAMETER) or {}
+    if sorted(spec.get("AllowedValues") or []) != sorted(INGRESS_APIS) or spec.get("Default") != "rest":
+        problem(f"parameter {INGRESS_PARAMETER}: AllowedValues must be {sorted(INGRESS_APIS)}, Default rest")
+        return
+    # the throttle: both numbers or neither (a burst of 0 refuses everything)
+    rules = template.get("Rules") or {}
+    for a, b in (THROTTLE, THROTTLE[::-1]):
+        if not any(
+            f'"{a}"' in json.dumps(r.get("RuleCondition")) and f'"{b}"' in json.dumps(r.get("Assertions"))
+            for r in rules.values()
+        ):
+            problem(f"Rules: none asserts {b} is set when {a} is")
+    resources = template.get("Resources") or {}
+    # sam local ignores a resource's Condition but resolves !If: each
+    # conditional definition's webhook path is an !If on the ingress's
+    # condition whose other branch is an empty map (AWS::NoValue would be
+    # None there, which sam local cannot read)
+    for ingress, (api, _) in INGRESS_APIS.items():
+        body = (resources.get(api) or {}).get("Properties", {}).get("DefinitionBody") or {}
+        item = (body.get("paths") or {}).get(WEBHOOK_PATH)
+        cond = (item or {}).get("Fn::If") if isinstance(item, dict) else None
+        if not (isinstance(cond, list) and len(cond) == 3 and evaluate({"Condition": cond[0]}, template.get("Conditions") or {}, {INGRESS_PARAMETER: ingress}) is True
+                and evaluate({"Condition": cond[0]}, template.get("Conditions") or {}, {INGRESS_PARAMETER: next(i for i in INGRESS_APIS if i != ingress)}) is False
+                and cond[2] == {}):
+            problem(f"{api}: DefinitionBody paths {WEBHOOK_PATH} must be !If [<Ingress is {ingress}>, <the routes>, {{}}] (`sam local` reads no resource Condition)")
+    rest_props = (resources.get("WebhookApi") or {}).get("Properties") or {}
+    if rest_props.get("AlwaysDeploy") is not True:
+        problem("WebhookApi: AlwaysDeploy must be true (its routes depend on Ingress; SAM names the deployment after the unresolved definition, so switching Ingress would leave the stage on the old routes)")
+    for ingress in INGRESS_APIS:
+        for throttled in (False, True):
+            notes.append(check_ingress_variant(template, cfn, ingress, throttled))
+
+
+def sam_local_main() -> int:
+    """`check.py --sam-local TEMPLATE`, with the SAM CLI's interpreter
+    (.venv-deploy): what `sam local start-api` would serve for each Ingress
+    (its own reading of the template: no Docker, nothing started)."""
+    import logging
+    logging.disable(logging.WARNING)
+    try:
+        from samcli.lib.providers.api_provider import ApiProvider
+        from samcli.lib.providers.sam_stack_provider import SamLocalStackProvider
+    except ImportError as e:
+        print(f"the SAM CLI is missing ({e}): run with .venv-deploy's interpreter (tools/dev setup test)", file=sys.stderr)
+        return 2
+    os.environ.setdefault("AWS_DEFAULT_REGION", FAKE_REGION)
+    want = {"rest": ("Api", None, "1.0", False), "http": ("HttpApi", "2.0", "2.0", True)}
+    for ingress, (event_type, payload, auth_payload, simple) in want.items():
+        stacks, _ = SamLocalStackProvider.get_stacks(
+            str(TEMPLATE), parameter_overrides={INGRESS_PARAMETER: ingress, "Architecture": "x86_64"}
+        )
+        api = ApiProvider(stacks).api
+        routes = [r for r in api.routes if r.path == WEBHOOK_PATH]
+        label = f"sam local, Ingress={ingress}"
+        if len(routes) != 1 or sorted(routes[0].methods) != ["GET", "POST"]:
+            problem(f"{label}: {WEBHOOK_PATH} routes {[(r.event_type, sorted(r.methods)) for r in routes]}, must be one route, GET and POST")
+            continue
+        r = routes[0]
+        a = r.authorizer_object
+        got = (
+            r.event_type, r.payload_format_version, r.function_name,
+            getattr(a, "lambda_name", None), getattr(a, "payload_version", None),
+            getattr(a, "use_simple_response", None),
+            [getattr(i, "identity_source", str(i)) for i in (getattr(a, "identity_sources", None) or [])],
+        )
+        expected = (event_type, payload, "IngestFunction", "AuthorizerFunction", auth_payload, simple, [])
+        if got != expected:
+            problem(f"{label}: {WEBHOOK_PATH} is (event type, payload, function, authorizer, its payload, simple responses, identity sources) {got}, must be {expected}")
+        # the REST API's */* (kept for the management routes) applies to
+        # every route under sam local: HTTP API bodies arrive base64 there
+        notes.append(f"{label}: {WEBHOOK_PATH} {r.event_type} payload {r.payload_format_version or '1.0'}, authorizer {a.lambda_name if a else None} (payload {getattr(a, 'payload_version', None)}, simple responses {getattr(a, 'use_simple_response', None)}); binary media types {sorted(api.binary_media_types)}")
+    for n in notes:
+        print(f"  {n}")
+    if problems:
+        for p in problems:
+            print(f"FAIL {p}", file=sys.stderr)
+        return 1
+    print("OK")
+    return 0
+
+
 def lint_translated(cfn: dict) -> None:
     """cfn-lint on the translated (plain CloudFormation) template: newer
-    cfn-lint releases no longer run the SAM transform themselves."""
+    cfn-lint releases no longer run the SAM transform themselves. Also on
+    the template resolved for each Ingress (what CloudFormation deploys for
+    it), in the same run."""
+    variants = {"translated": cfn}
+    for ingress in INGRESS_APIS:
+        variants[f"translated-ingress-{ingress}"] = deployable(cfn, {INGRESS_PARAMETER: ingress})
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "translated.json"
-        path.write_text(json.dumps(cfn, indent=1))
+        paths = []
+        for name, template in variants.items():
+            path = Path(tmp) / f"{name}.json"
+            path.write_text(json.dumps(template, indent=1))
+            paths.append(str(path))
         result = subprocess.run(
-            [sys.executable, "-c", CFN_LINT, "--regions", FAKE_REGION, "--", str(path)],
+            [sys.executable, "-c", CFN_LINT, "--regions", FAKE_REGION, "--", *paths],
             capture_output=True,
             text=True,
         )
@@ -851,13 +1315,16 @@ def lint_translated(cfn: dict) -> None:
         output = (result.stdout + result.stderr).strip()
         problem(f"cfn-lint on the translated template (exit {result.returncode}):\n{output}")
     else:
-        notes.append("cfn-lint on the translated template: clean")
+        notes.append(f"cfn-lint on the translated template: clean, and resolved for Ingress {' and '.join(INGRESS_APIS)}")
 
 
 def main() -> int:
     global TEMPLATE
-    if len(sys.argv) > 1:  # another template (tests of this script)
+    if len(sys.argv) > 1 and not sys.argv[1].startswith("--"):  # another template (tests of this script)
         TEMPLATE = Path(sys.argv[1]).resolve()
+    if len(sys.argv) > 2 and sys.argv[1] == "--sam-local":
+        TEMPLATE = Path(sys.argv[2]).resolve()
+        return sam_local_main()
     template = load_template()
     cfn = translate(template)
     if cfn is not None:
@@ -867,6 +1334,7 @@ def main() -> int:
         check_management_api(template, cfn)
         check_endpoint_secrets_key(template, cfn)
         check_api_tokens(template, cfn)
+        check_ingress(template, cfn)
         lint_translated(cfn)
     check_schedules(template)
     check_processor_handler(template)

@@ -288,35 +288,291 @@ fn the_check_refuses_a_relay_destination_grant_beyond_the_parameters() {
 fn the_check_refuses_a_management_api_whose_iam_route_is_not_sigv4() {
     let stderr = check_refuses(|t| {
         t.replacen(
-            "Authorizer: AWS_IAM # SigV4, verified by API Gateway",
-            "Authorizer: NONE",
+            "security: [{AWS_IAM: []}] # SigV4, verified by API Gateway",
+            "security: [{NONE: []}]",
+            1,
+        )
+    });
+    assert!(
+        stderr.contains("WebhookApi x-amazon-apigateway-any-method /iam/api/v1/{proxy+}: security ['NONE'], must be exactly AWS_IAM"),
+        "{stderr}"
+    );
+    // the caller's credentials invoking the function
+    let stderr = check_refuses(|t| {
+        let iam = t
+            .find("          /iam/api/v1/{proxy+}:\n")
+            .expect("the IAM route");
+        let (head, tail) = t.split_at(iam);
+        format!(
+            "{head}{}",
+            tail.replacen(
+                "              x-amazon-apigateway-integration:\n                type: aws_proxy\n",
+                "              x-amazon-apigateway-integration:\n                credentials: arn:aws:iam::*:user/*\n                type: aws_proxy\n",
+                1,
+            )
+        )
+    });
+    assert!(
+        stderr.contains("WebhookApi x-amazon-apigateway-any-method /iam/api/v1/{proxy+}: invoked with credentials 'arn:aws:iam::*:user/*', must be none"),
+        "{stderr}"
+    );
+    // its routes as events again: SAM merges ANY into a written definition
+    // as a method `any`, which API Gateway does not know
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "      # No Events: its two routes",
+            "      Events:\n        Api:\n          Type: Api\n          Properties:\n            RestApiId: !Ref WebhookApi\n            Path: /api/v1/{proxy+}\n            Method: ANY\n      # No Events: its two routes",
+            1,
+        )
+    });
+    assert!(
+        stderr.contains(
+            "ManagementFunction.Api: the management function's routes are WebhookApi's definition"
+        ),
+        "{stderr}"
+    );
+    // invoked from every stage and route of the API
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "${WebhookApi}/${StageName}/*/iam/api/v1/*",
+            "${WebhookApi}/*",
+            1,
+        )
+    });
+    assert!(
+        stderr.contains("Ingress=rest: API Gateway may invoke ManagementFunction from [('WebhookApi', '${StageName}/*/api/v1/*'), ('WebhookApi', '*')], must be exactly"),
+        "{stderr}"
+    );
+    // a webhook route left without the partners' authorizer (the REST
+    // API's first webhook method is POST)
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "security: [{PartnerAuthorizer: []}]",
+            "security: [{NONE: []}]",
+            1,
+        )
+    });
+    assert!(
+        stderr.contains("WebhookApi post /webhooks/{partner}: no authorizer"),
+        "{stderr}"
+    );
+}
+
+/// `edit` applied to the HTTP API's part of the template (from its
+/// resource on), the rest as it is.
+fn in_http_api(template: &str, edit: impl Fn(&str) -> String) -> String {
+    let at = template.find("  WebhookHttpApi:").expect("WebhookHttpApi");
+    let (head, tail) = template.split_at(at);
+    format!("{head}{}", edit(tail))
+}
+
+#[test]
+fn the_check_proves_each_ingress_with_and_without_the_throttle() {
+    let output = run(&python(), &["infra/check.py"]).expect("run check.py");
+    assert!(output.status.success(), "{}", describe("check.py", &output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for expected in [
+        "Ingress=rest: /webhooks/{partner} POST and GET on WebhookApi (REST, payload 1.0, */* binary), authorizer TTL 0 without identity source, invoke permissions on those routes alone, no stage throttle",
+        "Ingress=rest throttled: /webhooks/{partner} POST and GET on WebhookApi",
+        "Ingress=http: /webhooks/{partner} POST and GET on WebhookHttpApi (HTTP API, payload 2.0, simple responses), authorizer TTL 0 without identity source, invoke permissions on those routes alone, no stage throttle",
+        "Ingress=http throttled: /webhooks/{partner} POST and GET on WebhookHttpApi (HTTP API, payload 2.0, simple responses), authorizer TTL 0 without identity source, invoke permissions on those routes alone, throttle = the parameters",
+        "cfn-lint on the translated template: clean, and resolved for Ingress rest and http",
+    ] {
+        assert!(stdout.contains(expected), "{expected}\n{stdout}");
+    }
+}
+
+#[test]
+fn the_check_refuses_an_http_api_authorizer_that_caches_needs_an_identity_source_or_answers_v1() {
+    let stderr = check_refuses(|t| {
+        in_http_api(t, |s| {
+            s.replacen(
+                "                enableSimpleResponses: true\n",
+                "                enableSimpleResponses: false\n                identitySource: \"$request.header.webhook-signature\"\n",
+                1,
+            )
+            .replacen(
+                "authorizerResultTtlInSeconds: 0",
+                "authorizerResultTtlInSeconds: 300",
+                1,
+            )
+            .replacen(
+                "authorizerPayloadFormatVersion: \"2.0\"",
+                "authorizerPayloadFormatVersion: \"1.0\"",
+                1,
+            )
+        })
+    });
+    for expected in [
+        "Ingress=http: WebhookHttpApi authorizer PartnerAuthorizer: authorizerResultTtlInSeconds 300, must be 0 (a cached answer would skip the timestamp and source-IP checks)",
+        "Ingress=http: WebhookHttpApi authorizer PartnerAuthorizer: identity source '$request.header.webhook-signature': API Gateway would answer 401 itself when it is missing",
+        "Ingress=http: WebhookHttpApi authorizer PartnerAuthorizer: authorizerPayloadFormatVersion '1.0', must be '2.0'",
+        "Ingress=http: WebhookHttpApi authorizer PartnerAuthorizer: enableSimpleResponses must be true",
+    ] {
+        assert!(stderr.contains(expected), "{expected}\n{stderr}");
+    }
+    // the integration's payload format, and a route left without authorizer
+    let stderr = check_refuses(|t| {
+        in_http_api(t, |s| {
+            s.replacen(
+                "payloadFormatVersion: \"2.0\"\n",
+                "payloadFormatVersion: \"1.0\"\n",
+                1,
+            )
+            .replacen(
+                "                security: [{PartnerAuthorizer: []}]\n",
+                "",
+                1,
+            )
+        })
+    });
+    for expected in [
+        "Ingress=http: WebhookHttpApi post /webhooks/{partner}: payloadFormatVersion '1.0', must be '2.0'",
+        "WebhookHttpApi post /webhooks/{partner}: no authorizer",
+    ] {
+        assert!(stderr.contains(expected), "{expected}\n{stderr}");
+    }
+}
+
+#[test]
+fn the_check_refuses_an_invoke_permission_beyond_the_webhook_routes() {
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "${WebhookHttpApi}/${StageName}/POST/webhooks/*",
+            "${WebhookHttpApi}/*",
+            1,
+        )
+    });
+    assert!(
+        stderr.contains("Ingress=http: API Gateway may invoke IngestFunction from [('WebhookHttpApi', '${StageName}/GET/webhooks/*'), ('WebhookHttpApi', '*')], must be exactly"),
+        "{stderr}"
+    );
+    // from any API of any account
+    let stderr =
+        check_refuses(|t| t.replacen("${WebhookApi}/${StageName}/GET/webhooks/*", "*/*", 1));
+    assert!(
+        stderr
+            .contains("IngestRestHandshakePermission: API Gateway may invoke IngestFunction from")
+            && stderr.contains("not one API of the stack"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_check_refuses_a_second_webhook_api_or_routes_sam_local_would_serve_for_both() {
+    // the HTTP API without its condition: it exists with Ingress rest too
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "    Type: AWS::Serverless::HttpApi\n    Condition: HttpIngress\n",
+            "    Type: AWS::Serverless::HttpApi\n",
+            1,
+        )
+    });
+    assert!(
+        stderr.contains("Ingress=rest: ['WebhookHttpApi', 'WebhookHttpApiStage'] exist; with Ingress rest no HTTP API may"),
+        "{stderr}"
+    );
+    // its routes without the !If that sam local (which ignores a
+    // resource's Condition) reads
+    let stderr = check_refuses(|t| {
+        in_http_api(t, |s| {
+            s.replacen(
+                "          /webhooks/{partner}: !If\n            - HttpIngress\n            - post:",
+                "          /webhooks/{partner}:\n              post:",
+                1,
+            )
+            .replacen("            - {}\n        components:", "        components:", 1)
+        })
+    });
+    assert!(
+        stderr.contains("WebhookHttpApi: DefinitionBody paths /webhooks/{partner} must be !If [<Ingress is http>, <the routes>, {}]"),
+        "{stderr}"
+    );
+    // the partners' URL on the REST API whatever the ingress, and a REST
+    // stage that would keep serving the old routes after a switch
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "      - !Sub \"https://${WebhookHttpApi}",
+            "      - !Sub \"https://${WebhookApi}",
+            1,
+        )
+        .replacen("      AlwaysDeploy: true\n", "", 1)
+    });
+    for expected in [
+        "Ingress=http: output WebhookUrlPattern is 'https://${WebhookApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/${StageName}/webhooks/{partner}', must be 'https://${WebhookHttpApi}",
+        "WebhookApi: AlwaysDeploy must be true",
+    ] {
+        assert!(stderr.contains(expected), "{expected}\n{stderr}");
+    }
+}
+
+#[test]
+fn the_check_refuses_a_webhook_throttle_that_differs_between_the_ingresses() {
+    // the HTTP stage's burst from the rate parameter
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "ThrottlingBurstLimit: !If [HasWebhookThrottle, !Ref WebhookThrottleBurstLimit",
+            "ThrottlingBurstLimit: !If [HasWebhookThrottle, !Ref WebhookThrottleRateLimit",
+            1,
+        )
+    });
+    assert!(
+        stderr.contains("Ingress=http throttled: WebhookHttpApiStage DefaultRouteSettings throttle {'ThrottlingRateLimit': {'Ref': 'WebhookThrottleRateLimit'}, 'ThrottlingBurstLimit': {'Ref': 'WebhookThrottleRateLimit'}}"),
+        "{stderr}"
+    );
+    // the REST stage's GET without it, and the rule demanding a burst gone
+    let stderr = check_refuses(|t| {
+        let get = t
+            .find("          - ResourcePath: /~1webhooks~1{partner}\n            HttpMethod: GET\n")
+            .expect("the GET method setting");
+        let (head, tail) = t.split_at(get);
+        format!(
+            "{head}{}",
+            tail.replacen(
+                "            ThrottlingBurstLimit: !Ref WebhookThrottleBurstLimit\n",
+                "",
+                1
+            )
+        )
+        .replacen(
+            "      - Assert: !Not [!Equals [!Ref WebhookThrottleBurstLimit, \"0\"]]",
+            "      - Assert: !Not [!Equals [!Ref StageName, \"0\"]]",
             1,
         )
     });
     for expected in [
-        "ManagementFunction.IamApi: /iam/api/v1/{proxy+} must be authorized by AWS_IAM (SigV4), is 'NONE'",
-        "WebhookApi x-amazon-apigateway-any-method /iam/api/v1/{proxy+}: security ['NONE'], must be exactly AWS_IAM",
+        "Ingress=rest throttled: WebhookApiStage throttles GET /webhooks/{partner} with [{'ThrottlingRateLimit': {'Ref': 'WebhookThrottleRateLimit'}}]",
+        "Rules: none asserts WebhookThrottleBurstLimit is set when WebhookThrottleRateLimit is",
     ] {
         assert!(stderr.contains(expected), "{expected}\n{stderr}");
     }
-    // the caller's credentials invoking the function (SAM's default)
-    let stderr = check_refuses(|t| t.replacen("              InvokeRole: NONE\n", "", 1));
+}
+
+/// What `sam local start-api` reads from the template for each ingress
+/// (the SAM CLI's own providers, no Docker): the REST shape for rest, the
+/// HTTP API's payload 2.0 with the simple-response authorizer for http.
+#[test]
+fn sam_local_serves_the_webhook_routes_in_the_shape_of_each_ingress() {
+    let python = hookbox_testkit::sam::deploy_python();
+    let output = Command::new(&python)
+        .args(["infra/check.py", "--sam-local", "infra/template.yaml"])
+        .env("AWS_DEFAULT_REGION", "eu-west-1")
+        .env("SAM_CLI_TELEMETRY", "0")
+        .current_dir(repo_root())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {} ({e}); {SAM_INSTALL_HINT}", python.display()));
     assert!(
-        stderr.contains("/iam/api/v1/{proxy+} needs InvokeRole NONE"),
-        "{stderr}"
+        output.status.success(),
+        "{}",
+        describe("check.py --sam-local", &output)
     );
-    // a webhook route left without the partners' authorizer
-    let stderr = check_refuses(|t| {
-        t.replacen(
-            "            Path: /webhooks/{partner}\n            Method: GET\n",
-            "            Path: /webhooks/{partner}\n            Method: GET\n            Auth:\n              Authorizer: NONE\n",
-            1,
-        )
-    });
-    assert!(
-        stderr.contains("WebhookApi get /webhooks/{partner}: no authorizer"),
-        "{stderr}"
-    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for expected in [
+        "sam local, Ingress=rest: /webhooks/{partner} Api payload 1.0, authorizer AuthorizerFunction (payload 1.0, simple responses False)",
+        "sam local, Ingress=http: /webhooks/{partner} HttpApi payload 2.0, authorizer AuthorizerFunction (payload 2.0, simple responses True)",
+    ] {
+        assert!(stdout.contains(expected), "{expected}\n{stdout}");
+    }
 }
 
 #[test]

@@ -7,6 +7,11 @@
 //! prices for us-east-1 as the author knew them (no network here), to be
 //! checked before use. Assumptions the measurement cannot give (the Data
 //! API's round trip, an ACU's CPU) are in [`ASSUMPTIONS`].
+//!
+//! The webhook ingress (the template's `Ingress` parameter, docs/ingress.md)
+//! changes one line, API Gateway: a REST API request, whatever its size, or
+//! an HTTP API request metered in 512 KiB increments, each at its monthly
+//! volume tiers ([`Ingress`], [`Scenario`]).
 
 use std::fmt::Write as _;
 
@@ -24,7 +29,35 @@ pub struct Price {
 pub const PRICES_AS_OF: &str = "2025-06 (us-east-1, on-demand list prices; not re-checked since: verify on aws.amazon.com/pricing)";
 
 pub const PRICES: Prices = Prices {
-    api_gateway_rest_per_million: 3.50,
+    api_gateway_rest: &[
+        Tier {
+            up_to_millions: 333.0,
+            usd_per_million: 3.50,
+        },
+        Tier {
+            up_to_millions: 1_000.0,
+            usd_per_million: 2.80,
+        },
+        Tier {
+            up_to_millions: 20_000.0,
+            usd_per_million: 2.38,
+        },
+        Tier {
+            up_to_millions: f64::INFINITY,
+            usd_per_million: 1.51,
+        },
+    ],
+    api_gateway_http: &[
+        Tier {
+            up_to_millions: 300.0,
+            usd_per_million: 1.00,
+        },
+        Tier {
+            up_to_millions: f64::INFINITY,
+            usd_per_million: 0.90,
+        },
+    ],
+    api_gateway_http_metered_bytes: 512.0 * 1024.0,
     lambda_arm_gb_second: 0.000_013_333_4,
     lambda_per_million_requests: 0.20,
     sqs_standard_per_million: 0.40,
@@ -33,11 +66,98 @@ pub const PRICES: Prices = Prices {
     data_api_per_million: 0.35,
 };
 
+/// One volume tier of a monthly price: the requests of the month up to
+/// `up_to_millions` (counted from the first of the month, over every tier
+/// below) cost `usd_per_million`.
+#[derive(Debug, Clone, Copy)]
+pub struct Tier {
+    pub up_to_millions: f64,
+    pub usd_per_million: f64,
+}
+
+/// What `millions` requests in a month cost at `tiers` (ascending, the last
+/// one open-ended).
+pub fn tiered(millions: f64, tiers: &[Tier]) -> f64 {
+    let mut usd = 0.0;
+    let mut below = 0.0;
+    for tier in tiers {
+        if millions <= below {
+            break;
+        }
+        usd += (millions.min(tier.up_to_millions) - below) * tier.usd_per_million;
+        below = tier.up_to_millions;
+    }
+    usd
+}
+
+/// The API partners POST to (the template's `Ingress` parameter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ingress {
+    /// API Gateway REST API (`rest`, the default): one request per webhook.
+    Rest,
+    /// API Gateway HTTP API (`http`): metered in 512 KiB increments.
+    Http,
+}
+
+impl Ingress {
+    pub fn label(self) -> &'static str {
+        match self {
+            Ingress::Rest => "REST",
+            Ingress::Http => "HTTP API",
+        }
+    }
+
+    /// Billed requests per webhook of `body_bytes`.
+    pub fn requests_per_webhook(self, body_bytes: f64, p: &Prices) -> f64 {
+        match self {
+            Ingress::Rest => 1.0,
+            Ingress::Http => (body_bytes / p.api_gateway_http_metered_bytes)
+                .ceil()
+                .max(1.0),
+        }
+    }
+
+    /// API Gateway's monthly bill for `requests_per_month` billed requests.
+    pub fn monthly_usd(self, requests_per_month: f64, p: &Prices) -> f64 {
+        let tiers = match self {
+            Ingress::Rest => p.api_gateway_rest,
+            Ingress::Http => p.api_gateway_http,
+        };
+        tiered(requests_per_month / 1e6, tiers)
+    }
+}
+
+/// What the model prices a webhook's ingress by: the API and the body.
+#[derive(Debug, Clone, Copy)]
+pub struct Scenario {
+    pub ingress: Ingress,
+    pub body_bytes: f64,
+}
+
+/// The bodies the ingress comparison prices: a typical webhook, and the
+/// 1 MiB one (two HTTP API requests).
+pub const BODIES: [(&str, f64); 2] = [("2 KB", 2_048.0), ("1 MB", 1_048_576.0)];
+
+impl Scenario {
+    /// Today's REST API (the body size does not change its bill).
+    pub const REST: Scenario = Scenario {
+        ingress: Ingress::Rest,
+        body_bytes: 2_048.0,
+    };
+}
+
 /// The prices the model uses.
 #[derive(Debug, Clone, Copy)]
 pub struct Prices {
-    /// API Gateway REST API, per million requests (first 333 M a month).
-    pub api_gateway_rest_per_million: f64,
+    /// API Gateway REST API, per million requests, by monthly volume (first
+    /// 333 M, next 667 M, next 19 B, over 20 B).
+    pub api_gateway_rest: &'static [Tier],
+    /// API Gateway HTTP API, per million requests, by monthly volume (first
+    /// 300 M, over 300 M).
+    pub api_gateway_http: &'static [Tier],
+    /// The HTTP API bills a request per this many bytes (512 KiB): a 1 MiB
+    /// body is two requests.
+    pub api_gateway_http_metered_bytes: f64,
     /// Lambda on arm64 (Graviton), per GB-second.
     pub lambda_arm_gb_second: f64,
     /// Lambda, per million requests.
@@ -54,12 +174,32 @@ pub struct Prices {
 
 impl Prices {
     pub fn table(&self) -> Vec<Price> {
-        vec![
-            Price {
+        const REST: [&str; 4] = [
+            "per million requests, first 333 M a month",
+            "per million requests, next 667 M",
+            "per million requests, next 19 B",
+            "per million requests, over 20 B",
+        ];
+        const HTTP: [&str; 2] = [
+            "per million requests (512 KiB each), first 300 M a month",
+            "per million requests (512 KiB each), over 300 M",
+        ];
+        let mut out: Vec<Price> = Vec::new();
+        for (tier, unit) in self.api_gateway_rest.iter().zip(REST) {
+            out.push(Price {
                 name: "API Gateway REST API",
-                unit: "per million requests",
-                usd: self.api_gateway_rest_per_million,
-            },
+                unit,
+                usd: tier.usd_per_million,
+            });
+        }
+        for (tier, unit) in self.api_gateway_http.iter().zip(HTTP) {
+            out.push(Price {
+                name: "API Gateway HTTP API",
+                unit,
+                usd: tier.usd_per_million,
+            });
+        }
+        out.extend([
             Price {
                 name: "Lambda arm64 duration",
                 unit: "per GB-second",
@@ -90,7 +230,8 @@ impl Prices {
                 unit: "per million requests",
                 usd: self.data_api_per_million,
             },
-        ]
+        ]);
+        out
     }
 }
 
@@ -140,6 +281,10 @@ pub struct Assumptions {
     /// The processor's batching window, s (template: 1): batches fill to 10
     /// at ≥ 10 webhooks/s.
     pub batching_window_s: f64,
+    /// Bodies over this many bytes go to the blob store
+    /// (`hookbox::inbox::body::DEFAULT_INLINE_MAX_BYTES`), and the processor
+    /// forwards them: never at ingest.
+    pub inline_max_bytes: f64,
 }
 
 pub const ASSUMPTIONS: Assumptions = Assumptions {
@@ -152,6 +297,7 @@ pub const ASSUMPTIONS: Assumptions = Assumptions {
     bytes_per_webhook: 4_096.0,
     retention_days: 30.0,
     batching_window_s: 1.0,
+    inline_max_bytes: 32_768.0,
 };
 
 /// The measured inputs.
@@ -237,8 +383,21 @@ impl Estimate {
     }
 }
 
-/// The model at `rate` webhooks per second.
+/// The model at `rate` webhooks per second through the REST API (the
+/// template's default ingress).
 pub fn estimate(m: &Measured, rate: f64, p: &Prices, l: &Limits, a: &Assumptions) -> Estimate {
+    estimate_for(m, rate, Scenario::REST, p, l, a)
+}
+
+/// The model at `rate` webhooks per second through `scenario`'s ingress.
+pub fn estimate_for(
+    m: &Measured,
+    rate: f64,
+    scenario: Scenario,
+    p: &Prices,
+    l: &Limits,
+    a: &Assumptions,
+) -> Estimate {
     let deliveries = rate * a.deliveries_per_webhook;
     // batch sizes at this rate
     let batch = (rate * a.batching_window_s).clamp(1.0, 10.0);
@@ -267,11 +426,13 @@ pub fn estimate(m: &Measured, rate: f64, p: &Prices, l: &Limits, a: &Assumptions
     let sqs_rps = share * (rate + 2.0 * rate / batch);
     let month = SECONDS_PER_MONTH;
     let stored_gb = rate * a.retention_days * 86_400.0 * a.bytes_per_webhook / 1e9;
+    let api_requests = rate
+        * month
+        * scenario
+            .ingress
+            .requests_per_webhook(scenario.body_bytes, p);
     let costs = vec![
-        (
-            "API Gateway",
-            rate * month * p.api_gateway_rest_per_million / 1e6,
-        ),
+        ("API Gateway", scenario.ingress.monthly_usd(api_requests, p)),
         (
             "Lambda requests",
             invocations_per_s * month * p.lambda_per_million_requests / 1e6,
@@ -472,6 +633,7 @@ pub fn markdown(m: &Measured, rates: &[f64]) -> String {
             forwarding.last().map_or("—".into(), |e| count(e.rate)),
         );
     }
+    out.push_str(&ingress_markdown(m, rates, p, l, a));
     let _ = writeln!(
         out,
         "\nA utilisation over 100% is a limit to raise before that rate (a quota increase, \
@@ -502,6 +664,114 @@ pub fn markdown(m: &Measured, rates: &[f64]) -> String {
         a.retention_days,
         a.batching_window_s,
         l.data_api_rps,
+    );
+    out
+}
+
+/// Per million webhooks: the whole bill divided by the webhooks of the month.
+fn per_million(e: &Estimate) -> f64 {
+    e.total() / (e.rate * SECONDS_PER_MONTH / 1e6)
+}
+
+/// The ingress comparison: per million webhooks through each ingress, for
+/// each body of [`BODIES`], through the processor and forwarding at
+/// ingest; then API Gateway's own line.
+fn ingress_markdown(
+    m: &Measured,
+    rates: &[f64],
+    p: &Prices,
+    l: &Limits,
+    a: &Assumptions,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nThe webhook ingress (the template's `Ingress` parameter, docs/ingress.md): the tables \
+         above are the REST API (`rest`, the default). Through the HTTP API (`http`) only the API \
+         Gateway line changes: both are priced at their monthly volume tiers, the HTTP API per \
+         512 KiB of request (a 1 MB body is 2 requests, a 2 KB one 1). Per million webhooks, \
+         USD:\n"
+    );
+    let header: Vec<String> = std::iter::once("per million webhooks, USD".to_string())
+        .chain(rates.iter().map(|r| format!("{} webhooks/s", count(*r))))
+        .collect();
+    let forwarding = m.forwarding_at_ingest();
+    let mut rows = Vec::new();
+    for (body, bytes) in BODIES {
+        // a body over the inline threshold is in the blob store, and the
+        // processor forwards it, routes or not (docs/forwarding.md)
+        let flows: Vec<(String, &Measured)> = match &forwarding {
+            Some(f) if bytes <= a.inline_max_bytes => vec![
+                ("through the processor".into(), m),
+                ("forwarded at ingest".into(), f),
+            ],
+            Some(_) => vec![(
+                format!(
+                    "forwarded or not (over {} KiB: through the blob store and the processor)",
+                    a.inline_max_bytes / 1024.0
+                ),
+                m,
+            )],
+            None => vec![("through the processor".into(), m)],
+        };
+        for (flow, measured) in &flows {
+            for ingress in [Ingress::Rest, Ingress::Http] {
+                let scenario = Scenario {
+                    ingress,
+                    body_bytes: bytes,
+                };
+                let mut row = vec![format!("{}, {body}, {flow}", ingress.label())];
+                row.extend(rates.iter().map(|r| {
+                    format!(
+                        "{:.2}",
+                        per_million(&estimate_for(measured, *r, scenario, p, l, a))
+                    )
+                }));
+                rows.push(row);
+            }
+        }
+    }
+    for (name, scenario) in [
+        ("API Gateway alone: REST, any body", Scenario::REST),
+        (
+            "API Gateway alone: HTTP API, 2 KB",
+            Scenario {
+                ingress: Ingress::Http,
+                body_bytes: BODIES[0].1,
+            },
+        ),
+        (
+            "API Gateway alone: HTTP API, 1 MB",
+            Scenario {
+                ingress: Ingress::Http,
+                body_bytes: BODIES[1].1,
+            },
+        ),
+    ] {
+        let mut row = vec![name.to_string()];
+        row.extend(rates.iter().map(|r| {
+            let requests = r
+                * SECONDS_PER_MONTH
+                * scenario
+                    .ingress
+                    .requests_per_webhook(scenario.body_bytes, p);
+            format!(
+                "{:.2}",
+                scenario.ingress.monthly_usd(requests, p) / (r * SECONDS_PER_MONTH / 1e6)
+            )
+        }));
+        rows.push(row);
+    }
+    let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    out.push_str(&table(&header_refs, &rows));
+    let _ = writeln!(
+        out,
+        "\nA 1 MB body costs the same elsewhere through either ingress, and the model leaves that \
+         out: the blob store's S3 requests and storage (bodies over 32 KiB), the functions' time to \
+         hash and copy it. A body over the inline threshold is never forwarded at ingest (the \
+         processor forwards it from the blob store), so its rows are the processor's figures \
+         either way. The tiers are the account's monthly volume in the region: other APIs of the \
+         account move them."
     );
     out
 }
@@ -577,12 +847,188 @@ mod tests {
             .iter()
             .find(|(n, _)| *n == "API Gateway")
             .map(|(_, c)| *c);
-        assert_eq!(api, Some(1_000.0 * SECONDS_PER_MONTH * 3.5 / 1e6));
+        // 2,592 M requests: 333 M at 3.50, 667 M at 2.80, 1,592 M at 2.38
+        let want = 333.0 * 3.5 + 667.0 * 2.8 + 1_592.0 * 2.38;
+        assert!((api.expect("API Gateway") - want).abs() < 1e-6, "{api:?}");
         let sqs = e.costs.iter().find(|(n, _)| *n == "SQS").map(|(_, c)| *c);
         // 1 send + (receive + delete) per batch of 10
         assert_eq!(sqs, Some(1_200.0 * SECONDS_PER_MONTH * 0.4 / 1e6));
         let ten = estimate(&measured(), 10_000.0, &PRICES, &LIMITS, &ASSUMPTIONS);
         assert!(ten.total() > 9.0 * e.total() && ten.total() < 11.0 * e.total());
+    }
+
+    #[test]
+    fn each_slice_of_the_month_is_charged_at_its_tier() {
+        let rest = PRICES.api_gateway_rest;
+        assert_eq!(tiered(0.0, rest), 0.0);
+        assert!((tiered(100.0, rest) - 350.0).abs() < 1e-9);
+        assert!((tiered(333.0, rest) - 1_165.5).abs() < 1e-9);
+        assert!((tiered(1_000.0, rest) - (1_165.5 + 667.0 * 2.8)).abs() < 1e-9);
+        // 10,000 webhooks/s: 25,920 M requests, into the last tier
+        let want = 1_165.5 + 667.0 * 2.8 + 19_000.0 * 2.38 + 5_920.0 * 1.51;
+        assert!((tiered(25_920.0, rest) - want).abs() < 1e-6);
+        let http = PRICES.api_gateway_http;
+        assert!((tiered(300.0, http) - 300.0).abs() < 1e-9);
+        assert!((tiered(2_592.0, http) - (300.0 + 2_292.0 * 0.9)).abs() < 1e-9);
+        // a month at 10 webhooks/s stays in the first tiers: flat prices
+        let ten = 10.0 * SECONDS_PER_MONTH / 1e6;
+        assert!((Ingress::Rest.monthly_usd(ten * 1e6, &PRICES) - ten * 3.5).abs() < 1e-9);
+        assert!((Ingress::Http.monthly_usd(ten * 1e6, &PRICES) - ten).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_http_api_bills_a_request_per_512_kib_and_rest_one_per_webhook() {
+        let http = |bytes: f64| Ingress::Http.requests_per_webhook(bytes, &PRICES);
+        assert_eq!(http(0.0), 1.0);
+        assert_eq!(http(2_048.0), 1.0);
+        assert_eq!(http(524_288.0), 1.0);
+        assert_eq!(http(524_289.0), 2.0);
+        assert_eq!(http(1_048_576.0), 2.0);
+        assert_eq!(http(1_048_577.0), 3.0);
+        assert_eq!(http(10.0 * 1_048_576.0), 20.0);
+        assert_eq!(
+            Ingress::Rest.requests_per_webhook(10.0 * 1_048_576.0, &PRICES),
+            1.0
+        );
+    }
+
+    #[test]
+    fn only_the_api_gateway_line_differs_between_the_ingresses() {
+        for m in [
+            measured(),
+            measured().forwarding_at_ingest().expect("forwarding"),
+        ] {
+            for rate in [10.0, 1_000.0, 10_000.0] {
+                let rest = estimate(&m, rate, &PRICES, &LIMITS, &ASSUMPTIONS);
+                let small = Scenario {
+                    ingress: Ingress::Http,
+                    body_bytes: 2_048.0,
+                };
+                let large = Scenario {
+                    ingress: Ingress::Http,
+                    body_bytes: 1_048_576.0,
+                };
+                let http = estimate_for(&m, rate, small, &PRICES, &LIMITS, &ASSUMPTIONS);
+                let http_large = estimate_for(&m, rate, large, &PRICES, &LIMITS, &ASSUMPTIONS);
+                for ((a, x), ((b, y), (c, z))) in rest
+                    .costs
+                    .iter()
+                    .zip(http.costs.iter().zip(http_large.costs.iter()))
+                {
+                    assert!(a == b && b == c);
+                    if *a == "API Gateway" {
+                        // 1 MiB = two requests of 512 KiB: twice the 2 KB bill
+                        // where a single tier holds both months
+                        assert!(y < x && z > y, "{rate}: {x} {y} {z}");
+                    } else {
+                        assert!(x == y && y == z, "{a} at {rate}: {x} {y} {z}");
+                    }
+                }
+                assert!(http.total() < rest.total());
+            }
+        }
+        // 10 webhooks/s, first tiers: the HTTP API's line is 1/3.5 of REST's
+        // for a 2 KB body, 2/3.5 for 1 MB
+        let api = |s: Scenario| {
+            estimate_for(&measured(), 10.0, s, &PRICES, &LIMITS, &ASSUMPTIONS).costs[0].1
+        };
+        let rest = api(Scenario::REST);
+        let http = |bytes| {
+            api(Scenario {
+                ingress: Ingress::Http,
+                body_bytes: bytes,
+            })
+        };
+        assert!((http(2_048.0) * 3.5 - rest).abs() < 1e-9);
+        assert!((http(1_048_576.0) * 3.5 - 2.0 * rest).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_markdown_compares_the_ingresses_per_million_webhooks() {
+        let md = markdown(&measured(), &[10.0, 1_000.0, 10_000.0]);
+        for row in [
+            "| REST, 2 KB, through the processor |",
+            "| HTTP API, 2 KB, through the processor |",
+            "| REST, 2 KB, forwarded at ingest |",
+            "| HTTP API, 2 KB, forwarded at ingest |",
+            "| REST, 1 MB, forwarded or not (over 32 KiB: through the blob store and the processor) |",
+            "| HTTP API, 1 MB, forwarded or not (over 32 KiB: through the blob store and the processor) |",
+            "| API Gateway alone: REST, any body | 3.50 | 2.63 | 2.21 |",
+            "| API Gateway alone: HTTP API, 2 KB | 1.00 | 0.91 | 0.90 |",
+            "| API Gateway alone: HTTP API, 1 MB | 2.00 | 1.81 | 1.80 |",
+            "| API Gateway REST API | per million requests, over 20 B | 1.51 |",
+            "| API Gateway HTTP API | per million requests (512 KiB each), over 300 M | 0.9 |",
+        ] {
+            assert!(md.contains(row), "{row}\n{md}");
+        }
+        assert!(!md.contains("1 MB, forwarded at ingest"), "{md}");
+        let mut without = measured();
+        without.forwarding_ingest_calls = None;
+        let md = markdown(&without, &[10.0]);
+        assert!(!md.contains("forwarding at ingest"), "{md}");
+        assert!(
+            md.contains("| HTTP API, 1 MB, through the processor |"),
+            "{md}"
+        );
+    }
+
+    /// The model's inputs back from a report's cost section (its first
+    /// sentence, and the forwarding note): to render the section again from
+    /// BENCHMARKS.md without measuring (`render_from_benchmarks_md`).
+    fn measured_from_report(text: &str) -> Option<Measured> {
+        let numbers = |s: &str| -> Vec<f64> {
+            s.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .filter(|w| !w.is_empty() && w.chars().any(|c| c.is_ascii_digit()))
+                .filter_map(|w| w.trim_end_matches('.').parse().ok())
+                .collect()
+        };
+        let start = text.find("Computed from this run's figures:")?;
+        let sentence = &text[start..start + text[start..].find(" One outbound")?];
+        let n = numbers(sentence);
+        let [db0, db1, db2, own0, own1, own2, c0, c1, c2, rows] = n[..] else {
+            return None;
+        };
+        let forwarding = text.find("Forwarding at ingest (").and_then(|at| {
+            let rest = &text[at..];
+            let ingest = rest.find(", ingest ")? + ", ingest ".len();
+            rest[ingest..].split(' ').next()?.parse().ok()
+        });
+        Some(Measured {
+            db_cpu_us: [db0, db1, db2],
+            own_cpu_us: [own0, own1, own2],
+            calls: [c0, c1, c2],
+            relay_batch_rows: rows,
+            forwarding_ingest_calls: forwarding,
+        })
+    }
+
+    #[test]
+    fn a_report_gives_back_the_inputs_it_was_computed_from() {
+        let m = Measured {
+            db_cpu_us: [470.0, 423.0, 94.0],
+            own_cpu_us: [107.0, 106.0, 140.0],
+            calls: [1.0, 3.1, 1.0],
+            relay_batch_rows: 100.0,
+            forwarding_ingest_calls: Some(1.0),
+        };
+        let back = measured_from_report(&markdown(&m, &[10.0])).expect("parsed");
+        assert_eq!(back.db_cpu_us, m.db_cpu_us);
+        assert_eq!(back.own_cpu_us, m.own_cpu_us);
+        assert_eq!(back.calls, m.calls);
+        assert_eq!(back.relay_batch_rows, m.relay_batch_rows);
+        assert_eq!(back.forwarding_ingest_calls, m.forwarding_ingest_calls);
+    }
+
+    /// The cost section rendered again from the inputs BENCHMARKS.md
+    /// recorded (rounded as printed), without measuring:
+    /// `cargo test --profile bench-quick -p hookbox-bench render_from_benchmarks_md -- --ignored --nocapture`
+    #[test]
+    #[ignore = "prints the cost section from BENCHMARKS.md's recorded inputs"]
+    fn render_from_benchmarks_md() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../BENCHMARKS.md");
+        let text = std::fs::read_to_string(path).expect("BENCHMARKS.md");
+        let m = measured_from_report(&text).expect("the cost section's inputs");
+        println!("{}", markdown(&m, &[10.0, 1_000.0, 10_000.0]));
     }
 
     #[test]
