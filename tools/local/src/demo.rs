@@ -32,6 +32,45 @@ pub const DEMO_SECRET: &str = "whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA==";
 /// `demo-downstream` partner verifies).
 pub const DOWNSTREAM_SECRET: &str = "whsec_aG9va2JveC1sb2NhbC1kb3duc3RyZWFtLXNlY3JldA==";
 
+/// The built-in configuration for a stack listening on `port`.
+pub fn demo_config(port: u16) -> String {
+    serde_json::json!({
+        "partners": {
+            DEMO_PARTNER: {
+                "signature": { "scheme": "standard-webhooks" },
+                "secrets": [DEMO_SECRET],
+                "event_id": { "header": "webhook-id" },
+                "event_type": "/type",
+                "ordering_key": "/order_id"
+            },
+            FORWARDED_PARTNER: {
+                "signature": { "scheme": "standard-webhooks" },
+                "secrets": [DEMO_SECRET],
+                "event_id": { "header": "webhook-id" },
+                "event_type": "/type",
+                "ordering_key": "/order_id",
+                "routes": [{ "to": DOWNSTREAM, "event_types": ["*"] }]
+            },
+            DOWNSTREAM: {
+                "signature": { "scheme": "standard-webhooks" },
+                "secrets": [DOWNSTREAM_SECRET],
+                "event_id": { "header": "webhook-id" },
+                "event_type": "/type",
+                "ordering_key": "/order_id"
+            }
+        },
+        "destinations": {
+            DOWNSTREAM: {
+                "url": format!("http://127.0.0.1:{port}/webhooks/{DOWNSTREAM}"),
+                "secrets": [DOWNSTREAM_SECRET],
+                "allowed_networks": ["127.0.0.0/8", "::1/128"],
+                "ordered": true
+            }
+        }
+    })
+    .to_string()
+}
+
 /// Event types the demo partner routes to the orders domain; any other type
 /// is a poison pill (quarantined).
 pub const DEMO_TYPES: [&str; 3] = ["payment.received", "order.shipped", "order.delivered"];
