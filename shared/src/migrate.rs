@@ -185,6 +185,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "drop_held",
         sql: include_str!("../migrations/0027_drop_held.sql"),
     },
+    Migration {
+        version: 28,
+        name: "claim_walks_on",
+        sql: include_str!("../migrations/0028_claim_walks_on.sql"),
+    },
 ];
 
 /// Why migrating failed.

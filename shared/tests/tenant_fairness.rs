@@ -4,7 +4,8 @@
 //! one share of a claim, split among its endpoints), and with more
 //! destinations than one range every destination is still reached, a claim
 //! taken again under its token takes its rows back; an endpoint's rate limit
-//! holds from the relay's first claim of it.
+//! holds from the relay's first claim of it; a claim whose walk finds
+//! only rows a concurrent claim holds walks on (migration 28).
 
 mod common;
 
@@ -224,6 +225,82 @@ async fn every_destination_is_reached_beyond_one_range(adapter: Adapter) {
     );
 }
 
+/// The start range (of three) a claim under `token` walks first.
+async fn start_range(db: &dyn Executor, token: &str) -> i64 {
+    fetch_one(
+        db,
+        &sql("SELECT (hashtext(CAST(:t AS text)) & 2147483647)
+                     % (SELECT count(*) FROM outbox_claim_ranges) AS n"),
+        &hookbox::params! { "t" => token },
+    )
+    .await
+    .expect("start range")
+    .i64("n")
+    .expect("n")
+}
+
+/// Migration 28: two claims at once over the same range. The first, its
+/// transaction still open, has locked every row of the 128 destinations of
+/// its start range; the second starts at the same range, where its walk
+/// reads those destinations as ready (the first's leases are not committed)
+/// and finds their rows locked. It walks on to the next range and takes
+/// rows there, none of the first's; it came back empty before, and a relay
+/// lane that finds nothing pauses while rows are due.
+async fn a_claim_walks_on_past_the_rows_a_concurrent_claim_holds(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let d = db.as_ref();
+    tenant(d, "wide", 300, "http://127.0.0.1:9/w").await;
+    publish(d, "wide", 1, at(0)).await;
+    // the ranges, computed (and committed) by a claim before anything is due
+    let none = outbox::claim_due(d, claim("ranges", at(-10), at(600), 10))
+        .await
+        .expect("an early claim");
+    assert!(none.is_empty(), "nothing is due yet");
+    assert_eq!(
+        count(d, "SELECT count(*) AS n FROM outbox_claim_ranges").await,
+        3
+    );
+    // two tokens starting at range 0 or 1 (128 destinations each)
+    let mut tokens = Vec::new();
+    for i in 0.. {
+        let token = format!("c/{i}");
+        let start = start_range(d, &token).await;
+        if start < 2 && tokens.first().is_none_or(|(_, s)| *s == start) {
+            tokens.push((token, start));
+        }
+        if tokens.len() == 2 {
+            break;
+        }
+        assert!(i < 1_000, "no two tokens share a start range");
+    }
+    let tx = db.begin().await.expect("begin");
+    let first = outbox::claim_due(tx.as_ref(), claim(&tokens[0].0, at(10), at(600), 128))
+        .await
+        .expect("the first claim");
+    assert_eq!(first.len(), 128, "the first claim takes its whole range");
+    let second = outbox::claim_due(d, claim(&tokens[1].0, at(10), at(600), 100))
+        .await
+        .expect("the second claim");
+    tx.commit().await.expect("commit");
+    assert!(
+        !second.is_empty(),
+        "the second claim walked on past the rows the first holds"
+    );
+    let first: HashSet<_> = first.iter().map(|r| r.id).collect();
+    assert!(
+        second.iter().all(|r| !first.contains(&r.id)),
+        "no row is claimed twice"
+    );
+    assert_eq!(
+        count(
+            d,
+            "SELECT count(*) AS n FROM outbox WHERE locked_by IS NOT NULL"
+        )
+        .await,
+        i64::try_from(first.len() + second.len()).expect("count")
+    );
+}
+
 /// An endpoint with `rate_limit: 2`, unknown to the relay until its first
 /// claim (which takes all 7 due rows: nothing caps an endpoint not yet
 /// read): the rows over a second's tokens go back unattempted, so no second
@@ -283,5 +360,6 @@ for_each_adapter!(
     a_tenant_with_100_endpoints_cannot_starve_a_tenant_with_one,
     the_relays_first_batch_carries_the_quiet_tenants_event,
     every_destination_is_reached_beyond_one_range,
+    a_claim_walks_on_past_the_rows_a_concurrent_claim_holds,
     an_endpoints_rate_limit_holds_from_the_first_claim,
 );
