@@ -484,8 +484,11 @@ fn start_cluster(durable: bool) -> Result<Cluster, HarnessError> {
         let options = format!(
             "-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories='{}' \
              {durability} \
-             -c max_connections=300 -c shared_buffers=64MB",
+             -c max_connections=300 -c shared_buffers=64MB {extra}",
             dir.display(),
+            // a diagnostic's settings, e.g. the bench's statement report:
+            // `-c shared_preload_libraries=pg_stat_statements`
+            extra = std::env::var("HOOKBOX_PG_OPTIONS").unwrap_or_default(),
             durability = if durable {
                 "-c fsync=on -c synchronous_commit=on -c full_page_writes=on"
             } else {

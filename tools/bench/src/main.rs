@@ -32,6 +32,7 @@ mod relay_aws;
 mod report;
 mod scale;
 mod signatures;
+mod statements;
 mod stats;
 mod tenant_setup;
 mod tenants;

@@ -102,6 +102,7 @@ async fn many_endpoints(
     .await?;
     seed_rows(seeding.as_ref(), 1, endpoints, rows).await?;
     exec(seeding.as_ref(), "CHECKPOINT".into()).await?;
+    let direct = seeding.clone();
     let db = through(seeding, name, data_api);
     let mut claims = Vec::new();
     // at most half the rows, so every claim finds a full batch
@@ -141,9 +142,11 @@ async fn many_endpoints(
     } else {
         tenant_relay(db.clone(), name)
     };
+    let statements = crate::statements::StatementReport::start(direct.as_ref()).await?;
     let cpu_before = crate::stats::cpu_seconds();
     let run = relay.drain(&empty_config()?).await;
     let elapsed = t.elapsed().as_secs_f64();
+    statements.print(direct.as_ref(), name, rows).await?;
     // where the time goes (stderr: a diagnostic, not a figure)
     let (own_us, pg_us) = crate::stats::cpu_us_per(cpu_before, crate::stats::cpu_seconds(), rows);
     eprintln!(
