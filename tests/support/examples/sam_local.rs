@@ -12,6 +12,9 @@
 //! ```
 //! BOOTSTRAP_DIR holds cargo-lambda's builds (`<dir>/<bin>/bootstrap`);
 //! EVENT is a file of events/ (API Gateway events are signed now).
+//! `HOOKBOX_SAM_PARAMETER_OVERRIDES` adds the template's parameters
+//! (`Key=Value` ...; `tools/dev deploy start-api --ingress http` sets
+//! `Ingress=http`).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -13,6 +13,9 @@
 //! - [`SamLocal::invoke`] and [`SamLocal::start_api`] run the SAM CLI through
 //!   `tools/sam/sam_host_network.py`: every container on the host network,
 //!   the emulator on 127.0.0.1. Nothing connects anywhere but 127.0.0.1.
+//!   The template's parameters: `Architecture=x86_64`, then those of
+//!   `HOOKBOX_SAM_PARAMETER_OVERRIDES`, then [`SamLocal::with_parameter`]'s
+//!   (`Ingress=http`: the webhook routes on the HTTP API).
 //! - [`LocalServices`]: a fresh database, moto's SQS and S3,
 //!   a sink for the relay and for CloudFormation responses, and
 //!   the `--env-vars` file pointing the functions at them (the template
@@ -91,6 +94,8 @@ pub fn deploy_python() -> PathBuf {
 pub struct SamLocal {
     root: PathBuf,
     dir: tempfile::TempDir,
+    overrides: Vec<String>,
+    debug: bool,
 }
 
 impl SamLocal {
@@ -150,12 +155,40 @@ impl SamLocal {
             what: "writing the local template".into(),
             detail: e.to_string(),
         })?;
-        Ok(SamLocal { root, dir })
+        Ok(SamLocal {
+            root,
+            dir,
+            overrides: Vec::new(),
+            debug: false,
+        })
+    }
+
+    /// Runs the template with its parameter `key` set to `value` (after
+    /// `HOOKBOX_SAM_PARAMETER_OVERRIDES`, so this one wins): `Ingress`,
+    /// `http` serves the webhook routes on the HTTP API.
+    #[must_use]
+    pub fn with_parameter(mut self, key: &str, value: &str) -> SamLocal {
+        self.overrides.push(format!("{key}={value}"));
+        self
+    }
+
+    /// SAM logs at debug level (`SAM_DEBUG=true`): among much else, each
+    /// event it builds for a function (`Constructed Event Version 2.0` for
+    /// an HTTP API route of payload 2.0), in [`StartApi::log`].
+    #[must_use]
+    pub fn with_debug_log(mut self) -> SamLocal {
+        self.debug = true;
+        self
     }
 
     /// The template SAM runs (the real one, `CodeUri` moved to the builds).
     pub fn template(&self) -> PathBuf {
         self.dir.path().join("template.yaml")
+    }
+
+    fn parameter_overrides(&self) -> String {
+        let extra = std::env::var("HOOKBOX_SAM_PARAMETER_OVERRIDES").ok();
+        parameter_overrides(extra.as_deref(), &self.overrides)
     }
 
     /// `sam ARGS` through the host-network wrapper, with a region, dummy
@@ -173,6 +206,9 @@ impl SamLocal {
             .env_remove("AWS_PROFILE")
             .env("AWS_EC2_METADATA_DISABLED", "true")
             .env("SAM_CLI_TELEMETRY", "0");
+        if self.debug {
+            cmd.env("SAM_DEBUG", "true");
+        }
         cmd
     }
 
@@ -201,9 +237,8 @@ impl SamLocal {
             "--env-vars",
             path_str(env_vars),
             "--skip-pull-image",
-            // the template's default is arm64; the builds and images are x86_64
             "--parameter-overrides",
-            "Architecture=x86_64",
+            &self.parameter_overrides(),
             "--container-host",
             "127.0.0.1",
             "--container-host-interface",
@@ -255,9 +290,8 @@ impl SamLocal {
             "--env-vars",
             path_str(env_vars),
             "--skip-pull-image",
-            // the template's default is arm64; the builds and images are x86_64
             "--parameter-overrides",
-            "Architecture=x86_64",
+            &self.parameter_overrides(),
             "--host",
             "127.0.0.1",
             "--port",
@@ -311,6 +345,18 @@ impl SamLocal {
 
 fn path_str(path: &Path) -> &str {
     path.to_str().unwrap_or_default()
+}
+
+/// `sam local --parameter-overrides`: `Architecture=x86_64` (the template's
+/// default is arm64; the builds and images are x86_64), then the
+/// space-separated `Key=Value`s of `HOOKBOX_SAM_PARAMETER_OVERRIDES`
+/// (`tools/dev deploy start-api --ingress http` sets `Ingress=http`), then
+/// those of [`SamLocal::with_parameter`]; SAM takes a key's last value.
+fn parameter_overrides(extra: Option<&str>, overrides: &[String]) -> String {
+    let mut all = vec!["Architecture=x86_64"];
+    all.extend(extra.map(str::trim).filter(|e| !e.is_empty()));
+    all.extend(overrides.iter().map(String::as_str));
+    all.join(" ")
 }
 
 /// `template` with each function's `CodeUri` (the workspace root, `../`)
@@ -581,6 +627,16 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    #[test]
+    fn the_caller_s_parameters_come_last_and_win() {
+        assert_eq!(parameter_overrides(None, &[]), "Architecture=x86_64");
+        assert_eq!(parameter_overrides(Some("  "), &[]), "Architecture=x86_64");
+        assert_eq!(
+            parameter_overrides(Some(" Ingress=rest Foo=1 "), &["Ingress=http".into()]),
+            "Architecture=x86_64 Ingress=rest Foo=1 Ingress=http"
+        );
     }
 
     #[test]
