@@ -168,7 +168,7 @@ pub fn markdown(m: &Measured, rates: &[f64]) -> String {
         "\nA utilisation over 100% is a limit to raise before that rate (a quota increase, \
          `ProcessorMaxConcurrency`, more ACUs) or a design change (fewer calls per webhook).\n\n\
          Prices, as of {PRICES_AS_OF}; they must be checked before they are relied on \
-         (`tools/bench/src/cost.rs`, `PRICES`):\n"
+         (`tools/bench/src/cost/mod.rs`, `PRICES`):\n"
     );
     let rows: Vec<Vec<String>> = p
         .table()
