@@ -113,7 +113,10 @@ impl AuthRequest {
 
     /// The headers, for the checks.
     pub fn headers(&self) -> Headers<'_> {
-        Headers::from_joined(self.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())))
+        Headers::from_joined(
+            self.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+            hookbox::signature::joined::comma_rule,
+        )
     }
 
     /// The query parameters, for the checks.

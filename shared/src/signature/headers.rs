@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use super::error::SignatureError;
-use super::joined;
+use super::lines::{self, CommaRule, trim_ows};
 
 /// True for a header value the `http` crate (and so `aws_lambda_events`)
 /// takes: tab, visible ASCII, space and bytes of 0x80 and above; never a
@@ -74,12 +74,14 @@ pub fn drop_unusable_headers(event: &mut serde_json::Value) -> Vec<String> {
 /// Built with [`Headers::from_joined`], each value is the header's lines
 /// joined with commas (what API Gateway's HTTP API hands over, and what the
 /// functions make of REST's lines): a lookup that needs one value splits it
-/// back into its lines first (`signature::joined`), so a header sent twice
-/// with different values is ambiguous there too.
+/// back into its lines first (by the header's [`CommaRule`], from the rule
+/// table it was built with: `signature::joined::comma_rule`), so a header
+/// sent twice with different values is ambiguous there too.
 #[derive(Debug, Clone, Default)]
 pub struct Headers<'a> {
     pairs: Vec<(&'a str, &'a str)>,
-    joined: bool,
+    /// Joined values: each header's rule.
+    joined: Option<fn(&str) -> CommaRule>,
 }
 
 impl<'a> Headers<'a> {
@@ -95,25 +97,26 @@ impl<'a> Headers<'a> {
     {
         Self {
             pairs: pairs.into_iter().collect(),
-            joined: false,
+            joined: None,
         }
     }
 
     /// Headers from `(name, value)` pairs whose values are the header's
-    /// lines joined with commas ([`super::joined::join_lines`]).
-    pub fn from_joined<I>(pairs: I) -> Self
+    /// lines joined with commas ([`super::joined::join_lines`]), split back
+    /// by each header's rule (`rules`: [`super::joined::comma_rule`]).
+    pub fn from_joined<I>(pairs: I, rules: fn(&str) -> CommaRule) -> Self
     where
         I: IntoIterator<Item = (&'a str, &'a str)>,
     {
         Self {
             pairs: pairs.into_iter().collect(),
-            joined: true,
+            joined: Some(rules),
         }
     }
 
     /// True when the values are lines joined with commas.
     pub fn is_joined(&self) -> bool {
-        self.joined
+        self.joined.is_some()
     }
 
     /// Adds one header.
@@ -132,7 +135,7 @@ impl<'a> Headers<'a> {
     }
 
     /// The first value of header `name` (any case), trimmed. Joined: the
-    /// value read whole ([`super::joined::whole`]: its line when all its
+    /// value read whole ([`lines::whole_with`]: its line when all its
     /// lines are the same, else as joined).
     pub fn get(&self, name: &str) -> Option<&'a str> {
         let value = self
@@ -140,18 +143,17 @@ impl<'a> Headers<'a> {
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| *v)?;
-        Some(if self.joined {
-            joined::whole(name, value)
-        } else {
-            trim_ows(value)
+        Some(match self.joined {
+            Some(rules) => lines::whole_with(rules(name), value),
+            None => trim_ows(value),
         })
     }
 
     /// The value of header `name`, or `None` when absent; an error when it
     /// appears more than once with different values.
     pub(crate) fn unique(&self, name: &str) -> Result<Option<&'a str>, &'static str> {
-        if self.joined {
-            return self.unique_joined(name);
+        if let Some(rules) = self.joined {
+            return self.unique_joined(name, rules(name));
         }
         // The cheap key first, as in `unique_many`: a request's other
         // headers often have the name's length (Twitch sends four of 33
@@ -172,14 +174,14 @@ impl<'a> Headers<'a> {
     }
 
     /// [`Self::unique`] of joined values: every line of every value named
-    /// `name` ([`super::joined::split_lines`]) must be the same.
-    fn unique_joined(&self, name: &str) -> Result<Option<&'a str>, &'static str> {
+    /// `name` (split by its `rule`: [`lines::split_with`]) must be the same.
+    fn unique_joined(&self, name: &str, rule: CommaRule) -> Result<Option<&'a str>, &'static str> {
         let mut found: Option<&'a str> = None;
         for (n, v) in &self.pairs {
             if !same_name(n, name) {
                 continue;
             }
-            for line in joined::split_lines(name, v) {
+            for line in lines::split_with(rule, v) {
                 match found {
                     None => found = Some(line),
                     Some(prev) if prev == line => {}
@@ -195,15 +197,15 @@ impl<'a> Headers<'a> {
         &self,
         names: [&'static str; N],
     ) -> Result<[Option<&'a str>; N], SignatureError> {
-        if self.joined {
+        if let Some(rules) = self.joined {
             let mut found: [Option<&'a str>; N] = [None; N];
             for (slot, name) in found.iter_mut().zip(names) {
-                *slot =
-                    self.unique_joined(name)
-                        .map_err(|reason| SignatureError::MalformedHeader {
-                            header: Cow::Borrowed(name),
-                            reason,
-                        })?;
+                *slot = self.unique_joined(name, rules(name)).map_err(|reason| {
+                    SignatureError::MalformedHeader {
+                        header: Cow::Borrowed(name),
+                        reason,
+                    }
+                })?;
             }
             return Ok(found);
         }
@@ -275,16 +277,6 @@ impl<'a> Headers<'a> {
 impl<'a> FromIterator<(&'a str, &'a str)> for Headers<'a> {
     fn from_iter<I: IntoIterator<Item = (&'a str, &'a str)>>(iter: I) -> Self {
         Self::from_pairs(iter)
-    }
-}
-
-pub(super) fn trim_ows(value: &str) -> &str {
-    let is_ows = |b: Option<&u8>| matches!(b, Some(b' ' | b'\t'));
-    let bytes = value.as_bytes();
-    if is_ows(bytes.first()) || is_ows(bytes.last()) {
-        value.trim_matches([' ', '\t'])
-    } else {
-        value
     }
 }
 

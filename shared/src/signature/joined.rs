@@ -44,28 +44,11 @@
 
 use std::sync::LazyLock;
 
-use super::headers::{drop_unusable_headers, is_usable_header_value, trim_ows};
+use super::headers::{drop_unusable_headers, is_usable_header_value};
+pub use super::lines::CommaRule;
+use super::lines;
 use super::presets;
 use super::recipe::{Recipe, SignatureAt, Signed, TimestampSource};
-
-/// Where a comma in a header's value starts another line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CommaRule {
-    /// One line never holds a comma: every comma starts a line.
-    EveryComma,
-    /// Space-separated `version,signature` entries (Standard Webhooks): a
-    /// comma after an entry's first comma starts a line.
-    VersionedEntries,
-    /// `key=value` items with one item of this key per line (the signed
-    /// timestamp): an item with it starts a line when the line holds one
-    /// already.
-    KeyedItems(&'static str),
-    /// `<timestamp>,<signature>,…` (Recurly): each further item of 10 to
-    /// 19 digits (a timestamp) starts a line.
-    LeadingTimestamp,
-    /// A list whose lines joined are itself: the value is one line.
-    Whole,
-}
 
 /// The header names whose syntax uses commas, with their rule: the
 /// hand-written schemes', then the registry's.
@@ -128,96 +111,13 @@ pub fn comma_rules() -> &'static [(&'static str, CommaRule)] {
 /// The lines of a value of header `name` (trimmed), as the partner sent
 /// them before they were joined with commas.
 pub fn split_lines<'a>(name: &str, value: &'a str) -> Vec<&'a str> {
-    let rule = comma_rule(name);
-    if rule == CommaRule::EveryComma {
-        return value.split(',').map(trim_ows).collect();
-    }
-    let value = one_copy(value);
-    let bytes = value.as_bytes();
-    let mut lines = Vec::new();
-    let mut start = 0;
-    match rule {
-        CommaRule::Whole | CommaRule::EveryComma => {}
-        CommaRule::VersionedEntries => {
-            let mut commas = 0;
-            for (i, b) in bytes.iter().enumerate() {
-                match b {
-                    b' ' | b'\t' => commas = 0,
-                    b',' if commas > 0 => {
-                        lines.push(trim_ows(&value[start..i]));
-                        start = i + 1;
-                        commas = 0;
-                    }
-                    b',' => commas += 1,
-                    _ => {}
-                }
-            }
-        }
-        CommaRule::KeyedItems(_) | CommaRule::LeadingTimestamp => {
-            let starts_line = |item: &str| match rule {
-                CommaRule::KeyedItems(key) => item
-                    .strip_prefix(key)
-                    .is_some_and(|rest| rest.starts_with('=')),
-                _ => (10..=19).contains(&item.len()) && item.bytes().all(|b| b.is_ascii_digit()),
-            };
-            // whether the current line holds its timestamp item already
-            let mut stamped = false;
-            let mut item_start = 0;
-            for end in bytes
-                .iter()
-                .enumerate()
-                .filter(|(_, b)| **b == b',')
-                .map(|(i, _)| i)
-                .chain([bytes.len()])
-            {
-                if starts_line(trim_ows(&value[item_start..end])) {
-                    if stamped {
-                        lines.push(trim_ows(&value[start..item_start - 1]));
-                        start = item_start;
-                    }
-                    stamped = true;
-                }
-                item_start = end + 1;
-            }
-        }
-    }
-    lines.push(trim_ows(&value[start..]));
-    lines
-}
-
-/// `value` without its repetition: the first of k ≥ 2 identical
-/// comma-separated copies (items compared trimmed), else `value`.
-fn one_copy(value: &str) -> &str {
-    let items: Vec<(usize, &str)> = value
-        .split(',')
-        .scan(0, |at, item| {
-            let start = *at;
-            *at += item.len() + 1;
-            Some((start, trim_ows(item)))
-        })
-        .collect();
-    let n = items.len();
-    for size in (1..n).filter(|size| n.is_multiple_of(*size)) {
-        let first = &items[..size];
-        if items
-            .chunks(size)
-            .all(|group| group.iter().zip(first).all(|(a, b)| a.1 == b.1))
-        {
-            let end = items[size].0 - 1;
-            return trim_ows(&value[..end]);
-        }
-    }
-    value
+    lines::split_with(comma_rule(name), value)
 }
 
 /// The value of header `name` read whole: its line when every line is the
 /// same, else the value as joined (trimmed).
 pub fn whole<'a>(name: &str, value: &'a str) -> &'a str {
-    let lines = split_lines(name, value);
-    match lines.split_first() {
-        Some((first, rest)) if rest.iter().all(|l| l == first) => first,
-        _ => trim_ows(value),
-    }
+    lines::whole_with(comma_rule(name), value)
 }
 
 /// Header lines, as an edge received them, joined per name (ASCII case
@@ -485,8 +385,10 @@ mod tests {
         ] {
             let apart = Headers::from_pairs(lines.iter().map(|l| (name, *l)));
             let joined = join_lines(lines.iter().map(|l| (name, *l)));
-            let together =
-                Headers::from_joined(joined.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+            let together = Headers::from_joined(
+                joined.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+                comma_rule,
+            );
             assert_eq!(
                 apart.unique(name),
                 together.unique(name),
@@ -499,13 +401,13 @@ mod tests {
             );
         }
         // a list sent on two lines is the list: one value
-        let list = Headers::from_joined([("X-PagerDuty-Signature", "v1=ab,v1=cd")]);
+        let list = Headers::from_joined([("X-PagerDuty-Signature", "v1=ab,v1=cd")], comma_rule);
         assert_eq!(
             list.unique("x-pagerduty-signature"),
             Ok(Some("v1=ab,v1=cd"))
         );
         assert_eq!(list.get("x-pagerduty-signature"), Some("v1=ab,v1=cd"));
-        let twice = Headers::from_joined([("x-github-delivery", "abc,abc")]);
+        let twice = Headers::from_joined([("x-github-delivery", "abc,abc")], comma_rule);
         assert_eq!(twice.get("X-GitHub-Delivery"), Some("abc"));
     }
 

@@ -57,6 +57,7 @@ pub mod joined;
 mod json;
 mod jws;
 mod keys;
+mod lines;
 pub mod parse;
 pub mod presets;
 mod recipe;
