@@ -29,7 +29,7 @@ use serde_json::{Map, Value, json};
 
 use hookbox_ingest::http_api_passes_as_text;
 
-use crate::gateway::{Call, Gateway, gateway_error};
+use crate::ingress::{Call, Gateway, gateway_error};
 
 const STAGE: &str = "$default";
 

@@ -29,8 +29,10 @@ pub mod demo;
 pub mod event_source;
 pub mod gateway;
 pub mod http_api;
+mod ingress;
 pub mod management;
 pub mod options;
+mod rest_api;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
