@@ -45,8 +45,8 @@
 use std::sync::LazyLock;
 
 use super::headers::{drop_unusable_headers, is_usable_header_value};
-pub use super::lines::CommaRule;
 use super::lines;
+pub use super::lines::CommaRule;
 use super::presets;
 use super::recipe::{Recipe, SignatureAt, Signed, TimestampSource};
 
