@@ -222,7 +222,7 @@ async fn forwarding(rates: &[f64], seconds: f64, drain: Duration) -> anyhow::Res
                 *rate,
                 seconds,
                 drain,
-                &format!("fwd{k}-{}", count(*rate)),
+                &format!("fwd{k}-{}", *rate as u64),
             )
             .await?,
         );
@@ -256,7 +256,9 @@ pub async fn run(
                 *rate,
                 seconds,
                 drain,
-                &format!("e2e{k}-{}", count(*rate)),
+                // (no thousands separator: a comma in `webhook-id` reads
+                // as two lines, docs/ingress.md "the comma rule")
+                &format!("e2e{k}-{}", *rate as u64),
             )
             .await?,
         );
