@@ -183,25 +183,15 @@ fn http_query<'a>(
 /// deserialize and API Gateway answers 500 to a correctly signed webhook.
 /// The names dropped are logged.
 pub fn event_from_json(
-    mut json: serde_json::Value,
+    json: serde_json::Value,
 ) -> Result<ApiGatewayCustomAuthorizerRequestTypeRequest, serde_json::Error> {
-    let dropped = hookbox::signature::drop_unusable_headers(&mut json);
-    log_dropped(&dropped);
-    serde_json::from_value(json)
+    hookbox::signature::event_without_unusable_headers(json, false)
 }
 
 /// [`event_from_json`] for HTTP API's authorizer event: a joined value
 /// loses only its lines the `http` crate refuses.
 pub fn http_event_from_json(
-    mut json: serde_json::Value,
+    json: serde_json::Value,
 ) -> Result<ApiGatewayV2CustomAuthorizerV2Request, serde_json::Error> {
-    let dropped = hookbox::signature::joined::drop_unusable_lines(&mut json);
-    log_dropped(&dropped);
-    serde_json::from_value(json)
-}
-
-fn log_dropped(dropped: &[String]) {
-    if !dropped.is_empty() {
-        tracing::warn!(headers = ?dropped, "header values no HTTP library takes were dropped");
-    }
+    hookbox::signature::event_without_unusable_headers(json, true)
 }

@@ -89,3 +89,26 @@ pub use recipe::{
 pub use secret::Secret;
 pub use standard_webhooks::{StandardWebhookHeaders, sign as sign_standard_webhooks};
 pub use verifier::{SignedRequest, Verified, Verifier};
+
+/// An API Gateway event from the JSON the Lambda runtime received, without
+/// the header values the `http` crate refuses (a control character such as
+/// U+0000): otherwise the whole event fails to deserialize and API Gateway
+/// answers 500 (authorizer) or 502 (ingest) to a correctly signed webhook.
+/// `joined`: an HTTP API (payload 2.0) event, whose comma-joined values
+/// lose only their unusable lines ([`joined::drop_unusable_lines`]); else
+/// a REST one ([`drop_unusable_headers`]). The names dropped are logged,
+/// never the values.
+pub fn event_without_unusable_headers<T: serde::de::DeserializeOwned>(
+    mut json: serde_json::Value,
+    joined: bool,
+) -> Result<T, serde_json::Error> {
+    let dropped = if joined {
+        joined::drop_unusable_lines(&mut json)
+    } else {
+        drop_unusable_headers(&mut json)
+    };
+    if !dropped.is_empty() {
+        tracing::warn!(headers = ?dropped, "header values no HTTP library takes were dropped");
+    }
+    serde_json::from_value(json)
+}
