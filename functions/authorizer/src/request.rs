@@ -8,7 +8,7 @@ use aws_lambda_events::apigw::{
 };
 use aws_lambda_events::http::{HeaderMap, Method};
 use hookbox::signature::Headers;
-use hookbox::signature::joined::{is_visible_line, join_visible_lines, join_visible_values};
+use hookbox::signature::joined::{is_visible_line, join_visible_values, visible_header_lines};
 
 /// Which API Gateway sent the event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,9 +48,10 @@ pub struct AuthRequest {
     /// `requestContext.identity.sourceIp`; HTTP API:
     /// `requestContext.http.sourceIp`), never a header.
     pub source_ip: Option<String>,
-    /// Every header, once per name, its lines joined with commas (HTTP
-    /// API's form; REST's lines joined the same way), lines that are not
-    /// visible ASCII left out.
+    /// Every header, lines that are not visible ASCII left out. REST: each
+    /// line whole (a list header's lines joined: [`visible_header_lines`]);
+    /// HTTP API: once per name, its lines joined with commas, split back
+    /// by each header's rule where a check needs one value.
     pub headers: Vec<(String, String)>,
     /// Every query parameter, decoded, in the order sent.
     pub query: Vec<(String, String)>,
@@ -113,10 +114,11 @@ impl AuthRequest {
 
     /// The headers, for the checks.
     pub fn headers(&self) -> Headers<'_> {
-        Headers::from_joined(
-            self.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())),
-            hookbox::signature::joined::comma_rule,
-        )
+        let pairs = self.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()));
+        match self.ingress {
+            Ingress::Rest => Headers::from_pairs(pairs),
+            Ingress::Http => Headers::from_joined(pairs, hookbox::signature::joined::comma_rule),
+        }
     }
 
     /// The query parameters, for the checks.
@@ -129,10 +131,10 @@ impl AuthRequest {
 }
 
 /// REST's headers: every line of `headers` (the last of each) and of
-/// `multiValueHeaders` (all of them), joined per name with commas
-/// ([`join_visible_lines`]).
+/// `multiValueHeaders` (all of them), each once and whole
+/// ([`visible_header_lines`]).
 fn rest_headers(single: &HeaderMap, multi: &HeaderMap) -> Vec<(String, String)> {
-    join_visible_lines(
+    visible_header_lines(
         single
             .iter()
             .chain(multi.iter())

@@ -6,7 +6,7 @@ use aws_lambda_events::apigw::{ApiGatewayProxyRequest, ApiGatewayV2httpRequest};
 use aws_lambda_events::http::Method;
 use base64::Engine as _;
 use hookbox::signature::Headers;
-use hookbox::signature::joined::{is_visible_line, join_visible_lines, join_visible_values};
+use hookbox::signature::joined::{is_visible_line, join_visible_values, visible_header_lines};
 
 /// Which API Gateway sent the event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,9 +68,10 @@ pub struct IngressRequest {
     pub method: Method,
     /// The `{partner}` path segment.
     pub partner: String,
-    /// Every header, once per name, its lines joined with commas (HTTP
-    /// API's form; REST's lines joined the same way), lines that are not
-    /// visible ASCII left out.
+    /// Every header, lines that are not visible ASCII left out. REST: each
+    /// line whole (a list header's lines joined: [`visible_header_lines`]);
+    /// HTTP API: once per name, its lines joined with commas, split back
+    /// by each header's rule where a check needs one value.
     pub headers: Vec<(String, String)>,
     /// Every query parameter, decoded, in the order sent.
     pub query: Vec<(String, String)>,
@@ -99,7 +100,7 @@ impl IngressRequest {
                 .get("partner")
                 .cloned()
                 .unwrap_or_default(),
-            headers: join_visible_lines(
+            headers: visible_header_lines(
                 event
                     .headers
                     .iter()
@@ -171,10 +172,11 @@ impl IngressRequest {
 
     /// The headers, for the checks.
     pub fn headers(&self) -> Headers<'_> {
-        Headers::from_joined(
-            self.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())),
-            hookbox::signature::joined::comma_rule,
-        )
+        let pairs = self.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()));
+        match self.ingress {
+            Ingress::Rest => Headers::from_pairs(pairs),
+            Ingress::Http => Headers::from_joined(pairs, hookbox::signature::joined::comma_rule),
+        }
     }
 
     /// The query parameters, for the checks.

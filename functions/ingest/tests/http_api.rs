@@ -381,3 +381,78 @@ fn one_entry_point_tells_the_event_shapes_apart() {
     assert!(!IngressRequest::from_http(&b64).text_body_may_be_altered());
     let _ = Outcome::Rejected(BODY_ALTERED);
 }
+
+/// One header line holding a comma: REST hands the line over whole, so an
+/// event id such as `evt-1,000` is one id there; HTTP API joins repeated
+/// lines with the same comma, so there it cannot be told from two lines
+/// with different ids and is refused as ambiguous (docs/ingress.md,
+/// "Repeated headers").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_header_line_holding_a_comma_is_one_value_through_rest_and_ambiguous_through_http_api()
+{
+    hookbox::metrics::print_to_stdout(false);
+    let both = Both::new(&config(), NOW).await;
+    let body = br#"{"type":"order.created"}"#;
+    let request = sw("evt-1,000", body, "application/json", DEMO_SECRET);
+    let (rest, http) = both.send(&request, &Send::post()).await;
+    assert_eq!(
+        (
+            rest.authorizer.as_str(),
+            rest.status,
+            rest.body["status"].as_str()
+        ),
+        ("Allow", 200, Some("accepted")),
+        "{}",
+        rest.summary()
+    );
+    let id: uuid::Uuid = rest.body["id"].as_str().expect("id").parse().expect("uuid");
+    let row = hookbox::inbox::get(both.rest.db.as_ref(), id)
+        .await
+        .expect("get")
+        .expect("row");
+    assert_eq!(row.event_id, "evt-1,000");
+    assert_eq!(both.rest.stored_body(&rest).await, body);
+    assert_eq!(
+        (http.authorizer.as_str(), http.status, http.error.as_deref()),
+        ("Deny", 403, Some("malformed_signature_header")),
+        "{}",
+        http.summary()
+    );
+    // the same id on two lines, `evt-1` and `000`: refused through both
+    let signature = hookbox::signature::sign_standard_webhooks(
+        "evt-1,000",
+        chrono::Utc.timestamp_opt(NOW, 0).single().expect("valid"),
+        body,
+        &[Secret::new(DEMO_SECRET)],
+    )
+    .expect("signs");
+    let two_lines = request_lines(&signature, body);
+    let (rest, http) = both.send(&two_lines, &Send::post()).await;
+    same("an id on two lines", &rest, &http);
+    assert_eq!(
+        (rest.status, rest.error.as_deref()),
+        (403, Some("malformed_signature_header")),
+        "{}",
+        rest.summary()
+    );
+}
+
+/// [`sw`]'s request with its `webhook-id` split at its comma onto two
+/// lines.
+fn request_lines(
+    signature: &hookbox::signature::StandardWebhookHeaders,
+    body: &[u8],
+) -> corpus::model::Request {
+    let (first, second) = signature.id.split_once(',').expect("a comma");
+    request(
+        "demo",
+        &[
+            ("Content-Type", "application/json"),
+            ("webhook-id", first),
+            ("webhook-id", second),
+            ("webhook-timestamp", &signature.timestamp),
+            ("webhook-signature", &signature.signature),
+        ],
+        body,
+    )
+}

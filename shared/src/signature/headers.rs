@@ -72,8 +72,7 @@ pub fn drop_unusable_headers(event: &mut serde_json::Value) -> Vec<String> {
 /// guessing which one the partner signed.
 ///
 /// Built with [`Headers::from_joined`], each value is the header's lines
-/// joined with commas (what API Gateway's HTTP API hands over, and what the
-/// functions make of REST's lines): a lookup that needs one value splits it
+/// joined with commas (what API Gateway's HTTP API hands over): a lookup that needs one value splits it
 /// back into its lines first (by the header's [`CommaRule`], from the rule
 /// table it was built with: `signature::joined::comma_rule`), so a header
 /// sent twice with different values is ambiguous there too.

@@ -3,14 +3,16 @@
 //! API Gateway's HTTP API (payload format 2.0) hands a header that the
 //! partner sent on several lines to its functions as ONE value, the lines
 //! joined with `,`; REST (payload format 1.0) hands every line over
-//! (`multiValueHeaders`). So that no check differs by ingress, the
-//! functions read both the same way: REST's lines are joined with `,` as
-//! HTTP API joins them ([`join_lines`]), and
-//! [`Headers::from_joined`](super::Headers::from_joined) splits a value
-//! back into its lines ([`split_lines`]) wherever a check needs one value
-//! (signature headers, their timestamps and ids, the event id and type
-//! headers). Lines that differ are then refused as "repeated with
-//! different values", exactly as separate lines always were.
+//! (`multiValueHeaders`). So that the same lines get the same answer,
+//! [`Headers::from_joined`](super::Headers::from_joined) splits HTTP API's
+//! value back into its lines ([`split_lines`]) wherever a check needs one
+//! value (signature headers, their timestamps and ids, the event id and
+//! type headers), while REST's lines are read one by one, each whole
+//! ([`visible_header_lines`], a list header's lines joined into the list).
+//! Lines that differ are then refused as "repeated with different
+//! values" on both. The one answer that differs: a single line holding a
+//! comma in a header whose syntax has none (an id `evt-1,000`) is one value
+//! through REST, and through HTTP API cannot be told from two lines.
 //!
 //! A comma is a line boundary unless the header's own syntax uses commas.
 //! The rule, by header name (the names come from the preset registry, so
@@ -143,22 +145,33 @@ pub fn join_lines<'a>(
     joined
 }
 
-/// Header lines one per entry (REST's `headers` and `multiValueHeaders`):
-/// each line once, the lines that are not visible ASCII left out (no
-/// reader takes them), joined per name ([`join_lines`]).
-pub fn join_visible_lines<'a>(
+/// Header lines one per entry (REST's `headers` and `multiValueHeaders`)
+/// as [`Headers::from_pairs`](super::Headers::from_pairs) takes them: each
+/// line once and whole (a comma in a line is part of it), the lines that
+/// are not visible ASCII left out (no reader takes them), and the lines of
+/// a list header ([`CommaRule::Whole`]: RFC 9110, 5.3) joined with `,`
+/// into the one list they mean, as HTTP API hands it over.
+pub fn visible_header_lines<'a>(
     lines: impl IntoIterator<Item = (&'a str, &'a [u8])>,
 ) -> Vec<(String, String)> {
-    let mut kept: Vec<(&str, &str)> = Vec::new();
+    let mut kept: Vec<(String, String)> = Vec::new();
     for (name, value) in lines {
         let Ok(value) = std::str::from_utf8(value) else {
             continue;
         };
-        if is_visible_line(value) && !kept.contains(&(name, value)) {
-            kept.push((name, value));
+        if !is_visible_line(value) || kept.iter().any(|(n, v)| n == name && v == value) {
+            continue;
+        }
+        let list = comma_rule(name) == CommaRule::Whole;
+        match kept.iter_mut().find(|(n, _)| list && n == name) {
+            Some((_, joined)) => {
+                joined.push(',');
+                joined.push_str(value);
+            }
+            None => kept.push((name.to_owned(), value.to_owned())),
         }
     }
-    join_lines(kept)
+    kept
 }
 
 /// Header values that are lines joined already (HTTP API's `headers`):
@@ -427,24 +440,51 @@ mod tests {
     }
 
     #[test]
-    fn rest_lines_and_http_values_join_alike() {
-        let rest = join_visible_lines([
+    fn rest_lines_are_kept_whole_and_http_values_lose_only_unreadable_lines() {
+        use super::super::Headers;
+        let rest = visible_header_lines([
             ("webhook-id", &b"b"[..]),
-            ("webhook-id", b"a"),
+            ("webhook-id", b"a,c"),
             ("webhook-id", b"b"),
             ("user-agent", b"\xff"),
             ("accept", b"x"),
         ]);
+        let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+            v.iter()
+                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        assert_eq!(
+            rest,
+            pairs(&[("webhook-id", "b"), ("webhook-id", "a,c"), ("accept", "x")])
+        );
         let http = join_visible_values([
-            ("webhook-id", &b"b,a"[..]),
+            ("webhook-id", &b"b,a,c"[..]),
             ("user-agent", b"\xff"),
             ("accept", b"x"),
         ]);
-        assert_eq!(rest, http);
+        assert_eq!(http, pairs(&[("webhook-id", "b,a,c"), ("accept", "x")]));
         assert_eq!(
             join_visible_values([("webhook-id", &b"msg_1,\xff"[..])]),
-            [("webhook-id".to_owned(), "msg_1".to_owned())]
+            pairs(&[("webhook-id", "msg_1")])
         );
+        // one line holding a comma: one value through REST, two lines
+        // through HTTP API
+        let line = [("webhook-id", "a,c")];
+        assert_eq!(
+            Headers::from_pairs(line).unique("webhook-id"),
+            Ok(Some("a,c"))
+        );
+        assert_eq!(
+            Headers::from_joined(line, comma_rule).unique("webhook-id"),
+            Err("repeated with different values")
+        );
+        // a list's lines are the list on both
+        let list = visible_header_lines([
+            ("x-pagerduty-signature", &b"v1=ab"[..]),
+            ("x-pagerduty-signature", b"v1=cd"),
+        ]);
+        assert_eq!(list, pairs(&[("x-pagerduty-signature", "v1=ab,v1=cd")]));
     }
 
     #[test]
