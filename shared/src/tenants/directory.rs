@@ -8,7 +8,6 @@
 //! with a secret the receiver no longer accepts as long as `ttl` is shorter
 //! than the grace.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,7 +21,7 @@ use crate::config::{
     DEFAULT_BACKOFF_SECS, DEFAULT_COOL_DOWN, DEFAULT_DESTINATION_TIMEOUT, DEFAULT_MAX_IN_FLIGHT,
     Destination, HttpTarget, Target, is_endpoint,
 };
-use crate::outbox::relay::{EndpointResolver, Unresolved};
+use crate::outbox::relay::{EndpointResolver, Endpoints, Unresolved};
 use crate::params;
 use crate::store::{DbError, Executor, Statement};
 
@@ -57,7 +56,7 @@ pub struct EndpointDirectory {
     keeper: SecretKeeper,
     allowed_networks: Vec<IpNet>,
     ttl: Duration,
-    cache: Mutex<HashMap<String, Cached>>,
+    cache: Mutex<foldhash::HashMap<String, Cached>>,
 }
 
 /// An endpoint as read at a time.
@@ -95,8 +94,8 @@ impl EndpointDirectory {
         db: &dyn Executor,
         names: &[&str],
         now: DateTime<Utc>,
-    ) -> HashMap<String, Result<Arc<Destination>, Unresolved>> {
-        let mut out = HashMap::new();
+    ) -> Endpoints {
+        let mut out = Endpoints::with_capacity_and_hasher(names.len(), Default::default());
         let mut wanted = Vec::new();
         {
             let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
@@ -276,12 +275,7 @@ fn sealed_secrets(doc: &serde_json::Value) -> Result<Vec<SealedSecret>, String> 
 
 #[async_trait::async_trait]
 impl EndpointResolver for EndpointDirectory {
-    async fn resolve(
-        &self,
-        db: &dyn Executor,
-        names: &[&str],
-        now: DateTime<Utc>,
-    ) -> HashMap<String, Result<Arc<Destination>, Unresolved>> {
+    async fn resolve(&self, db: &dyn Executor, names: &[&str], now: DateTime<Utc>) -> Endpoints {
         self.resolve_endpoints(db, names, now).await
     }
 }

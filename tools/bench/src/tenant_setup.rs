@@ -14,7 +14,7 @@ use hookbox::config::{
     ConfigStore, DEFAULT_BACKOFF_SECS, DEFAULT_COOL_DOWN, DEFAULT_DESTINATION_TIMEOUT,
     DEFAULT_MAX_IN_FLIGHT, DEFAULT_TRIP_AFTER, Destination, HookboxConfig, HttpTarget, Target,
 };
-use hookbox::relay::{EndpointResolver, HttpSender, Relay, Unresolved, WebhookSender};
+use hookbox::relay::{EndpointResolver, Endpoints, HttpSender, Relay, Unresolved, WebhookSender};
 use hookbox::signature::Secret;
 use hookbox::store::{Database, Executor, Statement};
 
@@ -98,7 +98,7 @@ pub(crate) async fn seed_rows(
 /// statement (cached 10 s), signing with the bench secret.
 #[derive(Debug, Default)]
 struct BenchEndpoints {
-    cache: Mutex<HashMap<String, Cached>>,
+    cache: Mutex<foldhash::HashMap<String, Cached>>,
     /// Diagnostic: every endpoint at this URL, never read from the database
     /// (what the directory's read costs the relay).
     known_at: Option<String>,
@@ -135,13 +135,8 @@ fn endpoint(id: &str, url: &str, tenant: Option<String>) -> anyhow::Result<Desti
 
 #[async_trait::async_trait]
 impl EndpointResolver for BenchEndpoints {
-    async fn resolve(
-        &self,
-        db: &dyn Executor,
-        names: &[&str],
-        now: DateTime<Utc>,
-    ) -> HashMap<String, Result<Arc<Destination>, Unresolved>> {
-        let mut out = HashMap::new();
+    async fn resolve(&self, db: &dyn Executor, names: &[&str], now: DateTime<Utc>) -> Endpoints {
+        let mut out = Endpoints::with_capacity_and_hasher(names.len(), Default::default());
         if let Some(url) = &self.known_at {
             for name in names {
                 match endpoint(name, url, None) {
@@ -214,11 +209,7 @@ impl EndpointResolver for BenchEndpoints {
 }
 
 /// A row the bench cannot read fails every name still unresolved.
-fn fail_unresolved(
-    out: &mut HashMap<String, Result<Arc<Destination>, Unresolved>>,
-    wanted: &[&str],
-    e: anyhow::Error,
-) {
+fn fail_unresolved(out: &mut Endpoints, wanted: &[&str], e: anyhow::Error) {
     for name in wanted {
         out.entry(name.to_string()).or_insert_with(|| {
             Err(Unresolved {

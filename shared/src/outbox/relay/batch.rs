@@ -1,13 +1,11 @@
 //! One batch: the claim (with its lease), the deliveries within each
 //! destination's slots, and a failed claim taken again row by row.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use tokio::sync::Semaphore;
 
-use super::Unresolved;
 use super::attempt::{self, Kind};
 use super::fairness::Reserved;
 use super::report::{BatchReport, Delivered};
@@ -16,9 +14,7 @@ use crate::config::{Destination, HookboxConfig};
 use crate::outbox::repo::CLAIM_BUDGET_BYTES;
 use crate::outbox::{self, Claimed, DeliveryResult, OutboxRow, UnreadableRow};
 
-/// Tenants' endpoints a batch delivers to, by name: each resolved, or why
-/// not.
-pub(super) type Endpoints = HashMap<String, Result<Arc<Destination>, Unresolved>>;
+pub(super) use super::Endpoints;
 use crate::store::DbError;
 
 /// A claimed row the claim could not decode: dead, with the reason.
@@ -59,7 +55,7 @@ pub(super) fn count(report: &mut BatchReport, kind: Kind) {
 /// Request slots per destination (`max_in_flight`), shared by every batch
 /// of one relay, whichever lane runs it.
 #[derive(Debug, Default)]
-pub(crate) struct Slots(Mutex<HashMap<String, (usize, Arc<Semaphore>)>>);
+pub(crate) struct Slots(Mutex<foldhash::HashMap<String, (usize, Arc<Semaphore>)>>);
 
 impl Slots {
     pub(crate) fn of(&self, destination: &Destination) -> Arc<Semaphore> {
@@ -197,7 +193,7 @@ impl Relay {
         rows: &[OutboxRow],
     ) -> Endpoints {
         let Some(directory) = &self.endpoints else {
-            return Endpoints::new();
+            return Endpoints::default();
         };
         let names: Vec<&str> = rows
             .iter()

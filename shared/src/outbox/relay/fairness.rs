@@ -37,7 +37,7 @@
 //! those over the rate go back unattempted, due when a token will be there,
 //! so no claim, however early or concurrent, exceeds it.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt as _, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -79,8 +79,9 @@ struct Holding {
     /// No straggler since the last attempt that ended before its lane's
     /// next statement: not capped.
     prompt: bool,
-    /// Notified when it turns slow (rows waiting for a slot give up).
-    slowed: Arc<Notify>,
+    /// Notified when it turns slow (rows waiting for a slot give up);
+    /// made when a row first waits for a slot.
+    slowed: Option<Arc<Notify>>,
     /// Rate limit: tokens left, and when they were counted.
     tokens: f64,
     counted_at: Option<DateTime<Utc>>,
@@ -95,7 +96,7 @@ impl Default for Holding {
         Self {
             rows: 0,
             prompt: true,
-            slowed: Arc::default(),
+            slowed: None,
             tokens: 0.0,
             counted_at: None,
             endpoint: None,
@@ -148,8 +149,8 @@ impl State {
                 return None;
             }
             h.prompt = prompt;
-            if !prompt {
-                h.slowed.notify_waiters();
+            if let Some(slowed) = h.slowed.as_ref().filter(|_| !prompt) {
+                slowed.notify_waiters();
             }
             let limited = h.endpoint.as_ref().is_some_and(|e| e.1.is_some());
             Some((h.tenant().cloned(), limited))
@@ -292,7 +293,7 @@ impl Fairness {
     /// and what it reserved is given back (the tokens less those used).
     pub(crate) fn claimed<'a>(&self, reserved: Reserved, rows: impl Iterator<Item = &'a str>) {
         self.with(|state| {
-            let mut taken: HashMap<&str, i64> = HashMap::new();
+            let mut taken: HashMap<&str, i64> = HashMap::with_capacity(128);
             for destination in rows {
                 *taken.entry(destination).or_default() += 1;
             }
@@ -425,7 +426,7 @@ impl Fairness {
     /// What tells `destination`'s rows waiting for a slot that it turned
     /// slow.
     pub(crate) fn slowed(&self, destination: &str) -> Arc<Notify> {
-        self.with(|state| state.update(destination, |h| h.slowed.clone()))
+        self.with(|state| state.update(destination, |h| h.slowed.get_or_insert_default().clone()))
     }
 
     /// A held row of `destination` finished; `prompt`: its request was

@@ -1,7 +1,6 @@
 //! A lane's requests in flight, and the results that landed since its last
 //! statement (recorded by the next one, each under its own claim's token).
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -51,7 +50,7 @@ type Flight<'a> = Pin<Box<dyn Future<Output = Landed> + Send + 'a>>;
 pub(super) struct Flights<'a> {
     flying: FuturesUnordered<Flight<'a>>,
     /// Rows in flight per destination.
-    destinations: HashMap<String, usize>,
+    destinations: foldhash::HashMap<String, usize>,
     /// Landed, not recorded: grouped by lease token.
     landed: Vec<LeasedResults>,
     /// What the landed attempts came to.
