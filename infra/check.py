@@ -405,6 +405,19 @@ def check_translated(cfn: dict) -> None:
             or p.get("Handler") != "bootstrap"
         ):
             problem(f"a Lambda function is not provided.al2023/Architecture/bootstrap: {p.get('Runtime')} {p.get('Architectures')} {p.get('Handler')}")
+    # Logs: JSON lines, and an application level that keeps INFO. Every
+    # line carries `level` (shared/src/startup/log_format.rs); the EMF lines
+    # the metric alarms read are INFO lines, so a level above INFO would drop
+    # them and leave the alarms quiet (TreatMissingData: notBreaching).
+    for name, res in resources.items():
+        if res.get("Type") != "AWS::Lambda::Function":
+            continue
+        logging = res.get("Properties", {}).get("LoggingConfig") or {}
+        if logging.get("LogFormat") != "JSON":
+            problem(f"{name}: LoggingConfig.LogFormat must be JSON (Lambda filters JSON lines by their level), not {logging.get('LogFormat')!r}")
+        level = logging.get("ApplicationLogLevel", "INFO")
+        if level not in ("TRACE", "DEBUG", "INFO"):
+            problem(f"{name}: LoggingConfig.ApplicationLogLevel {level!r} would drop the INFO lines carrying the metrics (EMF) the alarms read; use INFO, DEBUG or TRACE")
     # Least privilege: the only managed policy is the basic execution role
     # (logs), and no inline statement grants on every resource.
     for name, res in resources.items():

@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// The CloudWatch namespace of every hookbox metric.
 pub const NAMESPACE: &str = "hookbox";
@@ -111,9 +111,14 @@ impl Metrics {
         self.values.get(name).map(|(_, v)| v.as_slice())
     }
 
-    /// The EMF document for `timestamp_ms` (milliseconds since the epoch).
+    /// The EMF document for `timestamp_ms` (milliseconds since the epoch),
+    /// with the keys of every log line (`level` `INFO`, `timestamp`,
+    /// `service`, the invocation's ids: [`crate::startup::log_format`]), so
+    /// Lambda's log-level filtering treats it as the INFO line it is.
     pub fn to_emf(&self, timestamp_ms: i64) -> Value {
-        let mut doc = Map::new();
+        use crate::startup::log_format::{INVOCATIONS, SERVICE, line_keys};
+        let at = chrono::DateTime::from_timestamp_millis(timestamp_ms).unwrap_or_default();
+        let mut doc = line_keys(&INVOCATIONS, SERVICE, tracing::Level::INFO, at);
         let definitions: Vec<Value> = self
             .values
             .iter()
@@ -186,6 +191,10 @@ mod tests {
         assert!(!line.contains('\n'));
         let doc: Value = serde_json::from_str(&line).expect("json");
         assert_eq!(doc["_aws"]["Timestamp"], 1_700_000_000_000_i64);
+        // a log line's keys: Lambda keeps it at ApplicationLogLevel INFO
+        assert_eq!(doc["level"], "INFO");
+        assert_eq!(doc["timestamp"], "2023-11-14T22:13:20.000Z");
+        assert_eq!(doc["service"], "hookbox");
         let cw = &doc["_aws"]["CloudWatchMetrics"][0];
         assert_eq!(cw["Namespace"], "hookbox");
         assert_eq!(cw["Dimensions"], json!([["Function"]]));

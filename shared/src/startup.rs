@@ -22,6 +22,7 @@
 //! the first call in any case.
 
 pub(crate) mod lazy;
+pub mod log_format;
 mod runtime_api;
 
 use std::fmt;
@@ -52,6 +53,7 @@ use crate::vault::kms::KmsVault;
 use crate::vault::local::LocalVault;
 use lazy::{Lazy, LazyVault};
 
+pub use log_format::begin_invocation;
 pub use runtime_api::{RUNTIME_API_VAR, report_init_error};
 
 /// Why a function could not start. Every message names the variable to fix
@@ -463,22 +465,25 @@ impl LogSettings {
         Self { json, filter }
     }
 
-    /// Installs the global subscriber (once; later calls do nothing). No
-    /// timestamps: CloudWatch stamps every line.
+    /// Installs the global subscriber (once; later calls do nothing). JSON
+    /// lines as Lambda and Powertools read them ([`log_format`]: flat keys,
+    /// `level`, `timestamp`, the invocation's ids); text lines without a
+    /// time (CloudWatch stamps every line).
     pub fn install(&self) {
         use tracing_subscriber::EnvFilter;
         let filter = EnvFilter::try_new(&self.filter).unwrap_or_else(|_| EnvFilter::new("info"));
-        let builder = tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .without_time();
+        let builder = tracing_subscriber::fmt().with_env_filter(filter);
         let _ = if self.json {
             builder
-                .json()
-                .with_current_span(true)
-                .with_span_list(false)
+                .fmt_fields(log_format::fields())
+                .event_format(log_format::LambdaJson::new(
+                    log_format::SERVICE,
+                    log_format::INVOCATIONS.clone(),
+                    chrono::Utc::now,
+                ))
                 .try_init()
         } else {
-            builder.try_init()
+            builder.without_time().try_init()
         };
     }
 }

@@ -11,6 +11,10 @@ async fn main() -> Result<(), Error> {
     let start = Startup::from_process_env();
     let authorizer = start.init(Authorizer::from_startup(&start)).await?;
     run(service_fn(|event: LambdaEvent<serde_json::Value>| {
+        hookbox::startup::begin_invocation(
+            &event.context.request_id,
+            event.context.xray_trace_id.as_deref(),
+        );
         let authorizer = authorizer.clone();
         async move { Ok::<_, Error>(authorizer.handle_json(event.payload).await?) }
     }))

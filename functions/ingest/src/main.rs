@@ -12,6 +12,10 @@ async fn main() -> Result<(), Error> {
     let start = Startup::from_process_env();
     let function = IngestFunction::new(start.init(start.ingest()).await?, start.clock());
     run(service_fn(|event: LambdaEvent<serde_json::Value>| {
+        hookbox::startup::begin_invocation(
+            &event.context.request_id,
+            event.context.xray_trace_id.as_deref(),
+        );
         let function = function.clone();
         async move { Ok::<_, Error>(function.handle_json(event.payload).await?) }
     }))

@@ -35,8 +35,15 @@ impl Write for Captured {
 async fn a_full_run_logs_no_secret_and_no_full_signature() {
     let captured = Captured::default();
     let writer = captured.clone();
+    // the functions' own line format (flat JSON: every field a key)
+    use hookbox::startup::log_format;
     let subscriber = tracing_subscriber::fmt()
-        .json()
+        .fmt_fields(log_format::fields())
+        .event_format(log_format::LambdaJson::new(
+            log_format::SERVICE,
+            log_format::INVOCATIONS.clone(),
+            chrono::Utc::now,
+        ))
         .with_max_level(tracing::Level::TRACE)
         .with_writer(move || writer.clone())
         .finish();
@@ -104,6 +111,14 @@ async fn a_full_run_logs_no_secret_and_no_full_signature() {
         "the metric of a text body HTTP API may have altered has its own reason"
     );
     assert!(logs.contains("\"accepted\""), "the run was logged");
+    // every line one flat JSON object that Lambda's level filter reads
+    for line in logs.lines() {
+        let doc: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        assert!(
+            doc["level"].is_string() && doc["timestamp"].is_string(),
+            "{line}"
+        );
+    }
     assert!(
         logs.contains("signature rejected"),
         "rejections were logged"

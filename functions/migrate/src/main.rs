@@ -10,6 +10,10 @@ async fn main() -> Result<(), Error> {
     let start = Startup::from_process_env();
     let handler = start.init(Migrate::from_startup(&start)).await?;
     run(service_fn(|event: LambdaEvent<serde_json::Value>| {
+        hookbox::startup::begin_invocation(
+            &event.context.request_id,
+            event.context.xray_trace_id.as_deref(),
+        );
         let handler = handler.clone();
         async move { handler.handle(event).await.map_err(Error::from) }
     }))

@@ -11,6 +11,10 @@ async fn main() -> Result<(), Error> {
     let start = Startup::from_process_env();
     let function = start.init(ProcessorFunction::from_startup(&start)).await?;
     run(service_fn(|event: LambdaEvent<SqsEvent>| {
+        hookbox::startup::begin_invocation(
+            &event.context.request_id,
+            event.context.xray_trace_id.as_deref(),
+        );
         let function = function.clone();
         async move { Ok::<_, Error>(function.handle(event).await) }
     }))

@@ -704,3 +704,19 @@ fn the_check_refuses_a_token_in_the_template_or_a_role_beyond_the_management_api
         assert!(stderr.contains(expected), "{expected}\n{stderr}");
     }
 }
+
+#[test]
+fn the_check_refuses_a_log_level_that_would_drop_the_metrics_lines() {
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "      ApplicationLogLevel: INFO\n",
+            "      ApplicationLogLevel: WARN\n",
+            1,
+        )
+    });
+    assert!(
+        stderr
+            .contains("ApplicationLogLevel 'WARN' would drop the INFO lines carrying the metrics"),
+        "{stderr}"
+    );
+}
