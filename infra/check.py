@@ -391,6 +391,45 @@ def check_blob_store(template: dict) -> None:
             problem(f"{bucket}: a bucket policy must deny requests without TLS (aws:SecureTransport false)")
 
 
+STACK_REF = {"Ref": "AWS::StackName"}
+STACK_FILTER = "Stack = '${AWS::StackName}'"
+
+
+def check_alarms_filter_on_stack(template: dict) -> None:
+    """Every metric carries Stack=<stack name> (HOOKBOX_STACK, set in the
+    Globals; hookbox::metrics), and every alarm on the `hookbox` namespace
+    filters on it: two stacks in one account and region (staging beside
+    production) must never fire each other's alarms."""
+    env = ((((template.get("Globals") or {}).get("Function") or {}).get("Environment") or {}).get("Variables")) or {}
+    if env.get("HOOKBOX_STACK") != STACK_REF:
+        problem("Globals: HOOKBOX_STACK must be !Ref AWS::StackName (the Stack dimension of every metric)")
+    checked = 0
+    for name, res in (template.get("Resources") or {}).items():
+        if res.get("Type") != "AWS::CloudWatch::Alarm":
+            continue
+        props = res.get("Properties") or {}
+        stats = [props] if props.get("Namespace") else []
+        stats += [(m.get("MetricStat") or {}).get("Metric") or {} for m in props.get("Metrics") or []]
+        for stat in stats:
+            if stat.get("Namespace") != "hookbox":
+                continue
+            checked += 1
+            if {"Name": "Stack", "Value": STACK_REF} not in (stat.get("Dimensions") or []):
+                problem(f"{name}: a hookbox metric without the dimension Stack = !Ref AWS::StackName (it would read every stack's data)")
+        for m in props.get("Metrics") or []:
+            expression = m.get("Expression")
+            text = expression.get("Fn::Sub") if isinstance(expression, dict) else expression
+            if not isinstance(text, str) or not re.search(r"FROM\s+(SCHEMA\(\s*)?hookbox\b", text):
+                continue
+            checked += 1
+            schema = re.search(r"SCHEMA\(\s*hookbox\s*,([^)]*)\)", text)
+            if not isinstance(expression, dict) or STACK_FILTER not in text or (
+                schema and "Stack" not in [d.strip() for d in schema.group(1).split(",")]
+            ):
+                problem(f"{name}: the query {text!r} must filter on {STACK_FILTER} (in !Sub, with Stack in its SCHEMA)")
+    notes.append(f"alarms: {checked} hookbox metrics and queries, each filtered on the stack")
+
+
 def check_translated(cfn: dict) -> None:
     resources = cfn.get("Resources") or {}
     types = [r.get("Type") for r in resources.values()]
@@ -1352,6 +1391,7 @@ def main() -> int:
     check_schedules(template)
     check_processor_handler(template)
     check_functions(template)
+    check_alarms_filter_on_stack(template)
     check_queue_consistency(template)
     check_blob_store(template)
     for n in notes:

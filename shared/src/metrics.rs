@@ -17,6 +17,7 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value, json};
@@ -25,6 +26,21 @@ use serde_json::{Value, json};
 pub const NAMESPACE: &str = "hookbox";
 
 static TO_STDOUT: AtomicBool = AtomicBool::new(true);
+
+/// The dimension naming the stack on every metric, so that two stacks in
+/// one account and region (staging and production) never read each
+/// other's data; every alarm of the template filters on it.
+pub const STACK_DIMENSION: &str = "Stack";
+
+static STACK: OnceLock<String> = OnceLock::new();
+
+/// The stack this process's metrics belong to (`HOOKBOX_STACK`, which the
+/// template sets to the stack's name; read at startup). The first call
+/// wins; without one, metrics carry no `Stack` dimension (the local stack,
+/// tests).
+pub fn set_stack(name: &str) {
+    let _ = STACK.set(name.to_owned());
+}
 
 /// Whether [`Metrics::flush`] prints (the default) or logs the line at
 /// debug level instead: the local stack keeps its terminal for people.
@@ -116,6 +132,12 @@ impl Metrics {
     /// `service`, the invocation's ids: [`crate::startup::log_format`]), so
     /// Lambda's log-level filtering treats it as the INFO line it is.
     pub fn to_emf(&self, timestamp_ms: i64) -> Value {
+        self.to_emf_of(STACK.get().map(String::as_str), timestamp_ms)
+    }
+
+    /// [`Metrics::to_emf`] of the stack `stack`: its name the first
+    /// dimension of every metric.
+    pub fn to_emf_of(&self, stack: Option<&str>, timestamp_ms: i64) -> Value {
         use crate::startup::log_format::{INVOCATIONS, SERVICE, line_keys};
         let at = chrono::DateTime::from_timestamp_millis(timestamp_ms).unwrap_or_default();
         let mut doc = line_keys(&INVOCATIONS, SERVICE, tracing::Level::INFO, at);
@@ -124,7 +146,15 @@ impl Metrics {
             .iter()
             .map(|(name, (unit, _))| json!({ "Name": name, "Unit": unit.as_str() }))
             .collect();
-        let dimension_names: Vec<&str> = self.dimensions.iter().map(|(n, _)| n.as_str()).collect();
+        let stack = stack.filter(|_| !self.dimensions.iter().any(|(n, _)| n == STACK_DIMENSION));
+        let dimension_names: Vec<&str> = stack
+            .map(|_| STACK_DIMENSION)
+            .into_iter()
+            .chain(self.dimensions.iter().map(|(n, _)| n.as_str()))
+            .collect();
+        if let Some(stack) = stack {
+            doc.insert(STACK_DIMENSION.into(), stack.into());
+        }
         doc.insert(
             "_aws".into(),
             json!({
@@ -191,6 +221,11 @@ mod tests {
         assert!(!line.contains('\n'));
         let doc: Value = serde_json::from_str(&line).expect("json");
         assert_eq!(doc["_aws"]["Timestamp"], 1_700_000_000_000_i64);
+        // no stack named: no Stack dimension
+        assert_eq!(
+            doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            json!([["Function"]])
+        );
         // a log line's keys: Lambda keeps it at ApplicationLogLevel INFO
         assert_eq!(doc["level"], "INFO");
         assert_eq!(doc["timestamp"], "2023-11-14T22:13:20.000Z");
@@ -229,5 +264,20 @@ mod tests {
         assert!(m.is_empty());
         m.count("Processed", 1);
         assert!(m.to_emf_line(0).contains("\"Function\":\"processor\""));
+    }
+
+    #[test]
+    fn every_metric_of_a_stack_carries_its_name_as_the_first_dimension() {
+        let mut m = Metrics::new();
+        m.dimension("Function", "ingest")
+            .dimension("Partner", "stripe")
+            .count("accepted", 1);
+        let doc = m.to_emf_of(Some("hookbox-staging"), 1_700_000_000_000);
+        assert_eq!(
+            doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            json!([["Stack", "Function", "Partner"]])
+        );
+        assert_eq!(doc["Stack"], "hookbox-staging");
+        assert_eq!(doc["Function"], "ingest");
     }
 }

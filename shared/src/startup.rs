@@ -136,6 +136,9 @@ impl Startup {
     pub fn from_process_env() -> Self {
         let start = Self::with_env(|name| std::env::var(name).ok());
         start.log_settings().install();
+        if let Some(stack) = start.var(STACK_VAR) {
+            crate::metrics::set_stack(stack.trim());
+        }
         start
     }
 
@@ -426,6 +429,10 @@ impl Startup {
         }
     }
 }
+
+/// The stack's name (the template sets it to `AWS::StackName`): the
+/// `Stack` dimension of every metric ([`crate::metrics::set_stack`]).
+pub const STACK_VAR: &str = "HOOKBOX_STACK";
 
 /// The `errorType` of an init error hookbox reports.
 pub const INIT_ERROR_TYPE: &str = "Runtime.ConfigurationError";

@@ -720,3 +720,31 @@ fn the_check_refuses_a_log_level_that_would_drop_the_metrics_lines() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_check_refuses_an_alarm_that_reads_every_stacks_metrics() {
+    // a dimension dropped from one alarm
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "          Value: processor\n        - Name: Stack\n          Value: !Ref AWS::StackName\n",
+            "          Value: processor\n",
+            1,
+        )
+    });
+    assert!(
+        stderr.contains("ProcessorDeadAlarm: a hookbox metric without the dimension Stack"),
+        "{stderr}"
+    );
+    // a query without the stack's filter
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "FROM hookbox WHERE Stack = '${AWS::StackName}'\"",
+            "FROM hookbox\"",
+            1,
+        )
+    });
+    assert!(
+        stderr.contains("OutboxLagAlarm: the query") && stderr.contains("must filter on Stack"),
+        "{stderr}"
+    );
+}
