@@ -430,6 +430,71 @@ def check_alarms_filter_on_stack(template: dict) -> None:
     notes.append(f"alarms: {checked} hookbox metrics and queries, each filtered on the stack")
 
 
+def alarmed_metrics(template: dict) -> set[tuple[str, str]]:
+    """(namespace, metric name) of every metric an alarm reads, its queries'
+    included (`SELECT SUM(unavailable) FROM … hookbox …`)."""
+    out = set()
+    for res in (template.get("Resources") or {}).values():
+        if res.get("Type") != "AWS::CloudWatch::Alarm":
+            continue
+        props = res.get("Properties") or {}
+        if props.get("Namespace"):
+            out.add((props["Namespace"], props.get("MetricName")))
+        for m in props.get("Metrics") or []:
+            metric = (m.get("MetricStat") or {}).get("Metric") or {}
+            if metric:
+                out.add((metric.get("Namespace"), metric.get("MetricName")))
+            expression = m.get("Expression")
+            text = expression.get("Fn::Sub") if isinstance(expression, dict) else expression
+            if isinstance(text, str):
+                found = re.search(r"SELECT\s+\w+\((\w+)\)\s+FROM\s+(?:SCHEMA\(\s*)?(\w+)", text)
+                if found:
+                    out.add((found.group(2), found.group(1)))
+    return out
+
+
+def check_dashboard(template: dict) -> None:
+    """The dashboard's body is JSON once substituted, reads this stack's
+    hookbox metrics only, and shows every metric an alarm reads."""
+    resources = template.get("Resources") or {}
+    boards = [r for r in resources.values() if r.get("Type") == "AWS::CloudWatch::Dashboard"]
+    if len(boards) != 1:
+        problem(f"one AWS::CloudWatch::Dashboard expected, found {len(boards)}")
+        return
+    body = (boards[0].get("Properties") or {}).get("DashboardBody")
+    text = body.get("Fn::Sub") if isinstance(body, dict) else None
+    if not isinstance(text, str):
+        problem("Dashboard: DashboardBody must be a !Sub string")
+        return
+    for ref in re.findall(r"\$\{([^}]+)\}", text):
+        name = ref.split(".")[0]
+        if not ref.startswith("AWS::") and name not in resources:
+            problem(f"Dashboard: ${{{ref}}} names no resource of the template")
+    try:
+        doc = json.loads(re.sub(r"\$\{[^}]+\}", "x", text.replace("${AWS::StackName}", "stack-x")))
+    except json.JSONDecodeError as e:
+        problem(f"Dashboard: the body is not JSON after substitution: {e}")
+        return
+    shown = set()
+    for widget in doc.get("widgets") or []:
+        for metric in (widget.get("properties") or {}).get("metrics") or []:
+            parts = [p for p in metric if not isinstance(p, dict)]
+            exprs = [p.get("expression", "") for p in metric if isinstance(p, dict)]
+            if len(parts) >= 2:
+                shown.add((parts[0], parts[1]))
+                if parts[0] == "hookbox" and ("Stack" not in parts or parts[parts.index("Stack") + 1] != "stack-x"):
+                    problem(f"Dashboard: hookbox metric {parts[1]} without Stack = the stack's name")
+            for e in exprs:
+                if "hookbox" in e and "stack-x" not in e:
+                    problem(f"Dashboard: the query {e!r} reads every stack's metrics")
+                for name in re.findall(r"(?:SUM|MAX|MIN|AVG|COUNT)\((\w+)\)|MetricName=\"(\w+)\"", e):
+                    shown.add(("hookbox", name[0] or name[1]))
+    missing = sorted(f"{ns} {name}" for ns, name in alarmed_metrics(template) - shown)
+    if missing:
+        problem(f"Dashboard: alarmed metrics it does not show: {', '.join(missing)}")
+    notes.append(f"dashboard: {len(doc.get('widgets') or [])} widgets, every alarmed metric shown")
+
+
 def check_translated(cfn: dict) -> None:
     resources = cfn.get("Resources") or {}
     types = [r.get("Type") for r in resources.values()]
@@ -1392,6 +1457,7 @@ def main() -> int:
     check_processor_handler(template)
     check_functions(template)
     check_alarms_filter_on_stack(template)
+    check_dashboard(template)
     check_queue_consistency(template)
     check_blob_store(template)
     for n in notes:

@@ -748,3 +748,17 @@ fn the_check_refuses_an_alarm_that_reads_every_stacks_metrics() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_check_refuses_a_dashboard_that_hides_an_alarmed_metric_or_is_not_json() {
+    let stderr = check_refuses(|t| t.replacen("\"Quarantined\", ", "\"Quarantined_\", ", 1));
+    assert!(
+        stderr.contains("Dashboard: alarmed metrics it does not show: hookbox Quarantined"),
+        "{stderr}"
+    );
+    let stderr = check_refuses(|t| t.replacen("{\"widgets\": [", "{\"widgets\": [[", 1));
+    assert!(
+        stderr.contains("Dashboard: the body is not JSON after substitution"),
+        "{stderr}"
+    );
+}
