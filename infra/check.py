@@ -19,9 +19,11 @@
    functions/*/src (text after a file's first `#[cfg(test)]` is ignored).
    Variables of a planned function are reported but not required while its
    crate does not exist.
-4. Least privilege in the translated template: every IAM role's only
-   managed policy is AWSLambdaBasicExecutionRole and no inline statement has
-   Resource "*".
+4. Least privilege in the translated template: every IAM role's managed
+   policies are AWSLambdaBasicExecutionRole and AWSXrayWriteOnlyAccess
+   (active tracing: X-Ray's actions take no resource) and no inline
+   statement has Resource "*"; every function traces, and so does the REST
+   API's stage.
 5. Consistency: the inbox queue's maxReceiveCount is the processor's
    HOOKBOX_MAX_RECEIVE_COUNT, its VisibilityTimeout is at least 6x the
    processor timeout, its MaximumMessageSize is 1 MiB (the code's limit),
@@ -391,6 +393,7 @@ def check_blob_store(template: dict) -> None:
             problem(f"{bucket}: a bucket policy must deny requests without TLS (aws:SecureTransport false)")
 
 
+XRAY_POLICY = "policy/AWSXrayWriteOnlyAccess"
 STACK_REF = {"Ref": "AWS::StackName"}
 STACK_FILTER = "Stack = '${AWS::StackName}'"
 
@@ -528,10 +531,16 @@ def check_translated(cfn: dict) -> None:
         if res.get("Type") != "AWS::IAM::Role":
             continue
         props = res.get("Properties", {})
+        managed = []
         for arn in props.get("ManagedPolicyArns", []):
             text = arn if isinstance(arn, str) else str(arn.get("Fn::Sub", arn))
-            if not text.endswith("policy/service-role/AWSLambdaBasicExecutionRole"):
+            managed.append(text)
+            # the basic execution role (logs), and X-Ray's write-only policy
+            # for active tracing (X-Ray's actions take no resource)
+            if not text.endswith(("policy/service-role/AWSLambdaBasicExecutionRole", XRAY_POLICY)):
                 problem(f"{name}: managed policy {text} is broader than needed")
+        if not any(m.endswith(XRAY_POLICY) for m in managed):
+            problem(f"{name}: no {XRAY_POLICY}: a function with active tracing cannot deploy without it")
         for policy in props.get("Policies", []):
             for st in policy.get("PolicyDocument", {}).get("Statement", []):
                 if not isinstance(st, dict) or "Fn::If" in st:
@@ -539,6 +548,14 @@ def check_translated(cfn: dict) -> None:
                 resource = st.get("Resource")
                 if resource == "*" or (isinstance(resource, list) and "*" in resource):
                     problem(f"{name}: statement {st.get('Sid', st.get('Action'))} grants on every resource")
+    # Tracing: every function and the REST API's stage (HTTP APIs have no
+    # X-Ray); the trace context then goes through SQS (AWSTraceHeader).
+    for name, res in resources.items():
+        if res.get("Type") == "AWS::Lambda::Function":
+            if (res.get("Properties", {}).get("TracingConfig") or {}).get("Mode") != "Active":
+                problem(f"{name}: TracingConfig.Mode must be Active")
+        if res.get("Type") == "AWS::ApiGateway::Stage" and res.get("Properties", {}).get("TracingEnabled") is not True:
+            problem(f"{name}: TracingEnabled must be true (X-Ray on the REST API's stage)")
     notes.append(
         f"SAM transform: {len(resources)} CloudFormation resources, {len(lambdas)} Lambda functions"
     )

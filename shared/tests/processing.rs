@@ -472,6 +472,7 @@ async fn busy_rows_are_retried_without_a_visibility_change_or_acknowledged_on_th
             .expect("body"),
         receive_count: 4,
         sent_at: at(0),
+        trace_header: None,
     };
     let report = h.processor().process_batch(&[last], None).await;
     assert_eq!(report.results[0].outcome, MessageOutcome::BusyOnLastReceive);

@@ -204,3 +204,28 @@ async fn a_batch_send_is_one_call_answered_entry_by_entry() {
     // 2 ok of the mixed batch, 23 of send_all
     assert_eq!(received, 25);
 }
+
+/// Issue 43: a message sent while the invocation has an X-Ray trace header
+/// carries it (`AWSTraceHeader`), so its processing joins the trace; a
+/// malformed one is not sent on (SQS would refuse the message). Moto keeps
+/// the attribute of `SendMessage` (not of `SendMessageBatch`, whose entries
+/// get it from the same function).
+#[tokio::test]
+async fn a_message_carries_the_senders_trace_header_when_it_is_well_formed() {
+    let (q, _) = queue(4, 30).await;
+    let header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
+    hookbox::startup::begin_invocation("req-traced", Some(header));
+    q.send("traced").await.expect("send");
+    let got = q.receive(10).await.expect("receive");
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].trace_header.as_deref(), Some(header));
+    q.delete(&got[0].receipt_handle).await.expect("delete");
+
+    hookbox::startup::begin_invocation("req-odd", Some("Root=not-a-trace"));
+    q.send("untraced")
+        .await
+        .expect("a malformed header is left out, not refused");
+    let got = q.receive(10).await.expect("receive");
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].trace_header, None);
+}

@@ -166,6 +166,7 @@ pub fn received(record: &SqsMessage) -> Received {
             .and_then(|t| t.trim().parse::<i64>().ok())
             .and_then(DateTime::<Utc>::from_timestamp_millis)
             .unwrap_or_default(),
+        trace_header: attr("AWSTraceHeader").map(str::to_owned),
     }
 }
 
@@ -189,6 +190,11 @@ pub fn sqs_event(messages: &[Received]) -> SqsEvent {
                 "SentTimestamp".into(),
                 m.sent_at.timestamp_millis().to_string(),
             );
+            if let Some(trace) = &m.trace_header {
+                record
+                    .attributes
+                    .insert("AWSTraceHeader".into(), trace.clone());
+            }
             record.event_source = Some("aws:sqs".into());
             record
         })

@@ -667,3 +667,72 @@ async fn records_without_ids_or_attributes_are_processed_and_never_named_with_an
     // no receipt handle: no visibility change attempted
     assert!(e.queue.changes().is_empty());
 }
+
+/// Log lines, captured.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Issue 43: the message ingest sends in a traced invocation carries its
+/// X-Ray trace header (SQS's `AWSTraceHeader`, through moto), and the
+/// processor's lines about that message name the sender's trace, beside
+/// the processor's own request id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_sent_in_a_traced_invocation_is_processed_in_its_trace() {
+    use hookbox::startup::log_format;
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .fmt_fields(log_format::fields())
+        .event_format(log_format::LambdaJson::new(
+            log_format::SERVICE,
+            log_format::INVOCATIONS.clone(),
+            chrono::Utc::now,
+        ))
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
+
+    let e = env().await;
+    let sender = "Root=1-6759e988-0d862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
+    hookbox::startup::begin_invocation("ingest-request", Some(sender));
+    let id = e
+        .ingest_order("evt-traced", "payment.received", "o-traced")
+        .await;
+    // the processor's own invocation, in a trace of its own
+    hookbox::startup::begin_invocation(
+        "processor-request",
+        Some("Root=1-6759e989-aaaaaaaaaaaaaaaaaaaaaaaa;Sampled=1"),
+    );
+    let invocation = e.invoke().await;
+    assert_eq!(invocation.outcomes(), ["processed"]);
+    assert_eq!(invocation.got[0].trace_header.as_deref(), Some(sender));
+
+    let logs = String::from_utf8(captured.0.lock().unwrap_or_else(|p| p.into_inner()).clone())
+        .expect("utf-8");
+    let lines: Vec<serde_json::Value> = logs
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|l: &serde_json::Value| l["inbox_id"] == id.to_string())
+        .collect();
+    assert!(lines.iter().any(|l| l["message"] == "processed"), "{logs}");
+    for line in &lines {
+        assert_eq!(
+            line["xray_trace_id"], "1-6759e988-0d862e3fe1be46a994272793",
+            "{line}"
+        );
+        assert_eq!(line["function_request_id"], "processor-request", "{line}");
+    }
+}

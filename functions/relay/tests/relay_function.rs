@@ -259,6 +259,7 @@ async fn a_deferral_acknowledged_on_the_last_receive_is_swept_back_and_converges
             .expect("body"),
         receive_count: 4,
         sent_at: e.clock.now(),
+        trace_header: None,
     };
     let response = e
         .processor

@@ -25,6 +25,8 @@ struct Message {
     sent_at: DateTime<Utc>,
     visible_at: DateTime<Utc>,
     receive_count: u32,
+    /// `AWSTraceHeader`, as SQS keeps it.
+    trace_header: Option<String>,
     /// The handle of the latest receive; older handles are stale.
     receipt_handle: Option<String>,
 }
@@ -143,6 +145,7 @@ impl MemoryQueue {
                 sent_at: now,
                 visible_at: now,
                 receive_count: 0,
+                trace_header: m.trace_header,
                 receipt_handle: None,
             });
         }
@@ -175,6 +178,7 @@ impl Queue for MemoryQueue {
             sent_at: now,
             visible_at: now + delay,
             receive_count: 0,
+            trace_header: crate::startup::log_format::trace_header(),
             receipt_handle: None,
         });
         self.arrivals.notify_waiters();
@@ -235,6 +239,7 @@ impl QueueConsumer for MemoryQueue {
                 body: m.body.clone(),
                 receive_count: m.receive_count,
                 sent_at: m.sent_at,
+                trace_header: m.trace_header.clone(),
             });
             i += 1;
         }

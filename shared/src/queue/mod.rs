@@ -124,6 +124,10 @@ pub struct Received {
     pub body: String,
     /// How many times it has been received, this time included.
     pub receive_count: u32,
+    /// The X-Ray trace header it was sent with (SQS's `AWSTraceHeader`:
+    /// the sender's invocation's, when tracing was active), so that its
+    /// processing is logged in that trace.
+    pub trace_header: Option<String>,
     /// When it was first sent.
     pub sent_at: DateTime<Utc>,
 }

@@ -11,7 +11,10 @@ use async_trait::async_trait;
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_sqs::types::{MessageSystemAttributeName, SendMessageBatchRequestEntry};
+use aws_sdk_sqs::types::{
+    MessageSystemAttributeName, MessageSystemAttributeNameForSends, MessageSystemAttributeValue,
+    SendMessageBatchRequestEntry,
+};
 use chrono::{DateTime, Utc};
 
 use super::{
@@ -122,6 +125,20 @@ where
     }
 }
 
+/// The `AWSTraceHeader` of a message sent now: the X-Ray trace header of
+/// the invocation under way, when it has a well-formed one
+/// ([`crate::startup::log_format::trace_header`]), so the message's
+/// processing joins the sender's trace. (It does not count toward the
+/// message's size.)
+fn trace_attribute() -> Option<MessageSystemAttributeValue> {
+    let header = crate::startup::log_format::trace_header()?;
+    MessageSystemAttributeValue::builder()
+        .data_type("String")
+        .string_value(header)
+        .build()
+        .ok()
+}
+
 #[async_trait]
 impl Queue for SqsQueue {
     async fn send(&self, body: &str) -> Result<String, QueueError> {
@@ -135,6 +152,12 @@ impl Queue for SqsQueue {
             .send_message()
             .queue_url(&self.queue_url)
             .message_body(body);
+        if let Some(trace) = trace_attribute() {
+            request = request.message_system_attributes(
+                MessageSystemAttributeNameForSends::AwsTraceHeader,
+                trace,
+            );
+        }
         if !delay.is_zero() {
             let seconds = delay.min(super::MAX_DELAY).as_secs();
             request = request.delay_seconds(i32::try_from(seconds).unwrap_or(900));
@@ -154,16 +177,22 @@ impl Queue for SqsQueue {
             .map(|body| check_body(body).err().map(Err))
             .collect();
         let mut request = self.client.send_message_batch().queue_url(&self.queue_url);
+        let trace = trace_attribute();
         let mut entries = 0;
         for (i, body) in bodies.iter().enumerate() {
             if results[i].is_some() {
                 continue;
             }
-            match SendMessageBatchRequestEntry::builder()
+            let mut entry = SendMessageBatchRequestEntry::builder()
                 .id(i.to_string())
-                .message_body(body)
-                .build()
-            {
+                .message_body(body);
+            if let Some(trace) = &trace {
+                entry = entry.message_system_attributes(
+                    MessageSystemAttributeNameForSends::AwsTraceHeader,
+                    trace.clone(),
+                );
+            }
+            match entry.build() {
                 Ok(entry) => {
                     request = request.entries(entry);
                     entries += 1;
@@ -267,6 +296,7 @@ impl QueueConsumer for SqsQueue {
             .max_number_of_messages(max)
             .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
             .message_system_attribute_names(MessageSystemAttributeName::SentTimestamp)
+            .message_system_attribute_names(MessageSystemAttributeName::AwsTraceHeader)
             .send()
             .await
             .map_err(|e| sqs_error("receive", e))?;
@@ -289,6 +319,8 @@ impl QueueConsumer for SqsQueue {
                         .and_then(|t| t.parse::<i64>().ok())
                         .and_then(DateTime::<Utc>::from_timestamp_millis)
                         .unwrap_or_default(),
+                    trace_header: attr(MessageSystemAttributeName::AwsTraceHeader)
+                        .map(str::to_owned),
                 }
             })
             .collect())

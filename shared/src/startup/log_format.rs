@@ -57,8 +57,11 @@ pub struct Invocations {
 pub struct Invocation {
     /// Lambda's request id (`Lambda-Runtime-Aws-Request-Id`).
     pub request_id: String,
-    /// The X-Ray trace header's id, when tracing is active.
+    /// The X-Ray trace header's id (its `Root`), when tracing is active.
     pub trace_id: Option<String>,
+    /// The whole X-Ray trace header (`Root=…;Parent=…;Sampled=…`), what a
+    /// message sent now carries on (`AWSTraceHeader`).
+    pub trace_header: Option<String>,
 }
 
 impl Invocations {
@@ -69,6 +72,7 @@ impl Invocations {
         *current = Some(Invocation {
             request_id: request_id.to_owned(),
             trace_id: trace_id.map(trace_root),
+            trace_header: trace_id.map(str::to_owned),
         });
     }
 
@@ -87,9 +91,34 @@ impl Invocations {
     }
 }
 
+/// The X-Ray trace header of the invocation under way, when it is one X-Ray
+/// writes (`Root=1-<8 hex>-<24 hex>`, then `;key=value` parts, visible
+/// ASCII, at most 256 bytes): what the queue adapter sends on as a
+/// message's `AWSTraceHeader`. SQS refuses a malformed one, and a refused
+/// send must never be the price of a trace.
+pub fn trace_header() -> Option<String> {
+    INVOCATIONS
+        .current()
+        .and_then(|i| i.trace_header)
+        .filter(|h| is_trace_header(h))
+}
+
+fn is_trace_header(header: &str) -> bool {
+    let Some(root) = header.strip_prefix("Root=1-") else {
+        return false;
+    };
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let id = root.split(';').next().unwrap_or_default();
+    let mut parts = id.splitn(2, '-');
+    header.len() <= 256
+        && header.bytes().all(|b| (0x21..0x7f).contains(&b))
+        && hex(parts.next().unwrap_or_default(), 8)
+        && hex(parts.next().unwrap_or_default(), 24)
+}
+
 /// The trace id of an `X-Amzn-Trace-Id` value (`Root=1-…;Parent=…;
 /// Sampled=1`): its `Root`, or the value when it has none.
-fn trace_root(header: &str) -> String {
+pub fn trace_root(header: &str) -> String {
     header
         .split(';')
         .find_map(|part| part.trim().strip_prefix("Root="))
@@ -186,6 +215,9 @@ where
                 }
             }
         }
+        // a span of one message that came with its own trace (the
+        // processor's, from the message's AWSTraceHeader) names that trace
+        let message_trace = fields.remove("xray_trace_id");
         event.record(&mut Fields(&mut fields));
         let meta = event.metadata();
         let mut line = line_keys(
@@ -194,6 +226,9 @@ where
             *meta.level(),
             (self.now)(),
         );
+        if let Some(trace) = message_trace.filter(Value::is_string) {
+            line.insert("xray_trace_id".into(), trace);
+        }
         for (key, value) in fields {
             if !RESERVED_KEYS.contains(&key.as_str()) {
                 line.entry(key).or_insert(value);
@@ -380,6 +415,60 @@ mod tests {
         assert_eq!(lines[0]["function_request_id"], "req-9");
         assert_eq!(lines[0]["outbox_id"], 7);
         assert!(lines[0].get("partner").is_none(), "{}", lines[0]);
+    }
+
+    #[test]
+    fn a_message_that_came_with_its_own_trace_logs_that_trace() {
+        let invocations = Arc::new(Invocations::default());
+        let out = Captured::default();
+        tracing::subscriber::with_default(subscriber(invocations.clone(), out.clone()), || {
+            invocations.begin(
+                "req-3",
+                Some("Root=1-aaaaaaaa-bbbbbbbbbbbbbbbbbbbbbbbb;Sampled=1"),
+            );
+            let span = tracing::info_span!(
+                "message",
+                xray_trace_id = "1-cccccccc-dddddddddddddddddddddddd"
+            );
+            span.in_scope(|| tracing::info!("processed"));
+            tracing::info!("batch done");
+        });
+        let lines = out.lines();
+        assert_eq!(
+            lines[0]["xray_trace_id"],
+            "1-cccccccc-dddddddddddddddddddddddd"
+        );
+        assert_eq!(lines[0]["function_request_id"], "req-3");
+        assert_eq!(
+            lines[1]["xray_trace_id"],
+            "1-aaaaaaaa-bbbbbbbbbbbbbbbbbbbbbbbb"
+        );
+    }
+
+    #[test]
+    fn only_a_well_formed_trace_header_is_sent_on() {
+        for good in [
+            "Root=1-5759e988-bd862e3fe1be46a994272793",
+            "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1",
+            "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=0;Lineage=a87bd80c:1",
+        ] {
+            assert!(is_trace_header(good), "{good}");
+        }
+        for bad in [
+            "",
+            "1-5759e988-bd862e3fe1be46a994272793",
+            "Root=1-5759e988-bd862e3fe1be46a99427279",
+            "Root=1-5759e98-bd862e3fe1be46a994272793",
+            "Root=1-5759e988-bd862e3fe1be46a99427279z",
+            "Root=1-5759e988-bd862e3fe1be46a994272793; Sampled=1",
+        ] {
+            assert!(!is_trace_header(bad), "{bad}");
+        }
+        let long = format!(
+            "Root=1-5759e988-bd862e3fe1be46a994272793;{}",
+            "x".repeat(300)
+        );
+        assert!(!is_trace_header(&long));
     }
 
     #[test]
