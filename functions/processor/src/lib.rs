@@ -297,6 +297,7 @@ mod tests {
                 },
             ],
             handler_latencies: Vec::new(),
+            processing_latencies: Vec::new(),
             spooled_ages: Vec::new(),
         };
         let response = batch_response(&report);

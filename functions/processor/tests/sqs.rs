@@ -688,7 +688,8 @@ impl std::io::Write for Captured {
 /// Issue 43: the message ingest sends in a traced invocation carries its
 /// X-Ray trace header (SQS's `AWSTraceHeader`, through moto), and the
 /// processor's lines about that message name the sender's trace, beside
-/// the processor's own request id.
+/// the processor's own request id; its processing latency (received at
+/// ingest to processed) is measured on the injected clock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_sent_in_a_traced_invocation_is_processed_in_its_trace() {
     use hookbox::startup::log_format;
@@ -716,9 +717,15 @@ async fn a_message_sent_in_a_traced_invocation_is_processed_in_its_trace() {
         "processor-request",
         Some("Root=1-6759e989-aaaaaaaaaaaaaaaaaaaaaaaa;Sampled=1"),
     );
+    // processed 2.5 s after ingest received it
+    e.clock.advance(chrono::Duration::milliseconds(2500));
     let invocation = e.invoke().await;
     assert_eq!(invocation.outcomes(), ["processed"]);
     assert_eq!(invocation.got[0].trace_header.as_deref(), Some(sender));
+    assert_eq!(
+        invocation.report.processing_latencies,
+        [Duration::from_millis(2500)]
+    );
 
     let logs = String::from_utf8(captured.0.lock().unwrap_or_else(|p| p.into_inner()).clone())
         .expect("utf-8");
@@ -727,7 +734,11 @@ async fn a_message_sent_in_a_traced_invocation_is_processed_in_its_trace() {
         .filter_map(|l| serde_json::from_str(l).ok())
         .filter(|l: &serde_json::Value| l["inbox_id"] == id.to_string())
         .collect();
-    assert!(lines.iter().any(|l| l["message"] == "processed"), "{logs}");
+    let processed = lines
+        .iter()
+        .find(|l| l["message"] == "processed")
+        .unwrap_or_else(|| panic!("{logs}"));
+    assert_eq!(processed["processing_latency_ms"], 2500);
     for line in &lines {
         assert_eq!(
             line["xray_trace_id"], "1-6759e988-0d862e3fe1be46a994272793",

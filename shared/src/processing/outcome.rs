@@ -148,6 +148,9 @@ pub struct BatchReport {
     pub results: Vec<MessageResult>,
     /// Time spent in the business handler, per call.
     pub handler_latencies: Vec<Duration>,
+    /// Per event processed: from its receipt at ingest to the commit of
+    /// its processing (`ProcessingLatency`).
+    pub processing_latencies: Vec<Duration>,
     /// Age of each spooled event sent again because the database was
     /// unavailable (what the `SpooledAgeSeconds` alarm watches).
     pub spooled_ages: Vec<Duration>,
@@ -207,6 +210,13 @@ impl BatchReport {
         for age in &self.spooled_ages {
             m.record("SpooledAgeSeconds", Unit::Seconds, age.as_secs_f64());
         }
+        for latency in &self.processing_latencies {
+            m.record(
+                "ProcessingLatency",
+                Unit::Milliseconds,
+                latency.as_secs_f64() * 1000.0,
+            );
+        }
         for latency in &self.handler_latencies {
             m.record(
                 "HandlerLatency",
@@ -255,6 +265,7 @@ mod tests {
                 ),
             ],
             handler_latencies: vec![Duration::from_millis(2)],
+            processing_latencies: vec![Duration::from_millis(1500)],
             spooled_ages: vec![Duration::from_secs(7200)],
         };
         assert_eq!(
@@ -275,5 +286,6 @@ mod tests {
         assert_eq!(m.values("Deferred"), Some(&[0.0][..]));
         assert_eq!(m.values("Busy"), Some(&[2.0][..]));
         assert_eq!(m.values("HandlerLatency"), Some(&[2.0][..]));
+        assert_eq!(m.values("ProcessingLatency"), Some(&[1500.0][..]));
     }
 }

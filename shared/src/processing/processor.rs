@@ -62,6 +62,8 @@ pub(super) struct Slot<'m> {
     pub(super) body: Option<Vec<u8>>,
     /// Set when a spooled event was sent again (the database unavailable).
     pub(super) spooled_age: Option<Duration>,
+    /// Set when it was processed: from its receipt at ingest to the commit.
+    pub(super) processed_after: Option<Duration>,
     pub(super) run: Option<Run>,
     pub(super) outcome: Option<MessageOutcome>,
 }
@@ -134,6 +136,7 @@ impl Processor<'_> {
                 claimed: None,
                 body: None,
                 spooled_age: None,
+                processed_after: None,
                 run: None,
                 outcome: None,
             })
@@ -186,8 +189,14 @@ impl Processor<'_> {
             .filter(|s| matches!(s.outcome, Some(MessageOutcome::Requeued { .. })))
             .filter_map(|s| s.spooled_age)
             .collect();
+        let processing_latencies = slots
+            .iter()
+            .filter(|s| matches!(s.outcome, Some(MessageOutcome::Processed)))
+            .filter_map(|s| s.processed_after)
+            .collect();
         BatchReport {
             spooled_ages,
+            processing_latencies,
             results: slots
                 .into_iter()
                 .map(|s| MessageResult {
@@ -314,7 +323,14 @@ impl Processor<'_> {
             }
         };
         if run == Run::Committed {
-            tracing::info!("processed");
+            let after = (self.clock.now() - row.received_at)
+                .to_std()
+                .unwrap_or_default();
+            slot.processed_after = Some(after);
+            tracing::info!(
+                processing_latency_ms = u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
+                "processed"
+            );
         }
         slot.run = Some(run);
     }
