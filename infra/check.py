@@ -513,7 +513,7 @@ def check_translated(cfn: dict) -> None:
         ):
             problem(f"a Lambda function is not provided.al2023/Architecture/bootstrap: {p.get('Runtime')} {p.get('Architectures')} {p.get('Handler')}")
     # Logs: JSON lines, and an application level that keeps INFO. Every
-    # line carries `level` (shared/src/startup/log_format.rs); the EMF lines
+    # line carries `level` (shared/src/log_format.rs); the EMF lines
     # the metric alarms read are INFO lines, so a level above INFO would drop
     # them and leave the alarms quiet (TreatMissingData: notBreaching).
     for name, res in resources.items():

@@ -13,6 +13,7 @@ pub mod delivery;
 pub mod example;
 pub mod failpoint;
 pub mod inbox;
+pub mod log_format;
 pub mod maintenance;
 pub mod management;
 pub mod metrics;

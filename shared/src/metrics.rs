@@ -129,7 +129,7 @@ impl Metrics {
 
     /// The EMF document for `timestamp_ms` (milliseconds since the epoch),
     /// with the keys of every log line (`level` `INFO`, `timestamp`,
-    /// `service`, the invocation's ids: [`crate::startup::log_format`]), so
+    /// `service`, the invocation's ids: [`crate::log_format`]), so
     /// Lambda's log-level filtering treats it as the INFO line it is.
     pub fn to_emf(&self, timestamp_ms: i64) -> Value {
         self.to_emf_of(STACK.get().map(String::as_str), timestamp_ms)
@@ -138,7 +138,7 @@ impl Metrics {
     /// [`Metrics::to_emf`] of the stack `stack`: its name the first
     /// dimension of every metric.
     pub fn to_emf_of(&self, stack: Option<&str>, timestamp_ms: i64) -> Value {
-        use crate::startup::log_format::{INVOCATIONS, SERVICE, line_keys};
+        use crate::log_format::{INVOCATIONS, SERVICE, line_keys};
         let at = chrono::DateTime::from_timestamp_millis(timestamp_ms).unwrap_or_default();
         let mut doc = line_keys(&INVOCATIONS, SERVICE, tracing::Level::INFO, at);
         let definitions: Vec<Value> = self

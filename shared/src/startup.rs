@@ -22,7 +22,6 @@
 //! the first call in any case.
 
 pub(crate) mod lazy;
-pub mod log_format;
 mod runtime_api;
 
 use std::fmt;
@@ -53,7 +52,7 @@ use crate::vault::kms::KmsVault;
 use crate::vault::local::LocalVault;
 use lazy::{Lazy, LazyVault};
 
-pub use log_format::begin_invocation;
+pub use crate::log_format::{self, begin_invocation};
 pub use runtime_api::{RUNTIME_API_VAR, report_init_error};
 
 /// Why a function could not start. Every message names the variable to fix

@@ -36,7 +36,7 @@ async fn a_full_run_logs_no_secret_and_no_full_signature() {
     let captured = Captured::default();
     let writer = captured.clone();
     // the functions' own line format (flat JSON: every field a key)
-    use hookbox::startup::log_format;
+    use hookbox::log_format;
     let subscriber = tracing_subscriber::fmt()
         .fmt_fields(log_format::fields())
         .event_format(log_format::LambdaJson::new(

@@ -692,7 +692,7 @@ impl std::io::Write for Captured {
 /// ingest to processed) is measured on the injected clock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_sent_in_a_traced_invocation_is_processed_in_its_trace() {
-    use hookbox::startup::log_format;
+    use hookbox::log_format;
     let captured = Captured::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()

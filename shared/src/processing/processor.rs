@@ -126,11 +126,11 @@ impl Processor<'_> {
                     partner = Empty,
                     event_id = Empty,
                     // the sender's trace (AWSTraceHeader): this message's
-                    // lines name it (startup::log_format)
+                    // lines name it (crate::log_format)
                     xray_trace_id = msg
                         .trace_header
                         .as_deref()
-                        .map(crate::startup::log_format::trace_root),
+                        .map(crate::log_format::trace_root),
                 ),
                 inbox_id: None,
                 claimed: None,

@@ -178,7 +178,7 @@ impl Queue for MemoryQueue {
             sent_at: now,
             visible_at: now + delay,
             receive_count: 0,
-            trace_header: crate::startup::log_format::trace_header(),
+            trace_header: crate::log_format::trace_header(),
             receipt_handle: None,
         });
         self.arrivals.notify_waiters();

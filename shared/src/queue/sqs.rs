@@ -127,11 +127,11 @@ where
 
 /// The `AWSTraceHeader` of a message sent now: the X-Ray trace header of
 /// the invocation under way, when it has a well-formed one
-/// ([`crate::startup::log_format::trace_header`]), so the message's
+/// ([`crate::log_format::trace_header`]), so the message's
 /// processing joins the sender's trace. (It does not count toward the
 /// message's size.)
 fn trace_attribute() -> Option<MessageSystemAttributeValue> {
-    let header = crate::startup::log_format::trace_header()?;
+    let header = crate::log_format::trace_header()?;
     MessageSystemAttributeValue::builder()
         .data_type("String")
         .string_value(header)
