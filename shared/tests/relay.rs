@@ -948,6 +948,18 @@ async fn a_run_loops_until_its_deadline_and_delivers_rows_written_meanwhile() {
         Some(&[85.0][..]),
         "received at -30, the run ends at 55"
     );
+    // per destination (issue 43): the configured destination's own set
+    assert_eq!(report.destinations.keys().collect::<Vec<_>>(), ["crm"]);
+    let crm = &report.destinations["crm"];
+    assert_eq!((crm.delivered, crm.failed, crm.dead), (3, 0, 0));
+    assert_eq!(crm.latencies_ms.len(), 3, "one latency per delivery");
+    let per_destination = report.destination_metrics();
+    assert_eq!(per_destination.len(), 1);
+    let doc = per_destination[0].to_emf(0);
+    assert_eq!(
+        (doc["Destination"].as_str(), doc["Delivered"].as_f64()),
+        (Some("crm"), Some(3.0))
+    );
 }
 
 async fn retention_purges_old_finished_rows_in_bounded_batches(adapter: Adapter) {

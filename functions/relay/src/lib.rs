@@ -90,7 +90,11 @@ impl RelayFunction {
     /// a summary returned (visible in the console and in tests).
     pub async fn handle(&self, event: LambdaEvent<CloudWatchEvent>) -> serde_json::Value {
         let report = self.run(event.context.deadline).await;
-        report.metrics().flush(self.clock.now().timestamp_millis());
+        let now = self.clock.now().timestamp_millis();
+        report.metrics().flush(now);
+        for mut m in report.destination_metrics() {
+            m.flush(now);
+        }
         summary(&report)
     }
 

@@ -574,6 +574,9 @@ async fn relay_loop(
             report = relay.run(deadline_ms) => {
                 // the EMF line AWS would get (to the debug log locally)
                 report.metrics().flush(clock.now().timestamp_millis());
+                for mut m in report.destination_metrics() {
+                    m.flush(clock.now().timestamp_millis());
+                }
                 let d = &report.deliveries;
                 if d.claimed > 0 || report.sweep.swept > 0 {
                     tracing::info!(delivered = d.delivered, failed = d.retried, dead = d.dead,

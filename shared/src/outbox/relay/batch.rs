@@ -233,6 +233,25 @@ impl Relay {
         row: &OutboxRow,
         batch_deadline: DateTime<Utc>,
     ) -> (DeliveryResult, Kind) {
+        let (result, kind) = self
+            .attempt_of(config, endpoints, row, batch_deadline)
+            .await;
+        self.by_destination.record(
+            &row.destination,
+            config.destination(&row.destination).is_some(),
+            &kind,
+            result.attempt.as_ref().map(|a| a.latency),
+        );
+        (result, kind)
+    }
+
+    async fn attempt_of(
+        &self,
+        config: &HookboxConfig,
+        endpoints: &Endpoints,
+        row: &OutboxRow,
+        batch_deadline: DateTime<Utc>,
+    ) -> (DeliveryResult, Kind) {
         let destination = match (
             config.destination(&row.destination),
             endpoints.get(&row.destination),

@@ -78,6 +78,8 @@ impl Relay {
             }
             Err(e) => r.errors.push(format!("inbox lag: {e}")),
         });
+        let by_destination = self.by_destination.take();
+        record(&report, |r| r.destinations = by_destination);
         let states = outbox::destinations::state_counts(self.db.as_ref()).await;
         record(&report, |r| match states {
             Ok((tripped, disabled)) => {
@@ -97,6 +99,8 @@ impl Relay {
         let lanes =
             (0..self.settings.lanes.max(1)).map(|_| self.lane(false, config, far, None, &report));
         futures::future::join_all(lanes).await;
+        let by_destination = self.by_destination.take();
+        record(&report, |r| r.destinations = by_destination);
         report.into_inner().unwrap_or_else(|p| p.into_inner())
     }
 

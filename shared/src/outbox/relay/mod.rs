@@ -54,6 +54,7 @@
 mod attempt;
 pub mod backoff;
 mod batch;
+pub mod by_destination;
 mod fairness;
 mod flights;
 mod lanes;
@@ -161,6 +162,8 @@ pub struct Relay {
     pub(crate) settings: RelaySettings,
     slots: Arc<batch::Slots>,
     fairness: Arc<fairness::Fairness>,
+    /// Attempts per destination since the last run's report.
+    by_destination: Arc<by_destination::ByDestination>,
     /// Tenants' endpoints (`None`: their rows are refused as destinations
     /// not configured).
     pub(crate) endpoints: Option<Arc<dyn EndpointResolver>>,
@@ -189,6 +192,7 @@ impl Relay {
             settings,
             slots: Arc::default(),
             fairness: Arc::default(),
+            by_destination: Arc::default(),
             endpoints: None,
         }
     }

@@ -1,5 +1,8 @@
 //! What a batch, a sweep and a run did, and a run's metrics.
 
+use std::collections::BTreeMap;
+
+use super::by_destination::{self, DestinationCounts};
 use crate::metrics::{Metrics, Unit};
 use crate::outbox::DeliveryResult;
 
@@ -69,6 +72,9 @@ pub struct RunReport {
     pub destinations_disabled: Option<u64>,
     /// Database errors that ended a step (the next run tries again).
     pub errors: Vec<String>,
+    /// Attempts per destination: each configured destination's own, the
+    /// tenants' endpoints together ([`by_destination`]).
+    pub destinations: BTreeMap<String, DestinationCounts>,
 }
 
 impl RunReport {
@@ -108,6 +114,12 @@ impl RunReport {
             m.record("InboxLagSeconds", Unit::Seconds, lag);
         }
         m
+    }
+
+    /// The run's per-destination EMF metrics, one document per set
+    /// ([`by_destination::metrics`]).
+    pub fn destination_metrics(&self) -> Vec<Metrics> {
+        by_destination::metrics(&self.destinations)
     }
 }
 

@@ -1,0 +1,193 @@
+//! Deliveries per destination, for the relay's per-destination metrics,
+//! bounded so that many endpoints never mean many metrics: each configured
+//! destination counts in a set of its own (at most [`MAX_SETS`]; the rest
+//! in [`OTHER`]), and every tenant's endpoint in one set,
+//! [`TENANT_ENDPOINTS`]. With 10,000 endpoints a set each would be 40,000
+//! CloudWatch metrics; an endpoint's own deliveries are in its attempt log
+//! (`hookbox endpoint attempts`, the management API) and in the relay's
+//! log lines, which name it.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::attempt::Kind;
+use crate::metrics::{MAX_VALUES, Metrics, Unit};
+
+/// The set every tenant's endpoint counts in.
+pub const TENANT_ENDPOINTS: &str = "tenant-endpoints";
+
+/// The set of configured destinations beyond [`MAX_SETS`].
+pub const OTHER: &str = "other";
+
+/// Most sets of one run (configured destinations with a set of their own,
+/// the endpoints' and [`OTHER`] aside).
+pub const MAX_SETS: usize = 50;
+
+/// What one set's attempts came to.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DestinationCounts {
+    /// Answered 2xx.
+    pub delivered: u64,
+    /// Failed, another attempt scheduled.
+    pub failed: u64,
+    /// Given up (its schedule ran out, 410 Gone, or it can never be sent).
+    pub dead: u64,
+    /// Each delivered attempt's latency, milliseconds (at most
+    /// [`MAX_VALUES`] a run: EMF's limit).
+    pub latencies_ms: Vec<f64>,
+}
+
+/// The counts of a relay's attempts since they were last taken.
+#[derive(Debug, Default)]
+pub(super) struct ByDestination(Mutex<BTreeMap<String, DestinationCounts>>);
+
+impl ByDestination {
+    /// One attempt of `destination` (a configured one when `configured`)
+    /// came to `kind`, in `latency` when a request was sent.
+    pub(super) fn record(
+        &self,
+        destination: &str,
+        configured: bool,
+        kind: &Kind,
+        latency: Option<Duration>,
+    ) {
+        if matches!(kind, Kind::NotAttempted) {
+            return;
+        }
+        let mut sets = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let own = sets.contains_key(destination)
+            || sets
+                .keys()
+                .filter(|k| *k != TENANT_ENDPOINTS && *k != OTHER)
+                .count()
+                < MAX_SETS;
+        let set = match (configured, own) {
+            (false, _) => TENANT_ENDPOINTS,
+            (true, true) => destination,
+            (true, false) => OTHER,
+        };
+        if !sets.contains_key(set) {
+            sets.insert(set.to_owned(), DestinationCounts::default());
+        }
+        let Some(counts) = sets.get_mut(set) else {
+            return;
+        };
+        match kind {
+            Kind::Delivered => {
+                counts.delivered += 1;
+                if let Some(latency) = latency.filter(|_| counts.latencies_ms.len() < MAX_VALUES) {
+                    counts.latencies_ms.push(latency.as_secs_f64() * 1000.0);
+                }
+            }
+            Kind::Retried { .. } => counts.failed += 1,
+            Kind::Dead { .. } => counts.dead += 1,
+            Kind::NotAttempted => {}
+        }
+    }
+
+    /// The counts so far, and a fresh start.
+    pub(super) fn take(&self) -> BTreeMap<String, DestinationCounts> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// One EMF document per set: `Delivered`, `Failed`, `Dead` and
+/// `DeliveryLatency` with the dimensions `Function=relay` and
+/// `Destination=<set>` (and the stack's).
+pub fn metrics(sets: &BTreeMap<String, DestinationCounts>) -> Vec<Metrics> {
+    sets.iter()
+        .map(|(name, counts)| {
+            let mut m = Metrics::new();
+            m.dimension("Function", "relay")
+                .dimension("Destination", name)
+                .count("Delivered", counts.delivered)
+                .count("Failed", counts.failed)
+                .count("Dead", counts.dead);
+            for latency in &counts.latencies_ms {
+                m.record("DeliveryLatency", Unit::Milliseconds, *latency);
+            }
+            m
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    const DEAD: Kind = Kind::Dead {
+        gone: false,
+        refused: false,
+        unreadable: false,
+    };
+
+    #[test]
+    fn configured_destinations_count_alone_and_endpoints_together() {
+        let by = ByDestination::default();
+        let ms = |n| Some(Duration::from_millis(n));
+        by.record("erp", true, &Kind::Delivered, ms(12));
+        by.record("erp", true, &Kind::Retried { refused: false }, ms(30));
+        by.record("erp", true, &DEAD, None);
+        by.record("ep_1", false, &Kind::Delivered, ms(5));
+        by.record("ep_2", false, &Kind::Delivered, ms(7));
+        by.record("ep_2", false, &Kind::NotAttempted, None);
+        let sets = by.take();
+        assert_eq!(
+            sets.keys().collect::<Vec<_>>(),
+            ["erp", TENANT_ENDPOINTS],
+            "no set per endpoint"
+        );
+        assert_eq!(
+            sets["erp"],
+            DestinationCounts {
+                delivered: 1,
+                failed: 1,
+                dead: 1,
+                latencies_ms: vec![12.0],
+            }
+        );
+        assert_eq!(sets[TENANT_ENDPOINTS].delivered, 2);
+        assert_eq!(sets[TENANT_ENDPOINTS].latencies_ms, [5.0, 7.0]);
+        assert!(by.take().is_empty(), "taken: a fresh start");
+    }
+
+    #[test]
+    fn sets_are_bounded_and_each_document_within_emfs_limits() {
+        let by = ByDestination::default();
+        for i in 0..MAX_SETS + 5 {
+            by.record(&format!("d{i:03}"), true, &Kind::Delivered, None);
+        }
+        for _ in 0..150 {
+            by.record(
+                "d000",
+                true,
+                &Kind::Delivered,
+                Some(Duration::from_millis(3)),
+            );
+        }
+        let sets = by.take();
+        assert_eq!(sets.len(), MAX_SETS + 1, "the rest in one set");
+        assert_eq!(sets[OTHER].delivered, 5);
+        let docs = metrics(&sets);
+        assert_eq!(docs.len(), MAX_SETS + 1);
+        let doc = docs[0].to_emf_of(Some("hookbox-prod"), 1_700_000_000_000);
+        assert_eq!(
+            doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            json!([["Stack", "Function", "Destination"]])
+        );
+        assert_eq!(doc["Destination"], "d000");
+        assert_eq!(doc["Delivered"], 151.0);
+        assert_eq!(
+            doc["DeliveryLatency"].as_array().map(Vec::len),
+            Some(MAX_VALUES),
+            "at most 100 values a metric"
+        );
+        let definitions = doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+            .as_array()
+            .map(Vec::len);
+        assert_eq!(definitions, Some(4), "well under 100 metrics a document");
+    }
+}
