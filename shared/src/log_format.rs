@@ -273,6 +273,13 @@ impl Visit for Fields<'_> {
     }
 }
 
+/// This process's formatter: service `hookbox`, the invocations `main`
+/// reports, the system clock (what the functions install; tests capture
+/// lines in it).
+pub fn formatter() -> LambdaJson {
+    LambdaJson::new(SERVICE, INVOCATIONS.clone(), Utc::now)
+}
+
 /// The field formatter to install beside [`LambdaJson`].
 pub fn fields() -> JsonFields {
     JsonFields::new()
@@ -280,44 +287,10 @@ pub fn fields() -> JsonFields {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
-    use std::sync::Mutex;
-
     use chrono::TimeZone;
-    use tracing_subscriber::fmt::MakeWriter;
+    use hookbox_testkit::logs::CapturedLogs as Captured;
 
     use super::*;
-
-    #[derive(Clone, Default)]
-    struct Captured(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Captured {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().expect("lock").extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl<'a> MakeWriter<'a> for Captured {
-        type Writer = Captured;
-        fn make_writer(&'a self) -> Self::Writer {
-            self.clone()
-        }
-    }
-
-    impl Captured {
-        fn lines(&self) -> Vec<Value> {
-            let bytes = self.0.lock().expect("lock").clone();
-            String::from_utf8(bytes)
-                .expect("utf-8")
-                .lines()
-                .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
-                .collect()
-        }
-    }
 
     fn at() -> DateTime<Utc> {
         Utc.timestamp_opt(1_700_000_000, 123_000_000)
@@ -333,7 +306,7 @@ mod tests {
             .with_max_level(Level::DEBUG)
             .fmt_fields(fields())
             .event_format(LambdaJson::new("hookbox", invocations, at))
-            .with_writer(out)
+            .with_writer(move || out.clone())
             .finish()
     }
 
@@ -359,7 +332,7 @@ mod tests {
             invocations.begin("req-2", None);
             tracing::error!(error = %"boom", "second");
         });
-        let lines = out.lines();
+        let lines = out.json_lines();
         assert_eq!(lines.len(), 3, "{lines:?}");
         let init = &lines[0];
         assert_eq!(init["timestamp"], "2023-11-14T22:13:20.123Z");
@@ -410,7 +383,7 @@ mod tests {
                 task.await.expect("task");
             });
         });
-        let lines = out.lines();
+        let lines = out.json_lines();
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert_eq!(lines[0]["function_request_id"], "req-9");
         assert_eq!(lines[0]["outbox_id"], 7);
@@ -433,7 +406,7 @@ mod tests {
             span.in_scope(|| tracing::info!("processed"));
             tracing::info!("batch done");
         });
-        let lines = out.lines();
+        let lines = out.json_lines();
         assert_eq!(
             lines[0]["xray_trace_id"],
             "1-cccccccc-dddddddddddddddddddddddd"

@@ -482,11 +482,7 @@ impl LogSettings {
         let _ = if self.json {
             builder
                 .fmt_fields(log_format::fields())
-                .event_format(log_format::LambdaJson::new(
-                    log_format::SERVICE,
-                    log_format::INVOCATIONS.clone(),
-                    chrono::Utc::now,
-                ))
+                .event_format(log_format::formatter())
                 .try_init()
         } else {
             builder.without_time().try_init()

@@ -5,45 +5,21 @@
 //! binary: the capturing subscriber is the process-wide default, so no
 //! other test's threads can make tracing skip a callsite.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 mod common;
 
 use common::{event, rig};
 
 const SECRET_MATERIAL: &[&str] = &["whsec_", "aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA"];
 
-/// A writer the capturing subscriber appends to.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn a_full_run_logs_no_secret_and_no_full_signature() {
-    let captured = Captured::default();
+    let captured = hookbox_testkit::logs::CapturedLogs::default();
     let writer = captured.clone();
     // the functions' own line format (flat JSON: every field a key)
     use hookbox::log_format;
     let subscriber = tracing_subscriber::fmt()
         .fmt_fields(log_format::fields())
-        .event_format(log_format::LambdaJson::new(
-            log_format::SERVICE,
-            log_format::INVOCATIONS.clone(),
-            chrono::Utc::now,
-        ))
+        .event_format(log_format::formatter())
         .with_max_level(tracing::Level::TRACE)
         .with_writer(move || writer.clone())
         .finish();
@@ -104,8 +80,7 @@ async fn a_full_run_logs_no_secret_and_no_full_signature() {
             );
         }
     }
-    let logs = String::from_utf8(captured.0.lock().unwrap_or_else(|p| p.into_inner()).clone())
-        .expect("utf-8 logs");
+    let logs = captured.text();
     assert!(
         logs.contains("rejected_invalid_signature_body_altered"),
         "the metric of a text body HTTP API may have altered has its own reason"

@@ -668,23 +668,6 @@ async fn records_without_ids_or_attributes_are_processed_and_never_named_with_an
     assert!(e.queue.changes().is_empty());
 }
 
-/// Log lines, captured.
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Issue 43: the message ingest sends in a traced invocation carries its
 /// X-Ray trace header (SQS's `AWSTraceHeader`, through moto), and the
 /// processor's lines about that message name the sender's trace, beside
@@ -693,15 +676,11 @@ impl std::io::Write for Captured {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_sent_in_a_traced_invocation_is_processed_in_its_trace() {
     use hookbox::log_format;
-    let captured = Captured::default();
+    let captured = hookbox_testkit::logs::CapturedLogs::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
         .fmt_fields(log_format::fields())
-        .event_format(log_format::LambdaJson::new(
-            log_format::SERVICE,
-            log_format::INVOCATIONS.clone(),
-            chrono::Utc::now,
-        ))
+        .event_format(log_format::formatter())
         .with_writer(move || writer.clone())
         .finish();
     tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
@@ -727,8 +706,7 @@ async fn a_message_sent_in_a_traced_invocation_is_processed_in_its_trace() {
         [Duration::from_millis(2500)]
     );
 
-    let logs = String::from_utf8(captured.0.lock().unwrap_or_else(|p| p.into_inner()).clone())
-        .expect("utf-8");
+    let logs = captured.text();
     let lines: Vec<serde_json::Value> = logs
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())

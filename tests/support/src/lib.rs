@@ -16,6 +16,7 @@
 pub mod coldstart;
 pub mod fault_proxy;
 pub mod http_sink;
+pub mod logs;
 pub mod moto;
 pub mod python;
 pub mod receivers;

@@ -56,16 +56,19 @@ impl ByDestination {
             return;
         }
         let mut sets = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let own = sets.contains_key(destination)
+        // (an endpoint needs no look at the sets: it always counts in theirs)
+        let set = if !configured {
+            TENANT_ENDPOINTS
+        } else if sets.contains_key(destination)
             || sets
                 .keys()
                 .filter(|k| *k != TENANT_ENDPOINTS && *k != OTHER)
                 .count()
-                < MAX_SETS;
-        let set = match (configured, own) {
-            (false, _) => TENANT_ENDPOINTS,
-            (true, true) => destination,
-            (true, false) => OTHER,
+                < MAX_SETS
+        {
+            destination
+        } else {
+            OTHER
         };
         if !sets.contains_key(set) {
             sets.insert(set.to_owned(), DestinationCounts::default());
