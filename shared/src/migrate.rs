@@ -190,6 +190,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "claim_walks_on",
         sql: include_str!("../migrations/0028_claim_walks_on.sql"),
     },
+    Migration {
+        version: 29,
+        name: "trail",
+        sql: include_str!("../migrations/0029_trail.sql"),
+    },
 ];
 
 /// Why migrating failed.

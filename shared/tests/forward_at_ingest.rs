@@ -209,6 +209,10 @@ fn d(
 async fn a_routed_webhook_is_stored_and_forwarded_in_one_statement(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
     let rig = Rig::new(db.clone(), "quarantine", true).await;
+    hookbox::log_format::begin_invocation(
+        "req-ingest",
+        Some("Root=1-6759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"),
+    );
     let (r, metrics) = rig
         .post("evt_1", &body("evt_1", "invoice.paid", "cus_A"))
         .await;
@@ -226,6 +230,33 @@ async fn a_routed_webhook_is_stored_and_forwarded_in_one_statement(adapter: Adap
     let row = rig.row(id).await;
     assert_eq!(row.status, InboxStatus::Processed);
     assert!(row.processed_at.is_some() && row.next_attempt_at.is_none());
+    // the trail: each delivery names the row, its event and ingest's trace
+    let listed = hookbox::outbox::deliveries_of(db.as_ref(), id)
+        .await
+        .expect("deliveries");
+    assert_eq!(
+        listed
+            .iter()
+            .map(|d| d.destination.as_str())
+            .collect::<Vec<_>>(),
+        ["billing", "all"]
+    );
+    for d in &listed {
+        let origin = hookbox::outbox::get(db.as_ref(), d.id)
+            .await
+            .expect("get")
+            .expect("row")
+            .origin
+            .expect("an origin");
+        assert_eq!(origin.inbox_id, id);
+        assert_eq!(origin.partner.as_deref(), Some("shop"));
+        assert_eq!(origin.event_id.as_deref(), Some("evt_1"));
+        assert_eq!(origin.received_at, Some(row.received_at));
+        assert_eq!(
+            origin.trace_id.as_deref(),
+            Some("1-6759e988-bd862e3fe1be46a994272793")
+        );
+    }
     let charge = rig.event("evt_2", "charge.refunded", "cus_B").await;
     assert_eq!(
         charge.outcome,

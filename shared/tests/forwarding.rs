@@ -17,6 +17,7 @@ use hookbox::clock::{Clock, ManualClock};
 use hookbox::config::{ConfigError, ConfigStore, HookboxConfig};
 use hookbox::inbox::body::Body;
 use hookbox::inbox::{self, InboxMessage, InboxStatus, NewInboxEvent};
+use hookbox::outbox::{self, NewOutboxEvent};
 use hookbox::params;
 use hookbox::processing::{
     BusinessHandler, HandlerError, InboxEvent, Outcome, Processor, ProcessorConfig, RoutingHandler,
@@ -488,7 +489,124 @@ async fn a_spooled_event_is_routed_when_the_processor_stores_it(adapter: Adapter
     assert_eq!(ids().await, first, "the same delivery ids, none added");
 }
 
+/// A Rust handler that writes one outbox row for each event (no routes).
+#[derive(Debug)]
+struct Enqueuing;
+
+#[async_trait]
+impl BusinessHandler for Enqueuing {
+    async fn handle(
+        &self,
+        event: &InboxEvent<'_>,
+        tx: &dyn Transaction,
+    ) -> Result<Outcome, HandlerError> {
+        let out = NewOutboxEvent {
+            aggregate_type: "order".into(),
+            aggregate_id: "o-1".into(),
+            event_type: "order.paid".into(),
+            destination: "erp".into(),
+            payload: serde_json::json!({"order": "o-1"}),
+        };
+        outbox::enqueue(tx, &out, event.now).await?;
+        Ok(Outcome::Processed)
+    }
+}
+
+/// The trail: every outbox row written while an inbox row is processed
+/// (by routes, by a Rust handler) names that row, its partner, event id,
+/// received time and the trace its queue message carried; a row a plain
+/// business transaction writes names none.
+async fn every_delivery_names_the_webhook_it_was_written_for(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let h = Harness::new(
+        db.clone(),
+        config(serde_json::json!({
+            "stripe": stripe(routes(), None),
+            "plain": stripe(serde_json::Value::Null, None),
+        }))
+        .expect("valid"),
+        None,
+    );
+    let h = Harness {
+        handler: h.handler.clone().with_handler(Arc::new(Enqueuing)),
+        ..h
+    };
+    let paid = h
+        .event("stripe", "evt_1", "invoice.paid", "cus_A", true)
+        .await;
+    let plain = h
+        .event("plain", "evt_9", "invoice.paid", "cus_A", true)
+        .await;
+    hookbox::log_format::begin_invocation(
+        "req-1",
+        Some("Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"),
+    );
+    assert_eq!(h.process().await, ["processed", "processed"]);
+
+    // routes and the handler: three rows for evt_1 (billing, all, erp), one
+    // for evt_9 (erp)
+    let listed = outbox::deliveries_of(db.as_ref(), paid)
+        .await
+        .expect("deliveries");
+    let mut destinations: Vec<_> = listed.iter().map(|d| d.destination.as_str()).collect();
+    destinations.sort_unstable();
+    assert_eq!(destinations, ["all", "billing", "erp"]);
+    let listed_plain = outbox::deliveries_of(db.as_ref(), plain)
+        .await
+        .expect("deliveries");
+    assert_eq!(listed_plain.len(), 1);
+    assert_eq!(listed_plain[0].destination, "erp");
+    for d in &listed {
+        assert_eq!(d.status, outbox::OutboxStatus::Pending);
+        let row = outbox::get(db.as_ref(), d.id)
+            .await
+            .expect("get")
+            .expect("row");
+        let origin = row.origin.expect("an origin");
+        assert_eq!(origin.inbox_id, paid);
+        assert_eq!(origin.partner.as_deref(), Some("stripe"));
+        assert_eq!(origin.event_id.as_deref(), Some("evt_1"));
+        assert_eq!(origin.received_at, Some(common::t0()));
+        // the memory queue carried no trace: the processing's own
+        assert_eq!(
+            origin.trace_id.as_deref(),
+            Some("1-5759e988-bd862e3fe1be46a994272793")
+        );
+    }
+
+    // a business transaction of its own: no origin
+    let tx = db.begin().await.expect("begin");
+    let own = outbox::enqueue(
+        tx.as_ref(),
+        &NewOutboxEvent {
+            aggregate_type: "order".into(),
+            aggregate_id: "o-2".into(),
+            event_type: "order.paid".into(),
+            destination: "erp".into(),
+            payload: serde_json::json!({}),
+        },
+        common::t0(),
+    )
+    .await
+    .expect("enqueue");
+    tx.commit().await.expect("commit");
+    let row = outbox::get(db.as_ref(), own)
+        .await
+        .expect("get")
+        .expect("row");
+    assert_eq!(row.origin, None);
+    assert_eq!(
+        count(
+            db.as_ref(),
+            "SELECT count(*) AS n FROM outbox WHERE inbox_id IS NULL"
+        )
+        .await,
+        1
+    );
+}
+
 for_each_adapter!(
+    every_delivery_names_the_webhook_it_was_written_for,
     each_matching_route_gets_one_delivery_in_the_processing_transaction,
     an_unrouted_event_is_quarantined_by_default_or_dropped_when_the_partner_says_so,
     a_body_that_is_not_json_and_a_partner_without_routes_are_quarantined_naming_why,

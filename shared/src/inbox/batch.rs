@@ -210,14 +210,14 @@ pub const INSERT_BATCH_FORWARDED: Statement = Statement::new(
        FROM pg_catalog.jsonb_to_recordset(CAST(:events AS jsonb))
             AS e(i integer, id uuid, event_id text, event_id_derived boolean, event_type text,
                  ordering_key text, body text, dedupe_digest text, status text,
-                 last_error text, destinations jsonb)
+                 last_error text, destinations jsonb, trace_id text)
       CROSS JOIN LATERAL public.hookbox_ingest_store(
             e.id, CAST(:partner AS text), e.event_id, e.event_id_derived, e.event_type,
             e.ordering_key, pg_catalog.decode(e.body, 'base64'),
             pg_catalog.decode(e.dedupe_digest, 'hex'), CAST(:headers AS jsonb),
             CAST(:signature_verified AS boolean), CAST(:now AS timestamptz), e.status,
             e.last_error,
-            ARRAY(SELECT pg_catalog.jsonb_array_elements_text(e.destinations))) AS s
+            ARRAY(SELECT pg_catalog.jsonb_array_elements_text(e.destinations)), e.trace_id) AS s
       ORDER BY e.i",
 );
 
@@ -232,6 +232,7 @@ pub async fn insert_batch_forwarded(
     now: DateTime<Utc>,
 ) -> Result<Vec<Stored>, DbError> {
     let ids = ordered_ids(events.len());
+    let trace_id = super::routed::invocation_trace_id();
     let payload = events
         .iter()
         .zip(finishes)
@@ -253,6 +254,7 @@ pub async fn insert_batch_forwarded(
             row["status"] = status.as_str().into();
             row["last_error"] = last_error.into();
             row["destinations"] = destinations.into();
+            row["trace_id"] = trace_id.clone().into();
             row
         })
         .collect();

@@ -145,7 +145,8 @@ pub const INSERT_FORWARDED: Statement = Statement::new(
             CAST(:ordering_key AS text), CAST(:body AS bytea), CAST(:dedupe_digest AS bytea),
             CAST(:headers AS jsonb), CAST(:signature_verified AS boolean),
             CAST(:now AS timestamptz), CAST(:status AS text), CAST(:last_error AS text),
-            ARRAY(SELECT pg_catalog.jsonb_array_elements_text(CAST(:destinations AS jsonb))))
+            ARRAY(SELECT pg_catalog.jsonb_array_elements_text(CAST(:destinations AS jsonb))),
+            CAST(:trace_id AS text))
             AS s",
 );
 
@@ -189,6 +190,7 @@ pub async fn insert_forwarded(
         "last_error" => last_error,
         "destinations" => serde_json::Value::from(destinations.to_vec()).to_string(),
         "dedupe_digest" => digest.clone(),
+        "trace_id" => invocation_trace_id(),
     };
     if let Some(row) = fetch_optional(db, &INSERT_FORWARDED, &params).await? {
         let id = row.uuid("id")?;
@@ -216,6 +218,12 @@ pub async fn insert_forwarded(
     }
     // a concurrent insert of the same key committed while the statement ran
     Ok(Stored::Duplicate(stored_id(db, event, digest).await?))
+}
+
+/// The X-Ray trace id of the invocation under way, which the deliveries
+/// ingest writes name (their origin's `trace_id`), when tracing is active.
+pub(crate) fn invocation_trace_id() -> Option<String> {
+    crate::log_format::trace_header().map(|h| crate::log_format::trace_root(&h))
 }
 
 pub const EARLIER_ACTIVE: Statement = Statement::new(

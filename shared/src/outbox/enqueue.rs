@@ -231,6 +231,7 @@ async fn write(
         "event_type" => event.event_type,
         "destination" => event.destination,
         "now" => now,
+        "origin" => tx.origin().map(str::to_owned),
     };
     let params = if row_size <= DEFAULT_INLINE_MAX_BYTES {
         params

@@ -22,6 +22,7 @@ pub mod attempts;
 pub mod blob_refs;
 pub mod destinations;
 pub mod enqueue;
+pub mod origin;
 pub mod payload;
 pub mod publish;
 pub mod relay;
@@ -39,6 +40,7 @@ pub use enqueue::{
     MAX_OUTBOX_EVENT_TYPE_BYTES, NewOutboxEvent, enqueue, enqueue_json_with_blobs,
     enqueue_with_blobs,
 };
+pub use origin::{Origin, TrailDelivery, deliveries_of};
 pub use payload::{PayloadError, PayloadStorage};
 pub use publish::{MAX_PUBLISHED_PAYLOAD_BYTES, NewEvent, publish};
 pub use repo::{
@@ -139,4 +141,6 @@ pub struct OutboxRow {
     pub created_at: DateTime<Utc>,
     /// When it was delivered or given up.
     pub processed_at: Option<DateTime<Utc>>,
+    /// The inbound webhook it was written for, if any ([`origin`]).
+    pub origin: Option<Origin>,
 }

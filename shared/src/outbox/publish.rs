@@ -34,14 +34,15 @@ pub struct NewEvent {
 }
 
 /// Writes the event for every subscribed destination, or for `destination`
-/// only. One statement (the function).
+/// only, each row recording the transaction's origin
+/// ([`crate::store::Transaction::origin`]). One statement (the function).
 pub const PUBLISH: Statement = Statement::new(
     "outbox.publish",
     "SELECT p.id FROM hookbox_publish_at(
          CAST(:event_type AS text), CAST(:payload AS jsonb), CAST(:aggregate_type AS text),
          CAST(:aggregate_id AS text), CAST(:destination AS text), CAST(:now AS timestamptz),
          CAST(:payload_key AS text), CAST(:payload_size AS bigint),
-         CAST(:payload_sha256 AS bytea)) AS p(id)",
+         CAST(:payload_sha256 AS bytea), CAST(:origin AS jsonb)) AS p(id)",
 );
 
 /// Checks the text fields against the row budget (as the function does,
@@ -102,6 +103,7 @@ pub async fn publish(
                 "payload_key" => Value::Null,
                 "payload_size" => Value::Null,
                 "payload_sha256" => Value::Null,
+                "origin" => tx.origin().map(str::to_owned),
             },
         )
         .await?;

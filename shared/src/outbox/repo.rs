@@ -69,7 +69,9 @@ macro_rules! outbox_columns {
             $p,
             "created_at, ",
             $p,
-            "processed_at"
+            "processed_at, ",
+            $p,
+            "origin"
         )
     };
 }
@@ -861,6 +863,7 @@ fn outbox_row(r: &Row) -> Result<OutboxRow, DbError> {
         last_status_code: r.opt_i64("last_status_code")?,
         created_at: r.timestamp("created_at")?,
         processed_at: r.opt_timestamp("processed_at")?,
+        origin: super::Origin::from_row(r)?,
     })
 }
 

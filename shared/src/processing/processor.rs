@@ -18,8 +18,9 @@ use crate::blob::BlobStore;
 use crate::clock::Clock;
 use crate::inbox::body;
 use crate::inbox::{self, ClaimToken, InboxRow};
+use crate::outbox::Origin;
 use crate::queue::{Queue, Received};
-use crate::store::{Database, Transaction};
+use crate::store::{Database, Transaction, WithOrigin};
 
 /// Partner name under which the processor keeps queue messages it cannot
 /// read (not an inbox message at all, or a spooled event whose body is not
@@ -98,6 +99,23 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
         .map(|s| (*s).to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic without a message".into())
+}
+
+/// The origin of every outbox row written while `row` is processed (the
+/// trail, [`crate::outbox::origin`]): the row, and the trace of the ingest
+/// that sent `msg` (its `AWSTraceHeader`), else this invocation's.
+fn origin_of(row: &InboxRow, msg: &Received) -> Origin {
+    Origin {
+        inbox_id: row.id,
+        partner: Some(row.partner.clone()),
+        event_id: Some(row.event_id.clone()),
+        received_at: Some(row.received_at),
+        trace_id: msg
+            .trace_header
+            .as_deref()
+            .map(crate::log_format::trace_root)
+            .or_else(crate::inbox::routed::invocation_trace_id),
+    }
 }
 
 impl Processor<'_> {
@@ -272,7 +290,9 @@ impl Processor<'_> {
             receive_count: slot.msg.receive_count,
         };
         let tx = match self.db.begin().await {
-            Ok(tx) => tx,
+            // every outbox row written while processing it names the row
+            Ok(tx) => Box::new(WithOrigin::new(tx, origin_of(row, slot.msg).to_json()))
+                as Box<dyn Transaction>,
             Err(e) => {
                 slot.run = Some(Run::Retry(format!("opening the transaction failed: {e}")));
                 return;

@@ -15,6 +15,7 @@
 
 pub mod data_api;
 mod named;
+mod origin;
 pub mod postgres;
 
 use std::fmt;
@@ -26,6 +27,7 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use uuid::Uuid;
 
 pub use named::{NamedSql, ParseError, split_statements};
+pub use origin::WithOrigin;
 
 /// One SQL statement of a repository: a stable name for errors, logs and
 /// metrics, and the SQL text with `:name` parameters.
@@ -313,9 +315,17 @@ impl Row {
 
     /// A non-null json column (native, or its text form).
     pub fn json(&self, column: &str) -> Result<serde_json::Value, DbError> {
+        self.opt_json(column)?
+            .ok_or_else(|| self.decode_error(column, "unexpected NULL".into()))
+    }
+
+    /// A nullable json column (native, or its text form).
+    pub fn opt_json(&self, column: &str) -> Result<Option<serde_json::Value>, DbError> {
         match self.value(column)? {
-            Value::Json(j) => Ok(j.clone()),
+            Value::Null => Ok(None),
+            Value::Json(j) => Ok(Some(j.clone())),
             Value::Text(s) => serde_json::from_str(s)
+                .map(Some)
                 .map_err(|e| self.decode_error(column, format!("invalid json: {e}"))),
             other => Err(self.mismatch(column, "json", other)),
         }
@@ -485,6 +495,13 @@ pub trait Transaction: Executor + fmt::Debug {
     async fn commit(self: Box<Self>) -> Result<(), DbError>;
     /// Rolls back.
     async fn rollback(self: Box<Self>) -> Result<(), DbError>;
+    /// What this transaction writes on behalf of, as a JSON object's text
+    /// (the outbox's `origin`: the inbox row a processor is processing,
+    /// [`crate::outbox::Origin`]), recorded on the outbox rows written
+    /// through it. `None` for a plain transaction; [`WithOrigin`] gives one.
+    fn origin(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// Convenience: executes and returns the single row, or a decode error

@@ -47,7 +47,7 @@ pub const PUBLISH_TO: Statement = Statement::new(
          CAST(:tenant AS text), CAST(:event_type AS text), CAST(:payload AS jsonb),
          CAST(:aggregate_type AS text), CAST(:aggregate_id AS text),
          ARRAY(SELECT jsonb_array_elements_text(CAST(:channels AS jsonb))),
-         CAST(:now AS timestamptz)) AS p",
+         CAST(:now AS timestamptz), CAST(:origin AS jsonb)) AS p",
 );
 
 /// Publishes `event` to `tenant` (its id or uid) inside `tx`, due at `now`:
@@ -87,6 +87,7 @@ pub async fn publish_to(
                 "aggregate_id" => aggregate_id,
                 "channels" => channels,
                 "now" => now,
+                "origin" => tx.origin().map(str::to_owned),
             },
         )
         .await?;

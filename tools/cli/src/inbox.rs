@@ -167,6 +167,53 @@ async fn list(args: &ListArgs) -> Outcome {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The deliveries written for inbox row `id` (the trail), one line each.
+async fn print_deliveries(
+    db: &dyn hookbox::store::Executor,
+    id: uuid::Uuid,
+) -> Result<(), Failure> {
+    let deliveries = hookbox::outbox::deliveries_of(db, id)
+        .await
+        .or_failed(format!("cannot read the deliveries of inbox row {id}"))?;
+    println!("deliveries:         {}", deliveries.len());
+    let table: Vec<Vec<String>> = deliveries
+        .iter()
+        .map(|d| {
+            vec![
+                d.id.to_string(),
+                d.destination.clone(),
+                if d.archived {
+                    format!("{} (archived)", d.status)
+                } else {
+                    d.status.to_string()
+                },
+                d.attempts.to_string(),
+                d.last_status_code
+                    .map_or_else(|| "-".into(), |c| c.to_string()),
+                opt_time(d.processed_at),
+                d.last_error
+                    .as_deref()
+                    .map_or_else(|| "-".into(), |e| shorten(e, 60)),
+            ]
+        })
+        .collect();
+    if !table.is_empty() {
+        print_table(
+            &[
+                "DELIVERY",
+                "DESTINATION",
+                "STATUS",
+                "ATTEMPTS",
+                "LAST",
+                "FINISHED",
+                "ERROR",
+            ],
+            &table,
+        );
+    }
+    Ok(())
+}
+
 async fn show(args: &ShowArgs) -> Outcome {
     let db = connect(&args.db).await?;
     let row = inbox::get(db.as_ref(), args.id)
@@ -195,6 +242,7 @@ async fn show(args: &ShowArgs) -> Outcome {
     for (name, value) in fields {
         println!("{:<19} {value}", format!("{name}:"));
     }
+    print_deliveries(db.as_ref(), row.id).await?;
     let headers = serde_json::to_string_pretty(&row.headers).or_failed("cannot show headers")?;
     println!("headers:\n{headers}");
     if let Some(r) = row.body.blob() {

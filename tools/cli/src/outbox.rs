@@ -1,4 +1,4 @@
-//! `hookbox outbox list|attempts|retry|replay`: the outbound side for
+//! `hookbox outbox list|show|attempts|retry|replay`: the outbound side for
 //! operators.
 
 use std::process::ExitCode;
@@ -13,7 +13,7 @@ use hookbox::store::Executor;
 use uuid::Uuid;
 
 use crate::common::{
-    DbArgs, FAILED, Failure, OrFail as _, Outcome, connect, print_table, shorten, time,
+    DbArgs, FAILED, Failure, OrFail as _, Outcome, connect, opt_time, print_table, shorten, time,
 };
 
 /// `last_error` in listings is cut to this many characters.
@@ -23,6 +23,10 @@ const LIST_ERROR_CHARS: usize = 60;
 pub enum OutboxCommand {
     /// List rows, oldest first.
     List(ListArgs),
+    /// One row: its fields and, when it was written for an inbound webhook,
+    /// that webhook (inbox row, partner, event id, received, trace). Exit 1
+    /// when there is no such row (delivered rows are purged by retention).
+    Show(AttemptsArgs),
     /// Every logged attempt of one delivery, oldest first: when, status,
     /// latency, error, the start of the response. Exit 1 when none is
     /// logged (an unknown id, or attempts older than the log's retention).
@@ -160,6 +164,7 @@ pub struct RetryArgs {
 pub async fn run(command: &OutboxCommand) -> Outcome {
     match command {
         OutboxCommand::List(args) => list(args).await,
+        OutboxCommand::Show(args) => show(args).await,
         OutboxCommand::Attempts(args) => attempts(args).await,
         OutboxCommand::Retry(args) => retry(args).await,
         OutboxCommand::Replay(args) => replay(args).await,
@@ -320,6 +325,64 @@ async fn list(args: &ListArgs) -> Outcome {
 
 /// Response excerpts in the table are cut to this many characters.
 const RESPONSE_CHARS: usize = 80;
+
+async fn show(args: &AttemptsArgs) -> Outcome {
+    let db = connect(&args.db).await?;
+    let row = hookbox::outbox::get(db.as_ref(), args.id)
+        .await
+        .or_failed(format!("cannot read outbox row {}", args.id))?
+        .ok_or_else(|| {
+            Failure::failed(format!(
+                "no outbox row {} (an unknown id, or purged by retention)",
+                args.id
+            ))
+        })?;
+    let text = |v: Option<&str>| v.map_or_else(|| "-".to_owned(), str::to_owned);
+    let origin = row.origin.as_ref();
+    let fields = [
+        ("id", row.id.to_string()),
+        ("destination", row.destination.clone()),
+        ("event_type", row.event_type.clone()),
+        (
+            "aggregate",
+            format!("{} {}", row.aggregate_type, row.aggregate_id),
+        ),
+        ("status", row.status.to_string()),
+        ("attempts", row.attempts.to_string()),
+        ("created_at", time(row.created_at)),
+        ("next_attempt_at", time(row.next_attempt_at)),
+        ("processed_at", opt_time(row.processed_at)),
+        (
+            "last_status_code",
+            row.last_status_code
+                .map_or_else(|| "-".into(), |c| c.to_string()),
+        ),
+        ("last_error", text(row.last_error.as_deref())),
+        (
+            "inbound",
+            origin.map_or_else(
+                || "- (published by business code, not for an inbound webhook)".into(),
+                |o| {
+                    format!(
+                        "{}/{}",
+                        text(o.partner.as_deref()),
+                        text(o.event_id.as_deref())
+                    )
+                },
+            ),
+        ),
+        (
+            "inbox_id",
+            origin.map_or_else(|| "-".into(), |o| o.inbox_id.to_string()),
+        ),
+        ("received_at", opt_time(origin.and_then(|o| o.received_at))),
+        ("trace_id", text(origin.and_then(|o| o.trace_id.as_deref()))),
+    ];
+    for (name, value) in fields {
+        println!("{:<17} {value}", format!("{name}:"));
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
 async fn attempts(args: &AttemptsArgs) -> Outcome {
     let db = connect(&args.db).await?;

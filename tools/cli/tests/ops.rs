@@ -161,7 +161,21 @@ async fn inbox_row_with_body(
 }
 
 async fn enqueue(db: &dyn Database, destination: &str, aggregate_id: &str, t: i64) -> Uuid {
-    let tx = db.begin().await.expect("begin");
+    enqueue_for(db, destination, aggregate_id, t, None).await
+}
+
+/// [`enqueue`] in a transaction writing for `origin` (as the processor's).
+async fn enqueue_for(
+    db: &dyn Database,
+    destination: &str,
+    aggregate_id: &str,
+    t: i64,
+    origin: Option<&outbox::Origin>,
+) -> Uuid {
+    let mut tx = db.begin().await.expect("begin");
+    if let Some(origin) = origin {
+        tx = Box::new(hookbox::store::WithOrigin::new(tx, origin.to_json()));
+    }
     let id = outbox::enqueue(
         tx.as_ref(),
         &NewOutboxEvent {
@@ -188,7 +202,19 @@ async fn finished_outbox_row(
     t: i64,
     dead: bool,
 ) -> Uuid {
-    let id = enqueue(db, destination, aggregate_id, t).await;
+    finished_outbox_row_for(db, destination, aggregate_id, t, dead, None).await
+}
+
+/// [`finished_outbox_row`] written for `origin`.
+async fn finished_outbox_row_for(
+    db: &dyn Database,
+    destination: &str,
+    aggregate_id: &str,
+    t: i64,
+    dead: bool,
+    origin: Option<&outbox::Origin>,
+) -> Uuid {
+    let id = enqueue_for(db, destination, aggregate_id, t, origin).await;
     let claimed = outbox::claim_due(
         db,
         outbox::ClaimRequest {
@@ -424,6 +450,71 @@ async fn inbox_list_and_show() {
     );
     let out = hookbox_db(&test_db, &["inbox", "show", "not-a-uuid"]).await;
     assert_eq!(code(&out), 2);
+}
+
+/// The trail: `inbox show` lists the deliveries written for the row, with
+/// their outcomes; `outbox show` names the webhook a delivery came from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inbox_show_lists_its_deliveries_and_outbox_show_names_the_webhook() {
+    let (test_db, db) = migrated().await;
+    let id = inbox_row(db.as_ref(), "shop", "evt_t1", 0, InboxStatus::Processed, "").await;
+    let origin = outbox::Origin {
+        inbox_id: id,
+        partner: Some("shop".into()),
+        event_id: Some("evt_t1".into()),
+        received_at: Some(at(0)),
+        trace_id: Some("1-5759e988-bd862e3fe1be46a994272793".into()),
+    };
+    let delivered =
+        finished_outbox_row_for(db.as_ref(), "billing", "o-1", 1, false, Some(&origin)).await;
+    let dead = finished_outbox_row_for(db.as_ref(), "crm", "o-1", 2, true, Some(&origin)).await;
+    let plain = enqueue(db.as_ref(), "billing", "o-2", 3).await;
+
+    let show = hookbox_db(&test_db, &["inbox", "show", &id.to_string()]).await;
+    assert_eq!(code(&show), 0, "{}", stderr(&show));
+    let text = stdout(&show);
+    assert!(text.contains("deliveries:         2\n"), "{text}");
+    let line = |id: Uuid| {
+        text.lines()
+            .find(|l| l.starts_with(&id.to_string()))
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(line(delivered)[1..5], ["billing", "delivered", "1", "200"]);
+    assert_eq!(line(dead)[1..5], ["crm", "dead", "1", "410"]);
+    assert!(
+        line(dead).join(" ").contains("HTTP 410 Gone from crm"),
+        "{text}"
+    );
+    assert!(line(plain).is_empty(), "not this webhook's: {text}");
+
+    let show = hookbox_db(&test_db, &["outbox", "show", &dead.to_string()]).await;
+    assert_eq!(code(&show), 0, "{}", stderr(&show));
+    let text = stdout(&show);
+    for expected in [
+        "inbound:          shop/evt_t1\n".to_owned(),
+        format!("inbox_id:         {id}\n"),
+        "trace_id:         1-5759e988-bd862e3fe1be46a994272793\n".to_owned(),
+        "status:           dead\n".to_owned(),
+        "last_status_code: 410\n".to_owned(),
+    ] {
+        assert!(text.contains(&expected), "{expected:?} in {text}");
+    }
+    let show = hookbox_db(&test_db, &["outbox", "show", &plain.to_string()]).await;
+    assert!(
+        stdout(&show).contains("inbound:          - (published by business code"),
+        "{}",
+        stdout(&show)
+    );
+    let missing = Uuid::now_v7();
+    let out = hookbox_db(&test_db, &["outbox", "show", &missing.to_string()]).await;
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains(&format!("no outbox row {missing}")),
+        "{}",
+        stderr(&out)
+    );
 }
 
 async fn receive_all(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<String> {

@@ -33,7 +33,32 @@ pub(super) enum Kind {
     NotAttempted,
 }
 
+/// The span of one delivery: every line of its attempt names the delivery
+/// (`delivery_id`, `destination`) and, when the row was written for an
+/// inbound webhook, that webhook (`inbox_id`, `partner`, `event_id`) and its
+/// trace (`event_trace_id`: the X-Ray trace of its ingest, where the
+/// delivery's story began; the line's own `xray_trace_id` is the relay's).
+pub(super) fn delivery_span(row: &OutboxRow) -> tracing::Span {
+    let origin = row.origin.as_ref();
+    tracing::info_span!(
+        "delivery",
+        delivery_id = %row.id,
+        destination = %row.destination,
+        inbox_id = origin.map(|o| tracing::field::display(o.inbox_id)),
+        partner = origin.and_then(|o| o.partner.as_deref()),
+        event_id = origin.and_then(|o| o.event_id.as_deref()),
+        event_trace_id = origin.and_then(|o| o.trace_id.as_deref()),
+    )
+}
+
 impl Relay {
+    /// How long after its webhook was received `row` is delivered now, when
+    /// it was written for one (its origin's `received_at`).
+    pub(super) fn end_to_end(&self, row: &OutboxRow) -> Option<Duration> {
+        let received_at = row.origin.as_ref()?.received_at?;
+        (self.clock.now() - received_at).to_std().ok()
+    }
+
     /// [`Relay::attempt_inner`] with a panic (in the sender, the signer, a
     /// guard) caught: it ends only this delivery, as a failed attempt with
     /// the panic's message (retried, then dead after the destination's
@@ -66,7 +91,7 @@ impl Relay {
                 let attempt = u32::try_from(row.attempts.max(0))
                     .unwrap_or(u32::MAX)
                     .saturating_add(1);
-                tracing::error!(outbox_id = %row.id, panic = %message, "the delivery panicked");
+                tracing::error!(delivery_id = %row.id, panic = %message, "the delivery panicked");
                 self.failure(
                     row,
                     destination,
@@ -107,7 +132,7 @@ impl Relay {
                     row.destination
                 )
             };
-            tracing::error!(outbox_id = %row.id, destination = %row.destination, "{error}");
+            tracing::error!(delivery_id = %row.id, destination = %row.destination, "{error}");
             return self.failure(row, None, attempt, error, None, None, false);
         };
         let not_attempted = |next_attempt_at: DateTime<Utc>| {
@@ -283,7 +308,15 @@ impl Relay {
         } = outcome;
         let (mut result, kind) = match verdict {
             Verdict::Delivered => {
-                tracing::info!(outbox_id = %row.id, destination = %destination.name, attempt, status = status_code, "delivered");
+                tracing::info!(
+                    attempt,
+                    status = status_code,
+                    latency_ms = u64::try_from(detail.latency.as_millis()).unwrap_or(u64::MAX),
+                    end_to_end_latency_ms = self
+                        .end_to_end(row)
+                        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                    "delivered"
+                );
                 (
                     DeliveryResult {
                         id: row.id,
@@ -298,7 +331,7 @@ impl Relay {
             Verdict::Dead { reason } => {
                 if gone {
                     tracing::warn!(
-                        outbox_id = %row.id,
+                        delivery_id = %row.id,
                         destination = %destination.name,
                         attempt,
                         "destination is gone (410): the row is dead; later rows will be refused \
@@ -306,7 +339,7 @@ impl Relay {
                     );
                 } else {
                     tracing::warn!(
-                        outbox_id = %row.id,
+                        delivery_id = %row.id,
                         destination = %destination.name,
                         attempt,
                         error = %reason,
@@ -330,7 +363,7 @@ impl Relay {
             }
             Verdict::Retry { after, reason } => {
                 if refused {
-                    tracing::error!(outbox_id = %row.id, destination = %destination.name, "{reason}");
+                    tracing::error!(delivery_id = %row.id, destination = %destination.name, "{reason}");
                 }
                 self.failure(
                     row,
@@ -372,7 +405,7 @@ impl Relay {
         };
         let name = destination.map_or(row.destination.as_str(), |d| d.name.as_str());
         if attempt >= max_attempts {
-            tracing::warn!(outbox_id = %row.id, destination = name, attempt, error = %error, "giving up: the row is dead");
+            tracing::warn!(delivery_id = %row.id, destination = name, attempt, error = %error, "giving up: the row is dead");
             return (
                 DeliveryResult {
                     id: row.id,
@@ -395,7 +428,7 @@ impl Relay {
         };
         let next_attempt_at = self.clock.now() + chrono_duration(delay);
         tracing::info!(
-            outbox_id = %row.id,
+            delivery_id = %row.id,
             destination = name,
             attempt,
             error = %error,
@@ -430,7 +463,7 @@ impl Relay {
         reason: String,
         retryable: bool,
     ) -> (DeliveryResult, Kind) {
-        tracing::error!(outbox_id = %row.id, destination = %row.destination, "{reason}");
+        tracing::error!(delivery_id = %row.id, destination = %row.destination, "{reason}");
         if retryable {
             let next_attempt_at = self.clock.now()
                 + chrono_duration(Duration::from_secs(crate::config::DEFAULT_BACKOFF_SECS[0]));
@@ -478,7 +511,7 @@ pub(super) fn dead_unreadable(
     error: String,
 ) -> (DeliveryResult, Kind) {
     tracing::error!(
-        outbox_id = %id,
+        delivery_id = %id,
         destination = destination.unwrap_or("(unread)"),
         error = %error,
         "the row cannot be delivered as written: it is dead"

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use tokio::sync::Semaphore;
+use tracing::Instrument as _;
 
 use super::attempt::{self, Kind};
 use super::fairness::Reserved;
@@ -235,12 +236,14 @@ impl Relay {
     ) -> (DeliveryResult, Kind) {
         let (result, kind) = self
             .attempt_of(config, endpoints, row, batch_deadline)
+            .instrument(attempt::delivery_span(row))
             .await;
         self.by_destination.record(
             &row.destination,
             config.destination(&row.destination).is_some(),
             &kind,
             result.attempt.as_ref().map(|a| a.latency),
+            self.end_to_end(row),
         );
         (result, kind)
     }

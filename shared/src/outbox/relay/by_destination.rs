@@ -36,6 +36,10 @@ pub struct DestinationCounts {
     /// Each delivered attempt's latency, milliseconds (at most
     /// [`MAX_VALUES`] a run: EMF's limit).
     pub latencies_ms: Vec<f64>,
+    /// Each delivery of a row written for an inbound webhook: how long
+    /// after the webhook was received it was delivered, milliseconds (at
+    /// most [`MAX_VALUES`] a run).
+    pub end_to_end_ms: Vec<f64>,
 }
 
 /// The counts of a relay's attempts since they were last taken.
@@ -44,13 +48,15 @@ pub(super) struct ByDestination(Mutex<BTreeMap<String, DestinationCounts>>);
 
 impl ByDestination {
     /// One attempt of `destination` (a configured one when `configured`)
-    /// came to `kind`, in `latency` when a request was sent.
+    /// came to `kind`, in `latency` when a request was sent, `end_to_end`
+    /// after its webhook was received when it was written for one.
     pub(super) fn record(
         &self,
         destination: &str,
         configured: bool,
         kind: &Kind,
         latency: Option<Duration>,
+        end_to_end: Option<Duration>,
     ) {
         if matches!(kind, Kind::NotAttempted) {
             return;
@@ -82,6 +88,9 @@ impl ByDestination {
                 if let Some(latency) = latency.filter(|_| counts.latencies_ms.len() < MAX_VALUES) {
                     counts.latencies_ms.push(latency.as_secs_f64() * 1000.0);
                 }
+                if let Some(e2e) = end_to_end.filter(|_| counts.end_to_end_ms.len() < MAX_VALUES) {
+                    counts.end_to_end_ms.push(e2e.as_secs_f64() * 1000.0);
+                }
             }
             Kind::Retried { .. } => counts.failed += 1,
             Kind::Dead { .. } => counts.dead += 1,
@@ -95,8 +104,9 @@ impl ByDestination {
     }
 }
 
-/// One EMF document per set: `Delivered`, `Failed`, `Dead` and
-/// `DeliveryLatency` with the dimensions `Function=relay` and
+/// One EMF document per set: `Delivered`, `Failed`, `Dead`,
+/// `DeliveryLatency` and `EndToEndLatency` (received to delivered, rows
+/// written for an inbound webhook) with the dimensions `Function=relay` and
 /// `Destination=<set>` (and the stack's).
 pub fn metrics(sets: &BTreeMap<String, DestinationCounts>) -> Vec<Metrics> {
     sets.iter()
@@ -109,6 +119,9 @@ pub fn metrics(sets: &BTreeMap<String, DestinationCounts>) -> Vec<Metrics> {
                 .count("Dead", counts.dead);
             for latency in &counts.latencies_ms {
                 m.record("DeliveryLatency", Unit::Milliseconds, *latency);
+            }
+            for e2e in &counts.end_to_end_ms {
+                m.record("EndToEndLatency", Unit::Milliseconds, *e2e);
             }
             m
         })
@@ -131,12 +144,18 @@ mod tests {
     fn configured_destinations_count_alone_and_endpoints_together() {
         let by = ByDestination::default();
         let ms = |n| Some(Duration::from_millis(n));
-        by.record("erp", true, &Kind::Delivered, ms(12));
-        by.record("erp", true, &Kind::Retried { refused: false }, ms(30));
-        by.record("erp", true, &DEAD, None);
-        by.record("ep_1", false, &Kind::Delivered, ms(5));
-        by.record("ep_2", false, &Kind::Delivered, ms(7));
-        by.record("ep_2", false, &Kind::NotAttempted, None);
+        by.record("erp", true, &Kind::Delivered, ms(12), ms(900));
+        by.record(
+            "erp",
+            true,
+            &Kind::Retried { refused: false },
+            ms(30),
+            ms(950),
+        );
+        by.record("erp", true, &DEAD, None, None);
+        by.record("ep_1", false, &Kind::Delivered, ms(5), None);
+        by.record("ep_2", false, &Kind::Delivered, ms(7), None);
+        by.record("ep_2", false, &Kind::NotAttempted, None, None);
         let sets = by.take();
         assert_eq!(
             sets.keys().collect::<Vec<_>>(),
@@ -150,10 +169,17 @@ mod tests {
                 failed: 1,
                 dead: 1,
                 latencies_ms: vec![12.0],
+                end_to_end_ms: vec![900.0],
             }
         );
         assert_eq!(sets[TENANT_ENDPOINTS].delivered, 2);
         assert_eq!(sets[TENANT_ENDPOINTS].latencies_ms, [5.0, 7.0]);
+        assert!(
+            sets[TENANT_ENDPOINTS].end_to_end_ms.is_empty(),
+            "rows written for no webhook have no end-to-end latency"
+        );
+        let doc = metrics(&sets)[0].to_emf_of(None, 1_700_000_000_000);
+        assert_eq!(doc["EndToEndLatency"], 900.0, "one value");
         assert!(by.take().is_empty(), "taken: a fresh start");
     }
 
@@ -161,7 +187,7 @@ mod tests {
     fn sets_are_bounded_and_each_document_within_emfs_limits() {
         let by = ByDestination::default();
         for i in 0..MAX_SETS + 5 {
-            by.record(&format!("d{i:03}"), true, &Kind::Delivered, None);
+            by.record(&format!("d{i:03}"), true, &Kind::Delivered, None, None);
         }
         for _ in 0..150 {
             by.record(
@@ -169,6 +195,7 @@ mod tests {
                 true,
                 &Kind::Delivered,
                 Some(Duration::from_millis(3)),
+                Some(Duration::from_millis(40)),
             );
         }
         let sets = by.take();
@@ -188,9 +215,13 @@ mod tests {
             Some(MAX_VALUES),
             "at most 100 values a metric"
         );
+        assert_eq!(
+            doc["EndToEndLatency"].as_array().map(Vec::len),
+            Some(MAX_VALUES)
+        );
         let definitions = doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]
             .as_array()
             .map(Vec::len);
-        assert_eq!(definitions, Some(4), "well under 100 metrics a document");
+        assert_eq!(definitions, Some(5), "well under 100 metrics a document");
     }
 }

@@ -144,6 +144,7 @@ fn row(destination: &str) -> OutboxRow {
         last_status_code: None,
         created_at: at(0),
         processed_at: None,
+        origin: None,
     }
 }
 

@@ -102,7 +102,7 @@ impl Relay {
             Ok(true) => {
                 tx.commit().await?;
                 tracing::info!(
-                    outbox_id = %row.id,
+                    delivery_id = %row.id,
                     destination = %row.destination,
                     key = %reference.key,
                     size = reference.size,
@@ -117,7 +117,7 @@ impl Relay {
             }
             Err(e) => {
                 if let Err(rollback) = tx.rollback().await {
-                    tracing::warn!(outbox_id = %row.id, error = %rollback, "rollback failed");
+                    tracing::warn!(delivery_id = %row.id, error = %rollback, "rollback failed");
                 }
                 Err(e)
             }
