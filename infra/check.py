@@ -106,6 +106,8 @@
    Docker: one /webhooks/{partner} route (GET, POST) of ingest, of the
    ingress's event type and payload format, behind the authorizer with the
    same payload format, simple responses for http, no identity source.
+16. Notices: the relay alone may sns:Publish, on exactly the stack's
+   AlarmTopic, and its HOOKBOX_ALARM_TOPIC_ARN is that topic.
 
 Usage: python3 infra/check.py [TEMPLATE] (default infra/template.yaml);
 .venv-deploy/bin/python infra/check.py --sam-local TEMPLATE.
@@ -772,6 +774,28 @@ def check_relay_destinations(template: dict, cfn: dict) -> None:
         if not any(action in as_list(st.get("Action", [])) and st.get("Resource") == {"Ref": param} for st in relay):
             problem(f"RelayFunctionRole: no {action} on the {param} parameter (destinations of that type could never be reached)")
     notes.append("relay destinations: events:PutEvents and sqs:SendMessage on exactly the parameters' ARNs")
+
+
+def check_notices(template: dict, cfn: dict) -> None:
+    resources = cfn.get("Resources") or {}
+    for role, res in resources.items():
+        if res.get("Type") != "AWS::IAM::Role":
+            continue
+        for st in role_statements(resources, role):
+            actions = as_list(st.get("Action", []))
+            if any(a in ("sns:Publish", "sns:*") for a in actions):
+                if role != "RelayFunctionRole":
+                    problem(f"{role}: sns:Publish is the relay's alone (its notices)")
+                if st.get("Resource") != {"Ref": "AlarmTopic"}:
+                    problem(f"{role}: sns:Publish on {st.get('Resource')!r}, not exactly the AlarmTopic")
+    relay = role_statements(resources, "RelayFunctionRole")
+    if not any("sns:Publish" in as_list(st.get("Action", [])) for st in relay):
+        problem("RelayFunctionRole: no sns:Publish on the AlarmTopic (its notices would never be sent)")
+    for name, res in functions_of(template, "relay").items():
+        env = ((res.get("Properties") or {}).get("Environment") or {}).get("Variables") or {}
+        if env.get("HOOKBOX_ALARM_TOPIC_ARN") != {"Ref": "AlarmTopic"}:
+            problem(f"{name}: HOOKBOX_ALARM_TOPIC_ARN must be !Ref AlarmTopic (its notices)")
+    notes.append("notices: sns:Publish by the relay alone, on exactly the AlarmTopic")
 
 
 # ------------------------------------------------------------ management API
@@ -1465,6 +1489,7 @@ def main() -> int:
         check_translated(cfn)
         check_secrets_and_data_api(template, cfn)
         check_relay_destinations(template, cfn)
+        check_notices(template, cfn)
         check_management_api(template, cfn)
         check_endpoint_secrets_key(template, cfn)
         check_api_tokens(template, cfn)

@@ -257,6 +257,21 @@ BEGIN
 END
 $$;
 
+-- The relay's notices to the alarm topic (hookbox::outbox::relay::notices):
+-- when each (destination, kind) was last noticed, for which episode (a
+-- trip's failing_since, a disablement's disabled_at), and the dead
+-- deliveries held back since. Shared by every relay: one notice per
+-- episode, at most one dead-delivery notice per interval.
+CREATE TABLE hookbox_notices (
+    destination text        NOT NULL,
+    kind        text        NOT NULL CHECK (kind IN ('tripped', 'disabled', 'dead')),
+    episode     timestamptz,
+    sent_at     timestamptz NOT NULL,
+    held_back   bigint      NOT NULL DEFAULT 0,
+    PRIMARY KEY (destination, kind)
+);
+GRANT SELECT, INSERT, UPDATE ON hookbox_notices TO hookbox_relay;
+
 -- hookbox_publish_at of version 20 writing rows with p_origin (the
 -- processor passes the inbox row it processes).
 CREATE FUNCTION public.hookbox_publish_at(

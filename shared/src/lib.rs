@@ -18,6 +18,7 @@ pub mod maintenance;
 pub mod management;
 pub mod metrics;
 pub mod migrate;
+pub mod notify;
 pub mod outbox;
 pub mod processing;
 pub mod queue;

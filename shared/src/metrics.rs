@@ -42,6 +42,11 @@ pub fn set_stack(name: &str) {
     let _ = STACK.set(name.to_owned());
 }
 
+/// The stack set by [`set_stack`], if any.
+pub fn stack() -> Option<&'static str> {
+    STACK.get().map(String::as_str)
+}
+
 /// Whether [`Metrics::flush`] prints (the default) or logs the line at
 /// debug level instead: the local stack keeps its terminal for people.
 pub fn print_to_stdout(enabled: bool) {

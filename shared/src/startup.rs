@@ -42,6 +42,8 @@ use crate::config::{
 use crate::delivery::{self, Coalescing, EventBridgeTransport, SqsTransport, Transport};
 use crate::inbox::body;
 use crate::inbox::ingest::{self, Ingest};
+use crate::notify::sns::SnsNotifier;
+use crate::notify::{LogNotifier, Notifier};
 use crate::queue::Queue;
 use crate::queue::sqs::SqsQueue;
 use crate::store::data_api::DataApiDatabase;
@@ -174,6 +176,22 @@ impl Startup {
     /// loaded on first use and shared by every client.
     pub async fn aws(&self) -> SdkConfig {
         self.aws.get().await
+    }
+
+    /// Where the relay's notices go ([`crate::outbox::relay::notices`]): the
+    /// SNS topic [`ALARM_TOPIC_VAR`] names (its client built on first use),
+    /// else the log.
+    pub fn notifier(&self) -> Arc<dyn Notifier> {
+        let Some(topic) = self.var(ALARM_TOPIC_VAR).map(|t| t.trim().to_owned()) else {
+            return Arc::new(LogNotifier);
+        };
+        let aws = self.aws.clone();
+        Arc::new(Lazy::<dyn Notifier>::new("SNS", move || {
+            let (aws, topic) = (aws.clone(), topic.clone());
+            async move {
+                Arc::new(SnsNotifier::from_sdk_config(&aws.get().await, topic)) as Arc<dyn Notifier>
+            }
+        }))
     }
 
     /// Secrets Manager, its client built on first use.
@@ -432,6 +450,10 @@ impl Startup {
 /// The stack's name (the template sets it to `AWS::StackName`): the
 /// `Stack` dimension of every metric ([`crate::metrics::set_stack`]).
 pub const STACK_VAR: &str = "HOOKBOX_STACK";
+
+/// The SNS topic the relay's notices go to (the template sets the stack's
+/// alarm topic); unset, they are logged.
+pub const ALARM_TOPIC_VAR: &str = "HOOKBOX_ALARM_TOPIC_ARN";
 
 /// The `errorType` of an init error hookbox reports.
 pub const INIT_ERROR_TYPE: &str = "Runtime.ConfigurationError";

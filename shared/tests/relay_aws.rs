@@ -12,6 +12,8 @@ mod aws_support;
 mod common;
 #[path = "relay_aws/hardened.rs"]
 mod hardened;
+#[path = "relay_aws/notices.rs"]
+mod notices;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -63,6 +63,8 @@ impl RelayFunction {
         if let Some(endpoints) = start.endpoints()? {
             relay = relay.with_endpoints(endpoints);
         }
+        // notices naming what failed: the alarm topic, else the log
+        relay = relay.with_notifier(start.notifier());
         Ok(Self::new(
             relay,
             config,

@@ -17,6 +17,7 @@ use tokio::sync::OnceCell;
 
 use crate::blob::{BlobError, BlobKey, BlobStore};
 use crate::config::SecretStore;
+use crate::notify::{Notifier, NotifyError};
 use crate::queue::{Queue, QueueError};
 use crate::store::{Database, DbError, Executor, Params, Rows, Statement, Transaction};
 use crate::vault::{DataKey, KeyVault, NewDataKey, VaultError};
@@ -54,6 +55,13 @@ impl<T: ?Sized> fmt::Debug for Lazy<T> {
             .field("what", &self.what)
             .field("built", &self.cell.initialized())
             .finish()
+    }
+}
+
+#[async_trait]
+impl Notifier for Lazy<dyn Notifier> {
+    async fn notify(&self, subject: &str, message: &str) -> Result<(), NotifyError> {
+        self.get().await.notify(subject, message).await
     }
 }
 

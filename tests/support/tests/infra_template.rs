@@ -762,3 +762,29 @@ fn the_check_refuses_a_dashboard_that_hides_an_alarmed_metric_or_is_not_json() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_check_refuses_notices_to_any_topic_or_a_relay_that_sends_none() {
+    // one run, two problems: the grant beyond the alarm topic, the relay
+    // that does not name it
+    let stderr = check_refuses(|t| {
+        t.replacen(
+            "Action: sns:Publish\n              Resource: !Ref AlarmTopic",
+            "Action: sns:Publish\n              Resource: \"*\"",
+            1,
+        )
+        .replacen(
+            "HOOKBOX_ALARM_TOPIC_ARN: !Ref AlarmTopic",
+            "HOOKBOX_ALARM_TOPIC_ARN: !Ref AWS::NoValue",
+            1,
+        )
+    });
+    assert!(
+        stderr.contains("RelayFunctionRole: sns:Publish on '*', not exactly the AlarmTopic"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("RelayFunction: HOOKBOX_ALARM_TOPIC_ARN must be !Ref AlarmTopic"),
+        "{stderr}"
+    );
+}

@@ -394,7 +394,9 @@ impl LocalStack {
             Some(queue.clone()),
             clock.clone(),
             settings,
-        );
+        )
+        // notices naming what failed, as log lines (no alarm topic here)
+        .with_notifier(Arc::new(hookbox::notify::LogNotifier));
         if let Some(endpoint) = &options.aws_endpoint {
             // eventbridge and sqs destinations to the emulator; an envelope
             // too large refers to its payload in the blob directory

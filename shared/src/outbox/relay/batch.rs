@@ -238,13 +238,17 @@ impl Relay {
             .attempt_of(config, endpoints, row, batch_deadline)
             .instrument(attempt::delivery_span(row))
             .await;
+        let configured = config.destination(&row.destination).is_some();
         self.by_destination.record(
             &row.destination,
-            config.destination(&row.destination).is_some(),
+            configured,
             &kind,
             result.attempt.as_ref().map(|a| a.latency),
             self.end_to_end(row),
         );
+        if configured && self.notifier.is_some() {
+            self.troubles.record(row, &kind, &result);
+        }
         (result, kind)
     }
 

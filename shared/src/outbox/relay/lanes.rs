@@ -88,6 +88,15 @@ impl Relay {
             }
             Err(e) => r.errors.push(format!("destination health: {e}")),
         });
+        if let Some(notifier) = &self.notifier {
+            let troubles = self.troubles.take();
+            let sent =
+                super::notices::send(self.db.as_ref(), notifier.as_ref(), now, troubles).await;
+            record(&report, |r| match sent {
+                Ok(notices) => r.notices = notices,
+                Err(e) => r.errors.push(format!("notices: {e}")),
+            });
+        }
         report.into_inner().unwrap_or_else(|p| p.into_inner())
     }
 

@@ -58,6 +58,7 @@ pub mod by_destination;
 mod fairness;
 mod flights;
 mod lanes;
+pub mod notices;
 mod report;
 pub mod settings;
 pub mod spill;
@@ -164,6 +165,10 @@ pub struct Relay {
     fairness: Arc<fairness::Fairness>,
     /// Attempts per destination since the last run's report.
     by_destination: Arc<by_destination::ByDestination>,
+    /// Configured destinations' failures since the last run's notices.
+    troubles: Arc<notices::Troubles>,
+    /// Where notices go (`None`: none are sent).
+    notifier: Option<Arc<dyn crate::notify::Notifier>>,
     /// Tenants' endpoints (`None`: their rows are refused as destinations
     /// not configured).
     pub(crate) endpoints: Option<Arc<dyn EndpointResolver>>,
@@ -193,8 +198,18 @@ impl Relay {
             slots: Arc::default(),
             fairness: Arc::default(),
             by_destination: Arc::default(),
+            troubles: Arc::default(),
+            notifier: None,
             endpoints: None,
         }
+    }
+
+    /// The same relay telling `notifier` (the alarm topic) when a
+    /// configured destination trips, is disabled or a delivery dies
+    /// ([`notices`]).
+    pub fn with_notifier(mut self, notifier: Arc<dyn crate::notify::Notifier>) -> Self {
+        self.notifier = Some(notifier);
+        self
     }
 
     /// The same relay delivering tenants' endpoints too, as `endpoints`

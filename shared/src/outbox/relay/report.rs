@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::by_destination::{self, DestinationCounts};
+use super::notices::NoticeReport;
 use crate::metrics::{Metrics, Unit};
 use crate::outbox::DeliveryResult;
 
@@ -75,6 +76,8 @@ pub struct RunReport {
     /// Attempts per destination: each configured destination's own, the
     /// tenants' endpoints together ([`by_destination`]).
     pub destinations: BTreeMap<String, DestinationCounts>,
+    /// Notices to the alarm topic ([`super::notices`]).
+    pub notices: NoticeReport,
 }
 
 impl RunReport {
@@ -97,7 +100,9 @@ impl RunReport {
             .count("AttemptsPurged", self.purge.attempts_deleted)
             .count("BlobsDeleted", self.purge.blobs_deleted)
             .count("BlobDeleteFailed", self.purge.blob_delete_failed)
-            .count("RelayErrors", self.errors.len() as u64);
+            .count("RelayErrors", self.errors.len() as u64)
+            .count("NoticesSent", self.notices.sent)
+            .count("NoticesFailed", self.notices.failed);
         if let Some(pending) = self.pending {
             m.record("OutboxPending", Unit::Count, pending as f64);
         }
