@@ -611,12 +611,18 @@ impl Ingest {
                         }
                         Err(e) => {
                             // The row is safe; the sweeper enqueues it later.
-                            tracing::warn!(inbox_id = %id, error = %e, "enqueue after insert failed");
+                            tracing::warn!(
+                                inbox_id = %id, partner = %event.partner, event_id = %event.event_id,
+                                error = %e, "enqueue after insert failed"
+                            );
                             true
                         }
                     },
                     Err(e) => {
-                        tracing::warn!(inbox_id = %id, error = %e, "cannot build the queue message");
+                        tracing::warn!(
+                            inbox_id = %id, partner = %event.partner, event_id = %event.event_id,
+                            error = %e, "cannot build the queue message"
+                        );
                         true
                     }
                 };

@@ -100,7 +100,19 @@ impl BusinessHandler for RoutingHandler {
             }
         }
         match forward(partner, event, tx).await? {
-            Forwarded::Routed(_) => {}
+            Forwarded::Routed(deliveries) => {
+                // the trail: the delivery ids, by destination (committed
+                // with the processed status, or rolled back with it)
+                let ids: Vec<String> = deliveries
+                    .iter()
+                    .map(|(destination, id)| format!("{destination}={id}"))
+                    .collect();
+                tracing::info!(
+                    deliveries = deliveries.len(),
+                    delivery_ids = %ids.join(","),
+                    "routed"
+                );
+            }
             Forwarded::Unrouted(reason) => match partner.unrouted {
                 Unrouted::Quarantine => return Ok(Outcome::Quarantine(reason)),
                 Unrouted::Drop => {

@@ -198,6 +198,14 @@ async fn a_routed_webhook_leaves_one_trail(data_api: bool) {
             through_processor,
             "the processor's lines about {id}"
         );
+        if through_processor {
+            let routed = mine
+                .iter()
+                .find(|l| l["message"] == "routed")
+                .unwrap_or_else(|| panic!("the processor's routed line about {id}: {mine:?}"));
+            assert_eq!(routed["deliveries"], 2, "{routed}");
+            assert_eq!(routed["partner"], "shop");
+        }
         let relay: Vec<_> = mine
             .iter()
             .filter(|l| {
