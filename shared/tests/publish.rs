@@ -304,6 +304,34 @@ async fn a_bad_publish_is_refused_with_what_was_wrong(adapter: Adapter) {
             "SELECT hookbox_publish('order.paid', '{}'::jsonb, 'order', 'o-1', '')",
             "destination is empty",
         ),
+        // the origin the processor passes (migration 29), checked
+        (
+            "SELECT hookbox_publish_at('order.paid', '{}'::jsonb, 'order', 'o-1', 'crm', now(), \
+             NULL, NULL, NULL, '[1]'::jsonb)",
+            "hookbox origin: [1] is not an object",
+        ),
+        (
+            "SELECT hookbox_publish_at('order.paid', '{}'::jsonb, 'order', 'o-1', 'crm', now(), \
+             NULL, NULL, NULL, '{\"inbox_id\": \"evt_1\"}'::jsonb)",
+            "hookbox origin: inbox_id 'evt_1' is not a uuid",
+        ),
+        (
+            "SELECT hookbox_publish_at('order.paid', '{}'::jsonb, 'order', 'o-1', 'crm', now(), \
+             NULL, NULL, NULL, jsonb_build_object('inbox_id', gen_random_uuid(), 'secret', 'x'))",
+            "hookbox origin: unknown key 'secret'",
+        ),
+        (
+            "SELECT hookbox_publish_at('order.paid', '{}'::jsonb, 'order', 'o-1', 'crm', now(), \
+             NULL, NULL, NULL, jsonb_build_object('inbox_id', gen_random_uuid(), 'event_id', \
+             repeat('e', 3000)))",
+            "over the 2048-byte limit",
+        ),
+        // set by hand, the transaction's origin is checked as it is used
+        (
+            "WITH s AS (SELECT set_config('hookbox.origin', '{\"partner\": 7}', true)) \
+             SELECT (SELECT 1 FROM s), hookbox_publish('order.paid', '{}'::jsonb, 'order', 'o-1', 'crm')",
+            "hookbox origin: partner is not a string",
+        ),
     ];
     for (statement, reason) in cases {
         let message = refused(statement).await;
