@@ -77,6 +77,11 @@ struct Args {
     /// databases (every prepared statement planned for its parameters).
     #[arg(long)]
     custom_plans: bool,
+    /// Diagnostic: every line the functions would log at INFO, in their
+    /// format (flat JSON, request and trace ids), formatted and discarded,
+    /// so the figures include what logging costs (issue 43).
+    #[arg(long)]
+    logs: bool,
     /// Only these sections (ingest, processor, relay, relay-aws, tenants, batches, signatures,
     /// calls, forwarding, e2e, coldstart), comma-separated; for working on one.
     #[arg(long, value_delimiter = ',')]
@@ -169,6 +174,23 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     // the functions' metric lines (EMF) would bury the progress on stdout
     hookbox::metrics::print_to_stdout(false);
+    if args.logs {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_subscriber::filter::LevelFilter::INFO)
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .event_format(hookbox::log_format::formatter())
+                    .fmt_fields(hookbox::log_format::fields())
+                    .with_writer(std::io::sink),
+            );
+        tracing::subscriber::set_global_default(subscriber)
+            .context("installing the functions' log format")?;
+        hookbox::log_format::begin_invocation(
+            "bench",
+            Some("Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"),
+        );
+    }
     let plan = if args.quick { QUICK } else { FULL };
     let out = args.out.clone().unwrap_or_else(|| {
         if args.quick {

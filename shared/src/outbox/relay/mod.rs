@@ -48,7 +48,8 @@
 //! one delivery attempt and its outcome in `attempt`, the lanes of a run
 //! and `drain` in `lanes`, a lane's requests in flight in `flights`, the
 //! per-destination caps and rate limits in `fairness`, what they report
-//! and the run's metrics in `report`. The sweeper and retention are upkeep, not outbound work:
+//! and the run's metrics in `report`, the notices that name a failing
+//! destination in `notices`. The sweeper and retention are upkeep, not outbound work:
 //! [`crate::maintenance`].
 
 mod attempt;
