@@ -65,13 +65,16 @@ END
 $$;
 
 -- The transaction's origin (hookbox.origin), checked; NULL when unset.
+-- Every outbox insert evaluates it (the columns' defaults), so it is an
+-- expression PostgreSQL inlines: no FROM, no SET clause (every name is
+-- qualified), and only a set origin calls the check.
 CREATE FUNCTION public.hookbox_origin() RETURNS jsonb
 LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT CASE WHEN s IS NULL OR s = '' THEN NULL
-                ELSE public.hookbox_origin_checked(CAST(s AS jsonb)) END
-      FROM pg_catalog.current_setting('hookbox.origin', true) AS s
+    SELECT CASE WHEN COALESCE(pg_catalog.current_setting('hookbox.origin', true), '') = ''
+                THEN NULL
+                ELSE public.hookbox_origin_checked(
+                    CAST(pg_catalog.current_setting('hookbox.origin', true) AS jsonb)) END
 $$;
 
 -- Set after the columns exist, so rows already there stay NULL (no rewrite).

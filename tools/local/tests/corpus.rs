@@ -20,6 +20,10 @@
 
 #[path = "../../../functions/ingest/tests/corpus/model.rs"]
 mod model;
+// the local stack's other test, in this binary (one per area): issue 43's
+// trail from webhook to delivery
+#[path = "stack/trail.rs"]
+mod trail;
 
 use std::time::Duration;
 
