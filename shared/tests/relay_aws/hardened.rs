@@ -299,6 +299,7 @@ async fn publish_to(
                 "payload_key" => hookbox::store::Value::Null,
                 "payload_size" => hookbox::store::Value::Null,
                 "payload_sha256" => hookbox::store::Value::Null,
+                "origin" => hookbox::store::Value::Null,
             },
         )
         .await

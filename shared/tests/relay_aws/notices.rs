@@ -3,7 +3,7 @@
 //! database adapters: a destination that answers 410 and one whose
 //! delivery dies each produce one message naming the destination and the
 //! delivery; a ten-minute outage of one destination, the relay running
-//! every minute, produces a handful.
+//! every minute, produces a handful; a disablement is noticed once.
 
 use super::{aws_support, common};
 use crate::for_each_adapter;
@@ -239,7 +239,57 @@ async fn a_ten_minute_outage_sends_a_handful_of_notices(adapter: Adapter) {
     assert!(notices.iter().all(|(_, n)| n["destination"] == "down"));
 }
 
+/// A disabled destination is noticed once, with its reason, and again only
+/// when it is disabled anew.
+async fn a_disabled_destination_is_noticed_once_with_its_reason(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let endpoint = moto::endpoint();
+    let (topic, url) = observed_topic(&endpoint).await;
+    let sink = HttpSink::start().await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    let store = ConfigStore::fixed(
+        config(serde_json::json!({
+            "billing": destination(&sink.url("/in"), serde_json::json!({})),
+        })),
+        clock.clone(),
+    );
+    let relay = relay(&db, &clock, &topic, &endpoint);
+    run_once(&relay, &store, &clock).await; // syncs the destination
+    assert!(
+        outbox::destinations::disable(db.as_ref(), "billing", "maintenance window", clock.now())
+            .await
+            .expect("disable")
+    );
+    for _ in 0..3 {
+        clock.advance(chrono::Duration::seconds(60));
+        run_once(&relay, &store, &clock).await;
+    }
+    let notices = published(&endpoint, &url).await;
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    let (subject, notice) = &notices[0];
+    assert_eq!(subject, "hookbox: destination billing disabled");
+    assert_eq!(notice["type"], "alert.destination.disabled");
+    assert_eq!(notice["reason"], "maintenance window");
+    assert_eq!(notice["enable_with"], "hookbox destination enable billing");
+    // enabled, then disabled again: a new episode, a new notice
+    assert!(
+        outbox::destinations::enable(db.as_ref(), "billing")
+            .await
+            .expect("enable")
+    );
+    clock.advance(chrono::Duration::seconds(60));
+    outbox::destinations::disable(db.as_ref(), "billing", "second window", clock.now())
+        .await
+        .expect("disable");
+    clock.advance(chrono::Duration::seconds(1));
+    run_once(&relay, &store, &clock).await;
+    let again = published(&endpoint, &url).await;
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(again[0].1["reason"], "second window");
+}
+
 for_each_adapter!(
     a_gone_destination_and_a_dead_delivery_each_send_one_notice,
     a_ten_minute_outage_sends_a_handful_of_notices,
+    a_disabled_destination_is_noticed_once_with_its_reason,
 );
