@@ -285,6 +285,19 @@ pub fn fields() -> JsonFields {
     JsonFields::new()
 }
 
+/// A layer writing this process's lines ([`formatter`], [`fields`]) to
+/// `writer`: what a test or the bench puts under its own level filter.
+pub fn layer<S, W>(writer: W) -> tracing_subscriber::fmt::Layer<S, JsonFields, LambdaJson, W>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + 'static,
+{
+    tracing_subscriber::fmt::layer()
+        .fmt_fields(fields())
+        .event_format(formatter())
+        .with_writer(writer)
+}
+
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;

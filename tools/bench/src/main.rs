@@ -178,12 +178,7 @@ async fn main() -> anyhow::Result<()> {
         use tracing_subscriber::layer::SubscriberExt as _;
         let subscriber = tracing_subscriber::registry()
             .with(tracing_subscriber::filter::LevelFilter::INFO)
-            .with(
-                tracing_subscriber::fmt::layer()
-                    .event_format(hookbox::log_format::formatter())
-                    .fmt_fields(hookbox::log_format::fields())
-                    .with_writer(std::io::sink),
-            );
+            .with(hookbox::log_format::layer(std::io::sink));
         tracing::subscriber::set_global_default(subscriber)
             .context("installing the functions' log format")?;
         hookbox::log_format::begin_invocation(

@@ -33,12 +33,7 @@ fn logs() -> &'static CapturedLogs {
         let writer = logs.clone();
         let subscriber = tracing_subscriber::registry()
             .with(tracing_subscriber::filter::LevelFilter::INFO)
-            .with(
-                tracing_subscriber::fmt::layer()
-                    .event_format(hookbox::log_format::formatter())
-                    .fmt_fields(hookbox::log_format::fields())
-                    .with_writer(move || writer.clone()),
-            );
+            .with(hookbox::log_format::layer(move || writer.clone()));
         tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
         logs
     })
