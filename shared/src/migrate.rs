@@ -195,6 +195,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "trail",
         sql: include_str!("../migrations/0029_trail.sql"),
     },
+    Migration {
+        version: 30,
+        name: "portal",
+        sql: include_str!("../migrations/0030_portal.sql"),
+    },
 ];
 
 /// Why migrating failed.

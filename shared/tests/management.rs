@@ -17,6 +17,8 @@ mod event_types;
 mod idempotency;
 #[path = "management/messages.rs"]
 mod messages;
+#[path = "management/portal.rs"]
+mod portal;
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -112,6 +114,7 @@ impl Harness {
             headers: all,
             body: body.map(|b| b.to_string()).unwrap_or_default().into(),
             verified_principal: None,
+            base_url: Some("https://hooks.example/Prod".into()),
         };
         self.send(request).await
     }

@@ -10,6 +10,8 @@
 //!   SigV4 signature before invoking, and the caller's ARN
 //!   (`requestContext.identity.userArn`) is the principal. The `/iam`
 //!   prefix is stripped, so both routes serve the same API.
+//! - `/portal` and `/portal/{proxy+}`, no gateway authorization: the
+//!   customer portal (its page, and its API opened by a portal link's key).
 
 use std::collections::BTreeMap;
 
@@ -26,6 +28,8 @@ pub const IAM_RESOURCE: &str = "/iam/api/v1/{proxy+}";
 pub const BEARER_RESOURCE: &str = "/api/v1/{proxy+}";
 /// The prefix the IAM route adds in front of [`PREFIX`].
 pub const IAM_PREFIX: &str = "/iam";
+/// The resources of the portal's routes.
+pub const PORTAL_RESOURCES: [&str; 2] = ["/portal", "/portal/{proxy+}"];
 
 /// Which route a request came in on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +38,8 @@ pub enum Route {
     Bearer,
     /// `/iam/api/v1/{proxy+}`: API Gateway checked a SigV4 signature.
     Iam,
+    /// `/portal…`: the customer portal.
+    Portal,
 }
 
 impl Route {
@@ -46,10 +52,10 @@ impl Route {
             .resource
             .as_deref()
             .or(event.request_context.resource_path.as_deref());
-        if resource == Some(IAM_RESOURCE) {
-            Route::Iam
-        } else {
-            Route::Bearer
+        match resource {
+            Some(IAM_RESOURCE) => Route::Iam,
+            Some(r) if PORTAL_RESOURCES.contains(&r) => Route::Portal,
+            _ => Route::Bearer,
         }
     }
 
@@ -58,6 +64,7 @@ impl Route {
         match self {
             Route::Bearer => "bearer",
             Route::Iam => "iam",
+            Route::Portal => "portal",
         }
     }
 }
@@ -93,7 +100,7 @@ impl Refusal {
 pub fn request(event: &ApiGatewayProxyRequest) -> Result<(Route, ApiRequest), Refusal> {
     let route = Route::of(event);
     let verified_principal = match route {
-        Route::Bearer => None,
+        Route::Bearer | Route::Portal => None,
         Route::Iam => Some(
             event
                 .request_context
@@ -120,8 +127,21 @@ pub fn request(event: &ApiGatewayProxyRequest) -> Result<(Route, ApiRequest), Re
         headers: headers(event),
         body,
         verified_principal,
+        base_url: base_url(event),
     };
     Ok((route, request))
+}
+
+/// The stack's URL as the caller reached it: `https://`, the domain API
+/// Gateway names, and what comes before the event's path in the request
+/// context's (the stage, `/Prod`, on the default domain).
+fn base_url(event: &ApiGatewayProxyRequest) -> Option<String> {
+    let domain = event.request_context.domain_name.as_deref()?;
+    let stage = match (event.request_context.path.as_deref(), event.path.as_deref()) {
+        (Some(full), Some(path)) => full.strip_suffix(path).unwrap_or_default(),
+        _ => "",
+    };
+    Some(format!("https://{domain}{stage}"))
 }
 
 /// The path from `/api/v1/…`: the event's path (behind a custom domain it
@@ -132,6 +152,7 @@ fn api_path(event: &ApiGatewayProxyRequest, route: Route) -> String {
     let prefix = match route {
         Route::Bearer => PREFIX.to_string(),
         Route::Iam => format!("{IAM_PREFIX}{PREFIX}"),
+        Route::Portal => return portal_path(event),
     };
     if let Some(path) = event.path.as_deref() {
         if let Some(at) = path.find(&prefix) {
@@ -144,6 +165,21 @@ fn api_path(event: &ApiGatewayProxyRequest, route: Route) -> String {
         .map(String::as_str)
         .unwrap_or_default();
     format!("{PREFIX}{proxy}")
+}
+
+/// The path from `/portal` on (behind a custom domain the event's path
+/// starts with the base path mapping).
+fn portal_path(event: &ApiGatewayProxyRequest) -> String {
+    const PORTAL: &str = hookbox::management::portal::PORTAL_PREFIX;
+    if let Some(path) = event.path.as_deref() {
+        if let Some(at) = path.find(PORTAL) {
+            return path[at..].to_string();
+        }
+    }
+    match event.path_parameters.get("proxy") {
+        Some(proxy) => format!("{PORTAL}/{proxy}"),
+        None => PORTAL.to_string(),
+    }
 }
 
 /// The query parameters, decoded by API Gateway; of a repeated one, the

@@ -1,7 +1,7 @@
 //! The management Lambda (API Gateway REST proxy integration): the HTTP
 //! management API of tenants and endpoints ([`hookbox::management`], Svix's
 //! API under `/api/v1/`). This crate only translates: the proxy event into
-//! an [`ApiRequest`] ([`event`]: base64 bodies, query strings, headers in
+//! an [`ApiRequest`] ([`event`]: the customer portal under `/portal/` too; base64 bodies, query strings, headers in
 //! lower case, the route deciding whether an identity is trusted), the
 //! [`hookbox::management::ApiResponse`] back into the proxy response. It
 //! never fails an invocation: every outcome is an HTTP answer.
@@ -91,6 +91,8 @@ impl ManagementFunction {
             self.clock.clone(),
             self.tokens.current().await,
         )
+        // where portal links point and who may frame the portal
+        .with_portal_from_env()
     }
 
     /// Answers one request of the management API.

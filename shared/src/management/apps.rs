@@ -9,6 +9,7 @@ use super::wire::{self, Body};
 use super::{ApiResponse, Ctx};
 use crate::params;
 use crate::store::{Statement, fetch_optional};
+use crate::tenants::links::{self, LinkSpec, MAX_EXPIRY_SECS, MIN_EXPIRY_SECS};
 use crate::tenants::{ManageError, manage};
 
 /// The tenant `key` names (id or uid), if any, without raising: inside a
@@ -118,4 +119,108 @@ pub(crate) async fn delete(cx: &Ctx<'_>, app: &str) -> Result<ApiResponse, ApiEr
         .map_err(refused)?;
     tracing::info!(deleted = %json!(deleted), "application deleted through the API");
     Ok(ApiResponse::empty(204))
+}
+
+/// `POST /api/v1/auth/app-portal-access/{app_id}`: a portal link for the
+/// application (created from `application` when none has that id or uid),
+/// as `{url, token}`; the token is the link's key. Svix's later
+/// `AppPortalAccessIn` fields are read too: `expiry` (seconds, 3,600 to
+/// 604,800; default 7 days), `readOnly`, `sessionId` (revoked together
+/// through SQL or the CLI). `capabilities` other than read-only or all are
+/// refused, naming them; so are feature flags.
+pub(crate) async fn portal_access(cx: &Ctx<'_>, app: &str) -> Result<ApiResponse, ApiError> {
+    let body = Body::parse(&cx.req.body, true)?;
+    body.only(
+        &[
+            "application",
+            "expiry",
+            "readOnly",
+            "sessionId",
+            "capabilities",
+            "featureFlags",
+        ],
+        &[],
+    )?;
+    if let Some(flags) = body.string_list("featureFlags")? {
+        if !flags.is_empty() {
+            return Err(ApiError::validation(
+                "featureFlags",
+                "hookbox's portal has no feature flags: send none",
+            ));
+        }
+    }
+    let mut read_only = body.bool("readOnly")?.unwrap_or(false);
+    if let Some(capabilities) = body.string_list("capabilities")? {
+        let all = [
+            "ViewBase",
+            "ViewEndpointSecret",
+            "ManageEndpointSecret",
+            "CreateAttempts",
+            "ManageEndpoint",
+        ];
+        match capabilities
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .as_slice()
+        {
+            ["ViewBase"] => read_only = true,
+            given
+                if given.contains(&"ManageEndpoint")
+                    && given
+                        .iter()
+                        .all(|c| all.contains(c) || *c == "ManageTransformations") => {}
+            _ => {
+                return Err(ApiError::validation(
+                    "capabilities",
+                    format!(
+                        "hookbox's portal links are read-only ([\"ViewBase\"]) or may do \
+                         everything ([\"ManageEndpoint\", …]); {capabilities:?} is neither"
+                    ),
+                ));
+            }
+        }
+    }
+    let expiry = body.uint(
+        "expiry",
+        u64::from(MIN_EXPIRY_SECS),
+        u64::from(MAX_EXPIRY_SECS),
+    )?;
+    let session_id = body.string_not_null("sessionId")?;
+    let tenant = match find(cx, app).await? {
+        Some(id) => id,
+        None => {
+            let Some(application) = body.object("application")? else {
+                return Err(ApiError::NotFound(format!("no application {app:?}")));
+            };
+            let mut spec = documents::app_in(&Body::from_map(application))?;
+            if spec["uid"].is_null() && !app.starts_with("app_") {
+                spec["uid"] = app.into();
+            }
+            manage::create_tenant(cx.db, &spec, Some(cx.actor))
+                .await
+                .map_err(refused)?
+                .id
+        }
+    };
+    let Some(base) = cx.public_url.as_deref() else {
+        return Err(ApiError::Internal(
+            "the stack's public URL is not known: set HOOKBOX_PORTAL_URL".into(),
+        ));
+    };
+    let spec = LinkSpec {
+        expiry_secs: expiry.and_then(|e| u32::try_from(e).ok()),
+        read_only,
+        session_id,
+    };
+    let minted = links::mint_link(cx.db, &tenant, &spec, Some(cx.actor))
+        .await
+        .map_err(refused)?;
+    Ok(ApiResponse::json(
+        200,
+        &json!({
+            "url": crate::management::portal::link_url(base, &minted.key),
+            "token": minted.key.expose(),
+        }),
+    ))
 }

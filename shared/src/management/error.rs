@@ -30,6 +30,9 @@ pub enum ApiError {
         /// What is wrong.
         msg: String,
     },
+    /// Authenticated, but not allowed to do that (403).
+    #[error("{0}")]
+    Forbidden(String),
     /// No such application, endpoint or event type (404).
     #[error("{0}")]
     NotFound(String),
@@ -80,6 +83,7 @@ impl ApiError {
     pub fn status(&self) -> u16 {
         match self {
             Self::Unauthorized => 401,
+            Self::Forbidden(_) => 403,
             Self::NotSupported { .. } | Self::NotFound(_) => 404,
             Self::Conflict { .. } => 409,
             Self::Validation { .. } => 422,
@@ -97,6 +101,7 @@ impl ApiError {
             Self::NotSupported { .. } => {
                 json!({"code": "not_supported", "detail": self.to_string()})
             }
+            Self::Forbidden(detail) => json!({"code": "forbidden", "detail": detail}),
             Self::NotFound(detail) => json!({"code": "not_found", "detail": detail}),
             Self::Conflict { code, detail } => json!({"code": code, "detail": detail}),
             Self::Unavailable(detail) => json!({"code": "unavailable", "detail": detail}),

@@ -33,6 +33,7 @@ pub mod error;
 mod event_types;
 pub mod idempotency;
 mod messages;
+pub mod portal;
 pub mod sigv4;
 mod wire;
 
@@ -71,6 +72,9 @@ pub struct ApiRequest {
     /// authorization: the caller's ARN). Only an edge that checked a SigV4
     /// signature sets it; when set, no bearer token is needed.
     pub verified_principal: Option<String>,
+    /// The stack's public URL as the caller reached it (scheme, host and
+    /// any stage prefix, no trailing slash), for the links the API mints.
+    pub base_url: Option<String>,
 }
 
 impl ApiRequest {
@@ -133,7 +137,16 @@ pub struct ManagementApi {
     tokens: ApiTokens,
     /// The keeper's sealing data key is committed (see `seal_ready`).
     sealing_ready: Arc<AtomicBool>,
+    /// Where portal links point, when set (else the request's base URL).
+    portal_url: Option<String>,
+    /// Who may frame the portal (its policy's `frame-ancestors`).
+    frame_ancestors: Option<String>,
 }
+
+/// The portal's settings (docs/portal.md).
+pub const PORTAL_URL_ENV: &str = "HOOKBOX_PORTAL_URL";
+/// Origins that may embed the portal in a frame (space-separated).
+pub const PORTAL_FRAME_ANCESTORS_ENV: &str = "HOOKBOX_PORTAL_FRAME_ANCESTORS";
 
 /// What one request's handler works with.
 pub(crate) struct Ctx<'a> {
@@ -147,6 +160,8 @@ pub(crate) struct Ctx<'a> {
     pub keeper: &'a SecretKeeper,
     /// The injected clock's time.
     pub now: DateTime<Utc>,
+    /// Where portal links point (the stack's public URL).
+    pub public_url: Option<String>,
 }
 
 /// The operations served, with their path parameters (decoded).
@@ -167,6 +182,8 @@ enum Op {
     DeleteEndpoint(String, String),
     GetSecret(String, String),
     RotateSecret(String, String),
+    AppPortalAccess(String),
+    Logout,
     CreateMessage(String),
     ListMessages(String),
     GetMessage(String, String),
@@ -255,6 +272,8 @@ fn route(method: &str, path: &str) -> Option<Op> {
         ("DELETE", ["app", a, "endpoint", e]) => Op::DeleteEndpoint(own(a), own(e)),
         ("GET", ["app", a, "endpoint", e, "secret"]) => Op::GetSecret(own(a), own(e)),
         ("POST", ["app", a, "endpoint", e, "secret", "rotate"]) => Op::RotateSecret(own(a), own(e)),
+        ("POST", ["auth", "app-portal-access", a]) => Op::AppPortalAccess(own(a)),
+        ("POST", ["auth", "logout"]) => Op::Logout,
         ("POST", ["app", a, "msg"]) => Op::CreateMessage(own(a)),
         ("GET", ["app", a, "msg"]) => Op::ListMessages(own(a)),
         ("GET", ["app", a, "msg", m]) => Op::GetMessage(own(a), own(m)),
@@ -286,12 +305,44 @@ impl ManagementApi {
             clock,
             tokens,
             sealing_ready: Arc::default(),
+            portal_url: None,
+            frame_ancestors: None,
         }
+    }
+
+    /// Portal links point to `url` (the stack's public URL, e.g. a custom
+    /// domain), not to the URL each request came in on; the portal may be
+    /// framed by `frame_ancestors` (origins, space-separated).
+    pub fn with_portal(mut self, url: Option<String>, frame_ancestors: Option<String>) -> Self {
+        self.portal_url = url.map(|u| u.trim_end_matches('/').to_string());
+        self.frame_ancestors = frame_ancestors.filter(|f| !f.trim().is_empty());
+        self
+    }
+
+    /// The portal's settings from `HOOKBOX_PORTAL_URL` and
+    /// `HOOKBOX_PORTAL_FRAME_ANCESTORS`, when set.
+    pub fn with_portal_from_env(self) -> Self {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        self.with_portal(var(PORTAL_URL_ENV), var(PORTAL_FRAME_ANCESTORS_ENV))
+    }
+
+    pub(crate) fn frame_ancestors(&self) -> Option<&str> {
+        self.frame_ancestors.as_deref()
+    }
+
+    /// The public URL links point to, for `req`.
+    pub(crate) fn public_url(&self, req: &ApiRequest) -> Option<String> {
+        self.portal_url.clone().or_else(|| req.base_url.clone())
     }
 
     /// Answers one request (never fails: a refusal is an answer).
     pub async fn handle(&self, req: ApiRequest) -> ApiResponse {
         let method = req.method.to_ascii_uppercase();
+        if req.path == portal::PORTAL_PREFIX
+            || req.path.starts_with(&format!("{}/", portal::PORTAL_PREFIX))
+        {
+            return self.portal(&method, &req).await;
+        }
         let response = match self.serve(&method, &req).await {
             Ok(response) => response,
             Err(e) => {
@@ -322,6 +373,9 @@ impl ManagementApi {
             // as Svix's: no credentials needed
             return Ok(ApiResponse::empty(204));
         }
+        if op == Some(Op::Logout) {
+            return self.logout(req).await;
+        }
         let actor = self.actor(req)?;
         let op = op.ok_or_else(|| ApiError::NotSupported {
             method: method.to_string(),
@@ -335,6 +389,7 @@ impl ManagementApi {
                 req,
                 keeper: &self.keeper,
                 now,
+                public_url: self.public_url(req),
             };
             return run(&cx, &op).await;
         }
@@ -349,6 +404,7 @@ impl ManagementApi {
                 req,
                 keeper: &self.keeper,
                 now,
+                public_url: self.public_url(req),
             };
             let key = match method {
                 "POST" => idempotency::key_of(req)?,
@@ -369,12 +425,23 @@ impl ManagementApi {
                             .push(("idempotent-replayed".into(), "true".into()));
                         Ok(current)
                     }
+                    // a link's key is never stored either: a repeat mints
+                    // another link (the first one expires unused)
+                    Op::AppPortalAccess(_) if answer.status == 200 => {
+                        let mut again = run(&cx, &op).await?;
+                        again
+                            .headers
+                            .push(("idempotent-replayed".into(), "true".into()));
+                        Ok(again)
+                    }
                     _ => Ok(answer),
                 },
                 idempotency::Claim::Claimed(key) => {
                     let answer = run(&cx, &op).await?;
                     let kept = match &op {
-                        Op::RotateSecret(..) => ApiResponse::empty(answer.status),
+                        Op::RotateSecret(..) | Op::AppPortalAccess(_) => {
+                            ApiResponse::empty(answer.status)
+                        }
                         _ => answer.clone(),
                     };
                     idempotency::store(tx.as_ref(), &key, &kept).await?;
@@ -444,6 +511,9 @@ async fn run(cx: &Ctx<'_>, op: &Op) -> Result<ApiResponse, ApiError> {
         Op::DeleteEndpoint(a, e) => endpoints::delete(cx, a, e).await,
         Op::GetSecret(a, e) => endpoints::secret(cx, a, e).await,
         Op::RotateSecret(a, e) => endpoints::rotate(cx, a, e).await,
+        Op::AppPortalAccess(a) => apps::portal_access(cx, a).await,
+        // answered before any credentials are checked
+        Op::Logout => Ok(ApiResponse::empty(204)),
         Op::CreateMessage(a) => messages::create(cx, a).await,
         Op::ListMessages(a) => messages::list(cx, a).await,
         Op::GetMessage(a, m) => messages::get(cx, a, m).await,

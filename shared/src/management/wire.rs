@@ -36,6 +36,11 @@ fn kind(v: &Value) -> &'static str {
 }
 
 impl Body {
+    /// A nested object, read the same way.
+    pub fn from_map(map: Map<String, Value>) -> Self {
+        Self(map)
+    }
+
     /// The body as JSON; `empty_ok`: no body at all reads as `{}`.
     pub fn parse(bytes: &[u8], empty_ok: bool) -> Result<Self, ApiError> {
         if empty_ok && bytes.iter().all(u8::is_ascii_whitespace) {

@@ -21,8 +21,14 @@
 //!   (envelope encryption under the [`crate::vault`]).
 //! - [`directory`]: what the relay knows of an endpoint it delivers to,
 //!   resolved from the database and cached briefly.
+//! - [`links`]: portal links for one tenant (migration 30): minted,
+//!   expiring, read-only or not, revoked; the session a key opens.
+//! - [`deliveries`]: one endpoint's deliveries as its owner sees them:
+//!   resend one, send an example, attempts newest first, counts by hour.
 
+pub mod deliveries;
 pub mod directory;
+pub mod links;
 pub mod manage;
 pub mod messages;
 pub mod publish;

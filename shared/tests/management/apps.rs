@@ -217,7 +217,7 @@ async fn refusals_name_the_field_and_unsupported_routes_name_themselves(adapter:
     for (method, target) in [
         ("POST", "/api/v1/app/acme/msg/m1/endpoint/ep_1/resend"),
         ("GET", "/api/v1/app/acme/endpoint/ep_1/stats"),
-        ("POST", "/api/v1/auth/app-portal-access/acme"),
+        ("GET", "/api/v1/app/acme/endpoint/ep_1/headers"),
         ("DELETE", "/api/v1/app"),
     ] {
         let r = h.call(method, target, Some(json!({}))).await;
@@ -253,6 +253,7 @@ async fn requests_need_a_configured_token_or_a_verified_identity(adapter: Adapte
             headers,
             body: json!({"name": "X", "uid": "x"}).to_string().into(),
             verified_principal: principal.map(String::from),
+            base_url: None,
             ..ApiRequest::default()
         }
     };

@@ -1,4 +1,4 @@
-//! `hookbox tenant create|get|list|update|disable|enable|delete|audit`:
+//! `hookbox tenant create|get|list|update|disable|enable|delete|audit|link|unlink`:
 //! tenants (a SaaS's customers) managed at runtime, through the same SQL
 //! functions as the SQL face and the HTTP API (`hookbox::tenants::manage`),
 //! so one model, one set of checks and one audit trail (face `cli`).
@@ -10,6 +10,7 @@
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
+use hookbox::tenants::links::{self, LinkSpec};
 use hookbox::tenants::manage::{self, ManageError};
 use hookbox::tenants::{Actor, Face};
 use serde::Serialize;
@@ -38,6 +39,12 @@ pub enum TenantCommand {
     /// A page of the tenant's audit trail, oldest first (`iterator`: pass it
     /// as --after for the next page).
     Audit(AuditArgs),
+    /// Mint a customer portal link for the tenant (docs/portal.md); prints
+    /// it with its key, which is shown this once.
+    Link(LinkArgs),
+    /// Revoke the tenant's portal links: one (--link), a session's
+    /// (--session), or all of them; prints how many.
+    Unlink(UnlinkArgs),
 }
 
 /// The database and who makes the change (the audit trail records both
@@ -158,6 +165,89 @@ pub struct AuditArgs {
     db: DbArgs,
 }
 
+#[derive(Debug, Args)]
+pub struct LinkArgs {
+    /// The tenant's id (`app_…`) or uid.
+    #[arg(value_name = "TENANT")]
+    tenant: String,
+    /// How long the link lives: seconds, or a number and s, m, h or d
+    /// (1h to 7d; default 7d).
+    #[arg(long, value_name = "DURATION", value_parser = parse_expiry)]
+    expiry: Option<u32>,
+    /// The link may look, not change.
+    #[arg(long)]
+    read_only: bool,
+    /// A label of yours, to revoke a session's links together.
+    #[arg(long = "session", value_name = "ID")]
+    session_id: Option<String>,
+    /// The stack's public URL (with its stage, e.g.
+    /// https://abc.execute-api.eu-west-1.amazonaws.com/Prod), to print the
+    /// whole link.
+    #[arg(long, value_name = "URL", env = "HOOKBOX_PORTAL_URL")]
+    portal_url: Option<String>,
+    #[command(flatten)]
+    writer: Writer,
+}
+
+#[derive(Debug, Args)]
+pub struct UnlinkArgs {
+    /// The tenant's id (`app_…`) or uid.
+    #[arg(value_name = "TENANT")]
+    tenant: String,
+    /// Only this link (its id, `pl_…`).
+    #[arg(long = "link", value_name = "ID", conflicts_with = "session_id")]
+    link: Option<String>,
+    /// Only the links minted with this session id.
+    #[arg(long = "session", value_name = "ID")]
+    session_id: Option<String>,
+    #[command(flatten)]
+    writer: Writer,
+}
+
+/// `3600`, `90m`, `12h`, `7d`: seconds.
+pub fn parse_expiry(text: &str) -> Result<u32, String> {
+    let (number, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((at, _)) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let n: u32 = number
+        .parse()
+        .map_err(|_| format!("expected seconds or a number and s, m, h or d, not {text:?}"))?;
+    let per = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => {
+            return Err(format!(
+                "unknown unit {unit:?} in {text:?}: use s, m, h or d"
+            ));
+        }
+    };
+    n.checked_mul(per)
+        .ok_or_else(|| format!("{text:?} is too long"))
+}
+
+async fn link(args: &LinkArgs) -> Outcome {
+    let db = connect(&args.writer.db).await?;
+    let actor = args.writer.actor();
+    let spec = LinkSpec {
+        expiry_secs: args.expiry,
+        read_only: args.read_only,
+        session_id: args.session_id.clone(),
+    };
+    let minted = links::mint_link(db.as_ref(), &args.tenant, &spec, Some(&actor))
+        .await
+        .map_err(failed)?;
+    let mut doc = serde_json::to_value(&minted.link).or_failed("cannot print the link")?;
+    doc["key"] = json!(minted.key.expose());
+    doc["url"] = match &args.portal_url {
+        Some(base) => json!(hookbox::management::portal::link_url(base, &minted.key)),
+        None => Value::Null,
+    };
+    print_value(&doc)
+}
+
 pub async fn run(command: &TenantCommand) -> Outcome {
     match command {
         TenantCommand::Create(args) => create(args).await,
@@ -180,6 +270,21 @@ pub async fn run(command: &TenantCommand) -> Outcome {
         TenantCommand::Audit(args) => {
             let db = connect(&args.db).await?;
             print_json(&manage::audit(db.as_ref(), &args.tenant, args.after, args.limit).await)
+        }
+        TenantCommand::Link(args) => link(args).await,
+        TenantCommand::Unlink(args) => {
+            let db = connect(&args.writer.db).await?;
+            let actor = args.writer.actor();
+            print_json(
+                &links::revoke_links(
+                    db.as_ref(),
+                    &args.tenant,
+                    args.link.as_deref(),
+                    args.session_id.as_deref(),
+                    Some(&actor),
+                )
+                .await,
+            )
         }
     }
 }
@@ -286,6 +391,15 @@ pub fn print_value<T: Serialize>(value: &T) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn expiries_read_as_seconds() {
+        assert_eq!(parse_expiry("3600"), Ok(3600));
+        assert_eq!(parse_expiry("90m"), Ok(5400));
+        assert_eq!(parse_expiry("7d"), Ok(604_800));
+        assert!(parse_expiry("1w").is_err());
+        assert!(parse_expiry("h").is_err());
+    }
 
     #[test]
     fn pairs_split_at_the_first_equals_sign() {

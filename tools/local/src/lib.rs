@@ -311,6 +311,17 @@ impl LocalStack {
             .route(
                 "/api/v1/{*rest}",
                 axum::routing::any(management::handle)
+                    .with_state(management.clone())
+                    .layer(axum::extract::DefaultBodyLimit::max(management::MAX_BODY)),
+            )
+            // the customer portal: its page and its API (docs/portal.md)
+            .route(
+                "/portal",
+                axum::routing::any(management::handle).with_state(management.clone()),
+            )
+            .route(
+                "/portal/{*rest}",
+                axum::routing::any(management::handle)
                     .with_state(management)
                     .layer(axum::extract::DefaultBodyLimit::max(management::MAX_BODY)),
             )

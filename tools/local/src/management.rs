@@ -89,6 +89,8 @@ pub async fn handle(
                 .collect()
         })
         .unwrap_or_default();
+    // the stack's URL as the caller reached it: portal links point there
+    let base_url = lower.get("host").map(|host| format!("http://{host}"));
     let answer = m
         .api
         .handle(ApiRequest {
@@ -98,9 +100,14 @@ pub async fn handle(
             headers: lower,
             body,
             verified_principal,
+            base_url,
         })
         .await;
-    if let Some(answers) = &m.answers {
+    if let Some(answers) = m
+        .answers
+        .as_ref()
+        .filter(|_| uri.path().starts_with("/api/"))
+    {
         let body = serde_json::from_slice::<serde_json::Value>(&answer.body).ok();
         answers
             .lock()
