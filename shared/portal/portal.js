@@ -680,7 +680,7 @@
     if (!S.attemptsIter || btn.disabled) return;
     btn.disabled = true;
     try {
-      const q = new URLSearchParams({ limit: String(ATTEMPTS_PAGE), after: S.attemptsIter });
+      const q = new URLSearchParams({ limit: String(ATTEMPTS_PAGE), before: S.attemptsIter });
       if (filter) q.set('status', filter);
       const page = await api('GET', epPath(id, `/attempts?${q}`));
       if (id !== S.sel || filter !== S.filter) return;

@@ -424,7 +424,10 @@ async fn a_customer_manages_its_endpoints_and_deliveries_through_its_link(adapte
         assert!(portal.contains(&action), "{action}: {portal:?}");
     }
     // sealed at creation, and again by the rotation
-    let sealed = portal.iter().filter(|a| **a == "endpoint.secret_sealed").count();
+    let sealed = portal
+        .iter()
+        .filter(|a| **a == "endpoint.secret_sealed")
+        .count();
     assert_eq!(sealed, 2, "{portal:?}");
     assert!(trail.data.iter().any(|e| e.action == "portal.link_created"
         && e.changes["session_id"] == "support-42"

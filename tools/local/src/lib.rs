@@ -320,6 +320,10 @@ impl LocalStack {
                 axum::routing::any(management::handle).with_state(management.clone()),
             )
             .route(
+                "/portal/",
+                axum::routing::any(management::handle).with_state(management.clone()),
+            )
+            .route(
                 "/portal/{*rest}",
                 axum::routing::any(management::handle)
                     .with_state(management)
