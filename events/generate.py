@@ -184,3 +184,55 @@ write("apigw-management-iam.json",
           "userArn": CALLER_ARN, "caller": "AROAEXAMPLE:alice",
           "accountId": ACCOUNT, "accessKey": "ASIAEXAMPLE",
       }))
+
+
+# ------------------------------------------------------------ the portal
+# The customer portal (docs/portal.md) on the management function: its page
+# on /portal and /portal/{proxy+} (no gateway authorization: a link's key,
+# checked by the function), and a link minted through Svix's
+# app-portal-access on the bearer route (the link points at the domain and
+# stage the request came in on).
+def portal(method, path, hdrs, body=None):
+    resource = "/portal" if path.rstrip("/") == "/portal" else "/portal/{proxy+}"
+    event = {
+        "resource": resource,
+        "path": path,
+        "httpMethod": method,
+        "headers": hdrs,
+        "multiValueHeaders": {k: [v] for k, v in hdrs.items()},
+        "queryStringParameters": None,
+        "multiValueQueryStringParameters": None,
+        "pathParameters": None if resource == "/portal" else {"proxy": path.split("/portal/", 1)[1]},
+        "stageVariables": None,
+        "requestContext": {
+            "accountId": ACCOUNT, "apiId": API, "stage": "prod",
+            "domainName": f"{API}.execute-api.eu-west-1.amazonaws.com",
+            "resourcePath": resource, "path": f"/prod{path}",
+            "httpMethod": method, "requestId": "6b2f4e3c-7b61-11e6-9a41-93e8deadbeef",
+            "requestTimeEpoch": T * 1000,
+            "identity": {"sourceIp": SOURCE_IP, "userAgent": hdrs.get("User-Agent", "")},
+        },
+        "body": base64.b64encode(body).decode() if body is not None else None,
+        "isBase64Encoded": body is not None,
+    }
+    return event
+
+
+browser = {
+    "Host": f"{API}.execute-api.eu-west-1.amazonaws.com",
+    "Accept": "text/html",
+    "User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/130.0",
+    "X-Forwarded-Proto": "https",
+    "X-Forwarded-For": SOURCE_IP,
+}
+write("apigw-portal-page.json", portal("GET", "/portal/", browser))
+# a key no link has: 401, nothing opened (tests put a minted key in its place)
+write("apigw-portal-session.json", portal(
+    "POST", "/portal/api/session", {**browser, "Accept": "application/json", "Content-Type": "application/json"},
+    body=b'{"key":"hbp_' + b"0" * 64 + b'"}'))
+access = management("POST", "/api/v1/auth/app-portal-access/acme", management_headers({
+    "Content-Type": "application/json",
+    "Authorization": f"Bearer {MANAGEMENT_TOKEN}",
+}), body=b'{"application":{"name":"Acme Inc"},"expiry":3600}')
+access["requestContext"]["domainName"] = f"{API}.execute-api.eu-west-1.amazonaws.com"
+write("apigw-portal-access.json", access)

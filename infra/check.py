@@ -803,6 +803,9 @@ def check_notices(template: dict, cfn: dict) -> None:
 # (functions/management/src/event.rs: BEARER_RESOURCE, IAM_RESOURCE).
 BEARER_ROUTE = "/api/v1/{proxy+}"
 IAM_ROUTE = "/iam/api/v1/{proxy+}"
+# the customer portal's page and API (docs/portal.md): the function checks
+# the link's key, as it checks the bearer token
+PORTAL_ROUTES = ("/portal", "/portal/{proxy+}")
 MANAGEMENT_EVENT_CODE = ROOT / "functions" / "management" / "src" / "event.rs"
 OPERATIONS = ("get", "put", "post", "delete", "options", "head", "patch", "x-amazon-apigateway-any-method")
 
@@ -823,7 +826,7 @@ def check_management_api(template: dict, cfn: dict) -> None:
         return
     name, res = next(iter(functions.items()))
     code = MANAGEMENT_EVENT_CODE.read_text() if MANAGEMENT_EVENT_CODE.exists() else ""
-    for route in (BEARER_ROUTE, IAM_ROUTE):
+    for route in (BEARER_ROUTE, IAM_ROUTE, *PORTAL_ROUTES):
         if f'"{route}"' not in code:
             problem(f"{name}: route {route} is not a resource {MANAGEMENT_EVENT_CODE.relative_to(ROOT)} knows")
     # its routes are WebhookApi's definition (check_api_security), an
@@ -833,7 +836,10 @@ def check_management_api(template: dict, cfn: dict) -> None:
             f"{name}.{ev_name}: the management function's routes are WebhookApi's definition "
             f"({BEARER_ROUTE}, {IAM_ROUTE}) with their permissions; an event (type {ev.get('Type')}) would add another"
         )
-    notes.append(f"management API: {BEARER_ROUTE} (bearer, checked by the function), {IAM_ROUTE} (AWS_IAM)")
+    notes.append(
+        f"management API: {BEARER_ROUTE} (bearer, checked by the function), {IAM_ROUTE} (AWS_IAM); "
+        f"the portal: {', '.join(PORTAL_ROUTES)} (a link's key, checked by the function)"
+    )
 
 
 def api_definitions(resources: dict) -> dict[str, tuple[str, dict]]:
@@ -875,14 +881,14 @@ def check_api_security(cfn: dict) -> None:
                         problem(f"WebhookApi {method} {path}: security {security}, must be exactly AWS_IAM")
                     if integration.get("credentials") is not None:
                         problem(f"WebhookApi {method} {path}: invoked with credentials {integration.get('credentials')!r}, must be none")
-                elif api == "WebhookApi" and path == BEARER_ROUTE:
+                elif api == "WebhookApi" and path in (BEARER_ROUTE, *PORTAL_ROUTES):
                     if security not in ([], ["NONE"]):
-                        problem(f"WebhookApi {method} {path}: security {security}; the function checks the bearer token")
+                        problem(f"WebhookApi {method} {path}: security {security}; the function checks the bearer token or the link's key")
                 elif not [k for k in security if k in definitions]:
-                    problem(f"{api} {method} {path}: no authorizer (only the management API's bearer route may have none)")
+                    problem(f"{api} {method} {path}: no authorizer (only the management API's bearer route and the portal's may have none)")
                 if integration.get("credentials") is not None and not (api == "WebhookApi" and path == IAM_ROUTE):
                     problem(f"{api} {method} {path}: invoked with credentials {integration.get('credentials')!r}; API Gateway invokes the function with its permission")
-    want = {("WebhookApi", path, "x-amazon-apigateway-any-method") for path in (BEARER_ROUTE, IAM_ROUTE)}
+    want = {("WebhookApi", path, "x-amazon-apigateway-any-method") for path in (BEARER_ROUTE, IAM_ROUTE, *PORTAL_ROUTES)}
     if management != want:
         problem(f"the management function is integrated as {sorted(management)}, must be exactly {sorted(want)} (ANY on its two routes)")
 
@@ -1351,7 +1357,10 @@ def check_ingress_variant(template: dict, cfn: dict, ingress: str, throttled: bo
     extra = authorizer - {(api, "authorizers/*"), ("WebhookApi", "authorizers/*")}
     if extra:
         problem(f"{label}: AuthorizerFunction may also be invoked from {sorted(extra)}")
-    want_management = {("WebhookApi", f"${{StageName}}/*{route.replace('{proxy+}', '*')}") for route in (BEARER_ROUTE, IAM_ROUTE)}
+    want_management = {
+        ("WebhookApi", f"${{StageName}}/*{route.replace('{proxy+}', '*')}")
+        for route in (BEARER_ROUTE, IAM_ROUTE, *PORTAL_ROUTES)
+    }
     if granted.get("ManagementFunction", set()) != want_management:
         problem(
             f"{label}: API Gateway may invoke ManagementFunction from {sorted(granted.get('ManagementFunction', set()))}, "

@@ -94,6 +94,65 @@ async fn without_a_token_or_with_a_spoofed_identity_the_answer_is_401() {
     assert_eq!(status, 401);
 }
 
+/// The portal on the function (its routes' events, events/generate.py): a
+/// link minted through app-portal-access points at the domain and stage the
+/// request came in on; the page is served under its policy; the link's key
+/// opens a session (a Secure cookie over HTTPS); a key no link has, nothing.
+#[tokio::test]
+async fn the_portal_is_served_and_opened_by_a_minted_link() {
+    let (_t, db) = migrated().await;
+    let f = function(db, clock(), sample_tokens());
+    let (status, body) = answer(&f, smoke::event("apigw-portal-access.json")).await;
+    assert_eq!(status, 200, "{body}");
+    let url = body["url"].as_str().expect("url");
+    let key = body["token"].as_str().expect("token");
+    assert_eq!(
+        url,
+        format!("https://abc123defg.execute-api.eu-west-1.amazonaws.com/prod/portal/#key={key}")
+    );
+
+    let page = f
+        .handle(event_from_json(smoke::event("apigw-portal-page.json")).expect("event"))
+        .await;
+    assert_eq!(page.status_code, 200);
+    let csp = page
+        .headers
+        .get("content-security-policy")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    assert!(
+        csp.starts_with("default-src 'none'; script-src 'self'"),
+        "{csp}"
+    );
+    assert!(matches!(&page.body, Some(Body::Text(t)) if t.contains("portal.js")));
+
+    let (status, body) = answer(&f, smoke::event("apigw-portal-session.json")).await;
+    assert_eq!(
+        (status, &body["code"]),
+        (401, &serde_json::json!("unauthorized"))
+    );
+    let mut session = smoke::event("apigw-portal-session.json");
+    session["body"] = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        serde_json::json!({"key": key}).to_string(),
+    )
+    .into();
+    let response = f.handle(event_from_json(session).expect("event")).await;
+    assert_eq!(response.status_code, 200);
+    let cookie = response
+        .headers
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    assert!(
+        cookie.starts_with(&format!("hookbox_portal={key};"))
+            && cookie.contains("HttpOnly")
+            && cookie.contains("SameSite=Strict")
+            && cookie.contains("Secure"),
+        "{cookie}"
+    );
+}
+
 #[tokio::test]
 async fn the_sample_token_is_accepted_on_the_bearer_route() {
     let (_t, db) = migrated().await;

@@ -512,7 +512,8 @@ async fn moto_json(
 /// endpoint secrets' key in moto's KMS, the tokens' hashes in moto's
 /// Secrets Manager): 401 without a token and for an identity the bearer
 /// route does not trust, the API with the token, and on the IAM route the
-/// caller API Gateway verified, without a token.
+/// caller API Gateway verified, without a token; and the customer
+/// portal's page on its route.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_management_api_answers_by_route_and_token() {
     const SAMPLE_TOKEN: &str = "hookbox-sample-token-not-a-secret";
@@ -605,4 +606,26 @@ async fn the_management_api_answers_by_route_and_token() {
         404 => assert_eq!(body["code"], "not_supported", "{body}"),
         other => panic!("{other}: {body}"),
     }
+    // the customer portal's page, on its route, under its policy
+    let page = sam
+        .invoke(
+            "ManagementFunction",
+            &smoke::event("apigw-portal-page.json"),
+            env_file.path(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(page.response["statusCode"], 200, "{}", page.response);
+    let headers = page.response["headers"].to_string().to_ascii_lowercase();
+    assert!(
+        headers.contains("content-security-policy") && headers.contains("script-src 'self'"),
+        "{headers}"
+    );
+    assert!(
+        page.response["body"]
+            .as_str()
+            .is_some_and(|b| b.contains("portal.js")),
+        "{}",
+        page.response
+    );
 }

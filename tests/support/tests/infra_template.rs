@@ -340,7 +340,27 @@ fn the_check_refuses_a_management_api_whose_iam_route_is_not_sigv4() {
         )
     });
     assert!(
-        stderr.contains("Ingress=rest: API Gateway may invoke ManagementFunction from [('WebhookApi', '${StageName}/*/api/v1/*'), ('WebhookApi', '*')], must be exactly"),
+        stderr.contains("Ingress=rest: API Gateway may invoke ManagementFunction from [('WebhookApi', '${StageName}/*/api/v1/*'), ('WebhookApi', '${StageName}/*/portal'), ('WebhookApi', '${StageName}/*/portal/*'), ('WebhookApi', '*')], must be exactly"),
+        "{stderr}"
+    );
+    // the portal's routes behind the IAM authorization: a customer has no
+    // AWS identity (the function checks the link's key)
+    let stderr = check_refuses(|t| {
+        let portal = t
+            .find("          /portal/{proxy+}:\n")
+            .expect("the portal route");
+        let (head, tail) = t.split_at(portal);
+        format!(
+            "{head}{}",
+            tail.replacen(
+                "security: [{NONE: []}] # the function checks the link's key",
+                "security: [{AWS_IAM: []}]",
+                1
+            )
+        )
+    });
+    assert!(
+        stderr.contains("WebhookApi x-amazon-apigateway-any-method /portal/{proxy+}: security ['AWS_IAM']; the function checks the bearer token or the link's key"),
         "{stderr}"
     );
     // a webhook route left without the partners' authorizer (the REST
