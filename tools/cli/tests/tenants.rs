@@ -334,6 +334,58 @@ async fn tenants_and_endpoints_are_managed_through_the_cli(adapter: Adapter) {
     )
     .await;
 
+    // a portal link (docs/portal.md): its key shown once, revoked by session
+    let link = cli
+        .ok(&[
+            "tenant",
+            "link",
+            "acme",
+            "--expiry",
+            "2h",
+            "--read-only",
+            "--session",
+            "support-7",
+            "--portal-url",
+            "https://hooks.example/Prod/",
+        ])
+        .await;
+    let link_key = str_of(&link, "key").to_string();
+    assert!(link_key.starts_with("hbp_"), "{link}");
+    assert_eq!(
+        link["url"],
+        format!("https://hooks.example/Prod/portal/#key={link_key}")
+    );
+    assert_eq!(
+        (&link["read_only"], &link["session_id"]),
+        (&Value::Bool(true), &"support-7".into())
+    );
+    let lives = chrono::DateTime::parse_from_rfc3339(str_of(&link, "expires_at")).expect("expires")
+        - chrono::DateTime::parse_from_rfc3339(str_of(&link, "created_at")).expect("created");
+    assert_eq!(lives.num_seconds(), 7200);
+    let portal_key = hookbox::tenants::links::PortalKey::parse(&link_key).expect("a key");
+    let opens = |db: std::sync::Arc<dyn hookbox::store::Database>,
+                 key: hookbox::tenants::links::PortalKey| async move {
+        hookbox::tenants::links::session(db.as_ref(), &key, Utc::now())
+            .await
+            .expect("session")
+            .is_some()
+    };
+    assert!(opens(db.clone(), portal_key.clone()).await);
+    let err = cli
+        .fails(&["tenant", "link", "acme", "--expiry", "30m"], 1, &[])
+        .await;
+    assert!(
+        err.contains("expiry must be 3600 to 604800 seconds"),
+        "{err}"
+    );
+    cli.fails(&["tenant", "link", "acme", "--expiry", "1w"], 2, &[])
+        .await;
+    let revoked = cli
+        .ok(&["tenant", "unlink", "acme", "--session", "support-7"])
+        .await;
+    assert_eq!(revoked["revoked"], 1);
+    assert!(!opens(db.clone(), portal_key).await);
+
     // the audit trail: every change through the CLI face, by whom
     let first = cli.ok(&["tenant", "audit", "acme", "--limit", "2"]).await;
     assert_eq!(first["data"].as_array().expect("data").len(), 2);
@@ -361,6 +413,8 @@ async fn tenants_and_endpoints_are_managed_through_the_cli(adapter: Adapter) {
         "endpoint.disabled",
         "endpoint.enabled",
         "endpoint.secret_sealed",
+        "portal.link_created",
+        "portal.links_revoked",
     ] {
         assert!(actions.contains(&action), "{action} in {actions:?}");
     }
