@@ -10,6 +10,8 @@ mod common;
 
 #[path = "tenants/attempts.rs"]
 mod attempts;
+#[path = "tenants/catalog.rs"]
+mod catalog;
 #[path = "tenants/delivery.rs"]
 mod delivery;
 #[path = "tenants/isolation.rs"]

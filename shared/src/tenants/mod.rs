@@ -23,9 +23,12 @@
 //!   resolved from the database and cached briefly.
 //! - [`links`]: portal links for one tenant (migration 30): minted,
 //!   expiring, read-only or not, revoked; the session a key opens.
+//! - [`catalog`]: the event type catalog (its schemas, examples, and
+//!   whether publishing enforces them).
 //! - [`deliveries`]: one endpoint's deliveries as its owner sees them:
 //!   resend one, send an example, attempts newest first, counts by hour.
 
+pub mod catalog;
 pub mod deliveries;
 pub mod directory;
 pub mod links;

@@ -24,11 +24,11 @@ use crate::tenants::{Endpoint, ManageError, manage};
 /// A rotation's grace period unless the page asks for another.
 const DEFAULT_GRACE: Duration = Duration::from_secs(24 * 3600);
 
-/// The catalog: event types not archived, by name (at most 250).
+/// The catalog: event types not archived, by name (at most 250), each
+/// with its latest schema and its example (`hookbox_event_type_list`).
 const EVENT_TYPES: Statement = Statement::new(
     "portal.event_types",
-    "SELECT name, description, deprecated, schemas FROM hookbox_event_types
-      WHERE NOT archived ORDER BY name LIMIT 250",
+    "SELECT hookbox_event_type_list(NULL, 250, false) AS doc",
 );
 
 fn refused(e: ManageError) -> PortalError {
@@ -124,34 +124,24 @@ fn limit(q: &std::collections::BTreeMap<String, String>) -> Result<u32, PortalEr
     }
 }
 
-/// The event type catalog: each type's latest schema and its first example.
+/// The event type catalog: each type's latest schema and example.
 async fn event_types(db: &dyn Executor) -> Result<Value, PortalError> {
-    let rows = db.execute(&EVENT_TYPES, &params! {}).await?.rows;
-    let mut data = Vec::with_capacity(rows.len());
-    for row in rows {
-        let schemas = row.opt_json("schemas")?;
-        let schema = schemas
-            .as_ref()
-            .and_then(Value::as_object)
-            .and_then(|by_version| {
-                by_version
-                    .iter()
-                    .max_by_key(|(v, _)| v.parse::<u64>().unwrap_or(0))
-                    .map(|(_, s)| s.clone())
-            });
-        let example = schema
-            .as_ref()
-            .and_then(|s| s.get("examples"))
-            .and_then(|e| e.get(0))
-            .cloned();
-        data.push(json!({
-            "name": row.text("name")?,
-            "description": row.text("description")?,
-            "deprecated": row.bool("deprecated")?,
-            "schema": schema,
-            "example": example,
-        }));
-    }
+    let row = crate::store::fetch_one(db, &EVENT_TYPES, &params! {}).await?;
+    let listed = row.json("doc")?;
+    let data: Vec<Value> = listed["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            json!({
+                "name": t["name"],
+                "description": t["description"],
+                "deprecated": t["deprecated"],
+                "schema": t["schema"],
+                "example": t["example"],
+            })
+        })
+        .collect();
     Ok(json!({ "data": data }))
 }
 
