@@ -135,7 +135,7 @@ const FIELDS: &[&str] = &[
 /// does not know, an example it refuses), naming `schemas`.
 const ENFORCEABLE: Statement = Statement::new(
     "event_types.enforceable",
-    "SELECT hookbox_event_type_enforceable('enforceSchema', CAST(:schemas AS jsonb), NULL) IS NULL
+    "SELECT hookbox_event_type_enforceable('hookbox_event_type', CAST(:schemas AS jsonb), NULL) IS NULL
             AS ok",
 );
 

@@ -1,5 +1,6 @@
 //! Event types: create, get, list (archived and schemas on request),
-//! PUT, PATCH, archive and unarchive, expunge; refusals.
+//! PUT, PATCH, archive and unarchive, expunge; refusals; hookbox's
+//! `enforceSchema` (a message whose payload the schema refuses is a 422).
 
 use serde_json::json;
 
@@ -7,7 +8,10 @@ use super::common::{self, Adapter};
 use super::{Harness, loc};
 use crate::for_each_adapter;
 
-for_each_adapter!(event_types_are_a_catalogue_as_svix_keeps_it);
+for_each_adapter!(
+    event_types_are_a_catalogue_as_svix_keeps_it,
+    a_type_may_enforce_its_schema_on_what_is_published,
+);
 
 async fn event_types_are_a_catalogue_as_svix_keeps_it(adapter: Adapter) {
     let h = Harness::new(adapter).await;
@@ -163,5 +167,93 @@ async fn event_types_are_a_catalogue_as_svix_keeps_it(adapter: Adapter) {
         .await;
     assert_eq!(loc(&r), "query.include_archived");
     let _ = common::t0();
+    h.conform();
+}
+
+async fn a_type_may_enforce_its_schema_on_what_is_published(adapter: Adapter) {
+    let h = Harness::new(adapter).await;
+    let schema = json!({"type": "object", "required": ["id"],
+                        "properties": {"id": {"type": "string"}}});
+    // a keyword enforcement does not know: refused naming schemas
+    let r = h
+        .call(
+            "POST",
+            "/api/v1/event-type",
+            Some(
+                json!({"name": "order.paid", "description": "paid", "enforceSchema": true,
+                        "schemas": {"1": {"$ref": "#/x"}}}),
+            ),
+        )
+        .await;
+    assert_eq!(loc(&r), "body.schemas", "{r:?}");
+    assert!(
+        r.body["detail"][0]["msg"]
+            .as_str()
+            .is_some_and(|m| m.contains("$ref")),
+        "{r:?}"
+    );
+    let created = h
+        .call(
+            "POST",
+            "/api/v1/event-type",
+            Some(
+                json!({"name": "order.paid", "description": "paid", "enforceSchema": true,
+                        "schemas": {"1": schema}}),
+            ),
+        )
+        .await;
+    assert_eq!(
+        (created.status, &created.body["enforceSchema"]),
+        (201, &json!(true))
+    );
+    assert_eq!(
+        h.call(
+            "POST",
+            "/api/v1/app",
+            Some(json!({"name": "Acme", "uid": "acme"}))
+        )
+        .await
+        .status,
+        201
+    );
+    let refused = h
+        .call(
+            "POST",
+            "/api/v1/app/acme/msg",
+            Some(json!({"eventType": "order.paid", "payload": {"id": 7}})),
+        )
+        .await;
+    assert_eq!(loc(&refused), "body.payload", "{refused:?}");
+    assert!(
+        refused.body["detail"][0]["msg"]
+            .as_str()
+            .is_some_and(|m| m.contains("$.id: expected string, got number")),
+        "{refused:?}"
+    );
+    let accepted = h
+        .call(
+            "POST",
+            "/api/v1/app/acme/msg",
+            Some(json!({"eventType": "order.paid", "payload": {"id": "o-1"}})),
+        )
+        .await;
+    assert_eq!(accepted.status, 202, "{accepted:?}");
+    // turned off by a patch: the same payload goes
+    let patched = h
+        .call(
+            "PATCH",
+            "/api/v1/event-type/order.paid",
+            Some(json!({"enforceSchema": false})),
+        )
+        .await;
+    assert_eq!(patched.body["enforceSchema"], false, "{patched:?}");
+    let now_accepted = h
+        .call(
+            "POST",
+            "/api/v1/app/acme/msg",
+            Some(json!({"eventType": "order.paid", "payload": {"id": 7}})),
+        )
+        .await;
+    assert_eq!(now_accepted.status, 202);
     h.conform();
 }

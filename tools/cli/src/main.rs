@@ -14,6 +14,7 @@ mod destination;
 mod dlq;
 mod endpoint;
 mod enroll;
+mod event_type;
 mod inbox;
 mod message;
 mod outbox;
@@ -95,6 +96,11 @@ enum Command {
     /// out; a refusal names the field (exit 1).
     #[command(subcommand)]
     Message(message::MessageCommand),
+    /// The event type catalog: put, get, list, delete (its JSON Schema, an
+    /// example, whether publishing enforces the schema). JSON out; a
+    /// refusal names the field (exit 1).
+    #[command(subcommand)]
+    EventType(event_type::EventTypeCommand),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -316,6 +322,7 @@ fn main() -> ExitCode {
         Command::Tenant(command) => common::block_on(tenant::run(command)),
         Command::Endpoint(command) => common::block_on(endpoint::run(command)),
         Command::Message(command) => common::block_on(message::run(command)),
+        Command::EventType(command) => common::block_on(event_type::run(command)),
     };
     result.unwrap_or_else(common::Failure::report)
 }

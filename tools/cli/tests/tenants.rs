@@ -486,3 +486,111 @@ async fn postgres_tenants_and_endpoints_are_managed_through_the_cli() {
 async fn data_api_tenants_and_endpoints_are_managed_through_the_cli() {
     tenants_and_endpoints_are_managed_through_the_cli(Adapter::DataApi).await;
 }
+
+/// `hookbox event-type put|get|list|delete`: the catalog, a schema from a
+/// file, an example, enforcement (a publish the schema refuses names where
+/// it fails; a schema enforcement cannot apply is refused at put).
+async fn the_event_catalog_is_managed_through_the_cli(adapter: Adapter) {
+    let (_test_db, db, mut cli) = setup(adapter).await;
+    let schema = tempfile::NamedTempFile::new().expect("file");
+    std::fs::write(
+        schema.path(),
+        r#"{"type": "object", "required": ["order"], "properties": {"order": {"type": "string"}}}"#,
+    )
+    .expect("write");
+    let path = schema.path().to_string_lossy().into_owned();
+    let put = cli
+        .ok(&[
+            "event-type",
+            "put",
+            "order.paid",
+            "--description",
+            "An order was paid",
+            "--schema",
+            &path,
+            "--example",
+            r#"{"order": "o-1"}"#,
+            "--enforce",
+        ])
+        .await;
+    assert_eq!(put["enforce_schema"], true);
+    assert_eq!(put["example"], serde_json::json!({"order": "o-1"}));
+    assert_eq!(
+        cli.ok(&["event-type", "get", "order.paid"]).await["schema"]["required"][0],
+        "order"
+    );
+    let listed = cli.ok(&["event-type", "list"]).await;
+    assert_eq!(listed["data"][0]["name"], "order.paid");
+    let err = cli
+        .fails(
+            &[
+                "event-type",
+                "put",
+                "order.paid",
+                "--description",
+                "d",
+                "--schema",
+                &path,
+                "--example",
+                r#"{"order": 1}"#,
+                "--enforce",
+            ],
+            1,
+            &[],
+        )
+        .await;
+    assert!(
+        err.contains("the example does not match the schema: $.order: expected string, got number"),
+        "{err}"
+    );
+    cli.fails(
+        &[
+            "event-type",
+            "put",
+            "x",
+            "--description",
+            "d",
+            "--example",
+            "{",
+        ],
+        2,
+        &[],
+    )
+    .await;
+
+    cli.ok(&["tenant", "create", "--name", "Acme", "--uid", "acme"])
+        .await;
+    let tx = db.begin().await.expect("begin");
+    let event = TenantEvent {
+        event_type: "order.paid".into(),
+        payload: serde_json::json!({"order": 7}),
+        aggregate: None,
+        channels: None,
+    };
+    let err = publish_to(tx.as_ref(), "acme", &event, Utc::now())
+        .await
+        .expect_err("the schema refuses it");
+    assert!(
+        err.to_string()
+            .contains("$.order: expected string, got number"),
+        "{err}"
+    );
+    let _ = tx.rollback().await;
+
+    assert_eq!(
+        cli.ok(&["event-type", "delete", "order.paid"]).await["deleted"],
+        true
+    );
+    cli.fails(&["event-type", "get", "order.paid"], 1, &[])
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_the_event_catalog_is_managed_through_the_cli() {
+    the_event_catalog_is_managed_through_the_cli(Adapter::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_api_the_event_catalog_is_managed_through_the_cli() {
+    the_event_catalog_is_managed_through_the_cli(Adapter::DataApi).await;
+}
