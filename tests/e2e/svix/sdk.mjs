@@ -10,6 +10,7 @@
 //   node sdk.mjs publish <server url> <token> <app uid> <n>
 //   node sdk.mjs attempts <server url> <token> <app uid> <message id>
 //   node sdk.mjs recover <server url> <token> <app uid> <endpoint uid> <since, RFC 3339>
+//   node sdk.mjs portal  <server url> <token> <app uid>
 //   node sdk.mjs delete  <server url> <token> <app uid>
 //
 // Each phase prints one JSON document of what the SDK returned.
@@ -145,6 +146,18 @@ async function recover(svix, appUid, endpointUid, since) {
   return { task: String(out.task), status: String(out.status) };
 }
 
+// a read-only portal link for an hour (docs/portal.md), then logged out
+// with its own token, as a page's "log out" does through Svix's API
+async function portal(svix, url, appUid) {
+  const access = await svix.authentication.appPortalAccess(appUid, {
+    expiry: 3600,
+    readOnly: true,
+  });
+  assert.ok(access.url.endsWith(`/portal/#key=${access.token}`), access.url);
+  await new Svix(access.token, { serverUrl: url }).authentication.logout();
+  return { url: access.url, token: access.token };
+}
+
 async function remove(svix, appUid) {
   for (const e of (await svix.endpoint.list(appUid)).data) {
     await svix.endpoint.delete(appUid, e.id);
@@ -169,6 +182,7 @@ else if (phase === "disable" || phase === "enable")
 else if (phase === "publish") out = await publish(svix, appUid, Number(extra));
 else if (phase === "attempts") out = await attempts(svix, appUid, extra);
 else if (phase === "recover") out = await recover(svix, appUid, extra, extra2);
+else if (phase === "portal") out = await portal(svix, url, appUid);
 else if (phase === "delete") out = await remove(svix, appUid);
 else throw new Error(`unknown phase ${phase}`);
 console.log(JSON.stringify(out));

@@ -10,6 +10,7 @@ tests/e2e/tests/svix_sdks.rs:
     sdk.py publish <server url> <token> <app uid> <n>
     sdk.py attempts <server url> <token> <app uid> <message id>
     sdk.py recover <server url> <token> <app uid> <endpoint uid> <since, RFC 3339>
+    sdk.py portal  <server url> <token> <app uid>
     sdk.py delete  <server url> <token> <app uid>
 
 Each phase prints one JSON document of what the SDK returned.
@@ -20,6 +21,7 @@ import sys
 from datetime import datetime
 
 from svix.api import (
+    AppPortalAccessIn,
     ApplicationIn,
     ApplicationListOptions,
     ApplicationPatch,
@@ -159,6 +161,17 @@ def recover(svix, app_uid, endpoint_uid, since):
     return {"task": str(out.task.value), "status": str(out.status.value)}
 
 
+def portal(svix, url, app_uid):
+    # a read-only portal link for an hour (docs/portal.md), then logged out
+    # with its own token, as a page's "log out" does through Svix's API
+    access = svix.authentication.app_portal_access(
+        app_uid, AppPortalAccessIn(expiry=3600, read_only=True)
+    )
+    assert access.url.endswith("/portal/#key=" + access.token), access
+    client(url, access.token).authentication.logout()
+    return {"url": access.url, "token": access.token}
+
+
 def delete(svix, app_uid):
     for e in svix.endpoint.list(app_uid).data:
         svix.endpoint.delete(app_uid, e.id)
@@ -185,6 +198,8 @@ def main(argv):
         out = attempts(svix, app_uid, argv[5])
     elif phase == "recover":
         out = recover(svix, app_uid, argv[5], argv[6])
+    elif phase == "portal":
+        out = portal(svix, url, app_uid)
     elif phase == "delete":
         out = delete(svix, app_uid)
     else:

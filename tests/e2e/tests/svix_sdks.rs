@@ -9,7 +9,9 @@
 //! secrets the SDK shows, verified with Standard Webhooks' own Python
 //! library, and the SDK lists their attempts; a disabled endpoint's
 //! delivery is held until it is enabled; the SDK's recover sends again the
-//! one endpoint's dead delivery, not the other's. A request signed by botocore's SigV4Auth is
+//! one endpoint's dead delivery, not the other's; a portal link minted
+//! through `app_portal_access`, logged out through `logout` with its own
+//! token. A request signed by botocore's SigV4Auth is
 //! verified and acts as the key's principal. Every answer the stack gave is
 //! checked against Svix's OpenAPI document (docs/api/conformance.py).
 
@@ -350,6 +352,23 @@ async fn svix_official_sdks_manage_tenants_on_the_local_stack() {
                 .all(|e| e.face == "api" && e.principal == "ci"),
             "{language}: {:?}",
             trail.data
+        );
+        // a portal link through the SDK's app_portal_access, logged out
+        // through its logout with the link's own token
+        let portal = sdk(language, &["portal", &url, TOKEN, app]).await;
+        let key = portal["token"].as_str().expect("token");
+        assert_eq!(
+            portal["url"],
+            json!(format!("{}/portal/#key={key}", url.trim_end_matches('/'))),
+            "{language}"
+        );
+        let key = hookbox::tenants::links::PortalKey::parse(key).expect("a portal key");
+        assert!(
+            hookbox::tenants::links::session(store.as_ref(), &key, chrono::Utc::now())
+                .await
+                .expect("session")
+                .is_none(),
+            "{language}: logged out"
         );
         let gone = sdk(language, &["delete", &url, TOKEN, app]).await;
         assert_eq!(
