@@ -835,7 +835,9 @@ END
 $$;
 
 -- A page of the catalogue by name after p_after (archived ones too with
--- p_archived).
+-- p_archived): at most p_limit types (1 to 250), and under 48 KiB of
+-- documents (at least one), so a page stays within a Data API answer
+-- whatever the schemas weigh; `iterator` is where the next starts.
 CREATE FUNCTION public.hookbox_event_type_list(p_after text DEFAULT NULL,
                                                p_limit integer DEFAULT 50,
                                                p_archived boolean DEFAULT false)
@@ -846,22 +848,22 @@ SET search_path = pg_catalog, public, pg_temp
 AS $$
 DECLARE
     v_docs jsonb;
-    v_more boolean;
+    v_page jsonb;
 BEGIN
     IF p_limit IS NULL OR p_limit NOT BETWEEN 1 AND 250 THEN
         RAISE EXCEPTION 'hookbox_event_type_list: limit must be 1 to 250, not %',
             coalesce(CAST(p_limit AS text), 'NULL') USING ERRCODE = '22023';
     END IF;
-    SELECT coalesce(pg_catalog.jsonb_agg(x.doc ORDER BY x.name) FILTER (WHERE x.n <= p_limit), '[]'),
-           count(*) > p_limit
-      INTO v_docs, v_more
-      FROM (SELECT t.name, public.hookbox_event_type_doc(t) AS doc,
-                   row_number() OVER (ORDER BY t.name) AS n
+    SELECT coalesce(pg_catalog.jsonb_agg(x.doc ORDER BY x.name), '[]') INTO v_docs
+      FROM (SELECT t.name, public.hookbox_event_type_doc(t) AS doc
               FROM public.hookbox_event_types AS t
              WHERE (p_after IS NULL OR t.name > p_after) AND (p_archived OR NOT t.archived)
              ORDER BY t.name LIMIT p_limit + 1) AS x;
-    RETURN pg_catalog.jsonb_build_object('data', v_docs, 'done', NOT v_more,
-        'iterator', v_docs -> -1 ->> 'name');
+    v_page := public.hookbox_attempt_page(v_docs, p_limit);
+    RETURN pg_catalog.jsonb_build_object(
+        'data', v_page,
+        'done', pg_catalog.jsonb_array_length(v_page) = pg_catalog.jsonb_array_length(v_docs),
+        'iterator', v_page -> -1 ->> 'name');
 END
 $$;
 

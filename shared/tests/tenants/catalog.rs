@@ -278,4 +278,35 @@ async fn a_schema_enforcement_cannot_apply_is_refused_when_the_type_is_put(adapt
         Some(json!({"type": "object", "examples": [{"n": 1}]}))
     );
     assert_eq!(kept.example, Some(json!({"n": 1})));
+
+    // heavy schemas: a page stops before 48 KiB (a Data API answer), and
+    // its iterator goes on
+    for name in ["big.1", "big.2", "big.3"] {
+        put_event_type(
+            db,
+            &json!({"name": name, "description": "heavy",
+                    "schema": {"type": "object", "description": "x".repeat(30_000)}}),
+            None,
+        )
+        .await
+        .expect("put");
+    }
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = list_event_types(db, after.as_deref(), 250, false)
+            .await
+            .expect("list");
+        assert!(
+            !page.data.is_empty() && page.data.len() <= 2,
+            "{}",
+            page.data.len()
+        );
+        seen.extend(page.data.iter().map(|t| t.name.clone()));
+        if page.done {
+            break;
+        }
+        after = page.iterator;
+    }
+    assert_eq!(seen, ["a.b", "big.1", "big.2", "big.3"]);
 }

@@ -24,12 +24,17 @@ use crate::tenants::{Endpoint, ManageError, manage};
 /// A rotation's grace period unless the page asks for another.
 const DEFAULT_GRACE: Duration = Duration::from_secs(24 * 3600);
 
-/// The catalog: event types not archived, by name (at most 250), each
-/// with its latest schema and its example (`hookbox_event_type_list`).
+/// A page of the catalog: event types not archived, by name, each with
+/// its latest schema and its example (`hookbox_event_type_list`: at most
+/// 250 and under 48 KiB a page).
 const EVENT_TYPES: Statement = Statement::new(
     "portal.event_types",
-    "SELECT hookbox_event_type_list(NULL, 250, false) AS doc",
+    "SELECT hookbox_event_type_list(CAST(:after AS text), 250, false) AS doc",
 );
+
+/// The pages of the catalog the portal reads, at most (so 5,000 types, or
+/// about 1 MiB of schemas).
+const CATALOG_PAGES: usize = 20;
 
 fn refused(e: ManageError) -> PortalError {
     PortalError::Api(match e {
@@ -126,22 +131,27 @@ fn limit(q: &std::collections::BTreeMap<String, String>) -> Result<u32, PortalEr
 
 /// The event type catalog: each type's latest schema and example.
 async fn event_types(db: &dyn Executor) -> Result<Value, PortalError> {
-    let row = crate::store::fetch_one(db, &EVENT_TYPES, &params! {}).await?;
-    let listed = row.json("doc")?;
-    let data: Vec<Value> = listed["data"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|t| {
-            json!({
+    let mut data = Vec::new();
+    let mut after: Option<String> = None;
+    for _ in 0..CATALOG_PAGES {
+        let params = params! { "after" => after.clone().map_or(crate::store::Value::Null, crate::store::Value::from) };
+        let page = crate::store::fetch_one(db, &EVENT_TYPES, &params)
+            .await?
+            .json("doc")?;
+        for t in page["data"].as_array().into_iter().flatten() {
+            data.push(json!({
                 "name": t["name"],
                 "description": t["description"],
                 "deprecated": t["deprecated"],
                 "schema": t["schema"],
                 "example": t["example"],
-            })
-        })
-        .collect();
+            }));
+        }
+        after = page["iterator"].as_str().map(String::from);
+        if page["done"] != json!(false) || after.is_none() {
+            break;
+        }
+    }
     Ok(json!({ "data": data }))
 }
 
