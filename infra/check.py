@@ -806,6 +806,9 @@ IAM_ROUTE = "/iam/api/v1/{proxy+}"
 # the customer portal's page and API (docs/portal.md): the function checks
 # the link's key, as it checks the bearer token
 PORTAL_ROUTES = ("/portal", "/portal/{proxy+}")
+# the operator page (docs/portal.md, "The operator page"): the function
+# checks the operator link's key
+ADMIN_ROUTES = ("/admin", "/admin/{proxy+}")
 MANAGEMENT_EVENT_CODE = ROOT / "functions" / "management" / "src" / "event.rs"
 OPERATIONS = ("get", "put", "post", "delete", "options", "head", "patch", "x-amazon-apigateway-any-method")
 
@@ -826,7 +829,7 @@ def check_management_api(template: dict, cfn: dict) -> None:
         return
     name, res = next(iter(functions.items()))
     code = MANAGEMENT_EVENT_CODE.read_text() if MANAGEMENT_EVENT_CODE.exists() else ""
-    for route in (BEARER_ROUTE, IAM_ROUTE, *PORTAL_ROUTES):
+    for route in (BEARER_ROUTE, IAM_ROUTE, *PORTAL_ROUTES, *ADMIN_ROUTES):
         if f'"{route}"' not in code:
             problem(f"{name}: route {route} is not a resource {MANAGEMENT_EVENT_CODE.relative_to(ROOT)} knows")
     # its routes are WebhookApi's definition (check_api_security), an
@@ -838,7 +841,8 @@ def check_management_api(template: dict, cfn: dict) -> None:
         )
     notes.append(
         f"management API: {BEARER_ROUTE} (bearer, checked by the function), {IAM_ROUTE} (AWS_IAM); "
-        f"the portal: {', '.join(PORTAL_ROUTES)} (a link's key, checked by the function)"
+        f"the portal: {', '.join(PORTAL_ROUTES)} (a link's key, checked by the function); "
+        f"the operator page: {', '.join(ADMIN_ROUTES)} (an operator link's key)"
     )
 
 
@@ -881,14 +885,17 @@ def check_api_security(cfn: dict) -> None:
                         problem(f"WebhookApi {method} {path}: security {security}, must be exactly AWS_IAM")
                     if integration.get("credentials") is not None:
                         problem(f"WebhookApi {method} {path}: invoked with credentials {integration.get('credentials')!r}, must be none")
-                elif api == "WebhookApi" and path in (BEARER_ROUTE, *PORTAL_ROUTES):
+                elif api == "WebhookApi" and path in (BEARER_ROUTE, *PORTAL_ROUTES, *ADMIN_ROUTES):
                     if security not in ([], ["NONE"]):
                         problem(f"WebhookApi {method} {path}: security {security}; the function checks the bearer token or the link's key")
                 elif not [k for k in security if k in definitions]:
                     problem(f"{api} {method} {path}: no authorizer (only the management API's bearer route and the portal's may have none)")
                 if integration.get("credentials") is not None and not (api == "WebhookApi" and path == IAM_ROUTE):
                     problem(f"{api} {method} {path}: invoked with credentials {integration.get('credentials')!r}; API Gateway invokes the function with its permission")
-    want = {("WebhookApi", path, "x-amazon-apigateway-any-method") for path in (BEARER_ROUTE, IAM_ROUTE, *PORTAL_ROUTES)}
+    want = {
+        ("WebhookApi", path, "x-amazon-apigateway-any-method")
+        for path in (BEARER_ROUTE, IAM_ROUTE, *PORTAL_ROUTES, *ADMIN_ROUTES)
+    }
     if management != want:
         problem(f"the management function is integrated as {sorted(management)}, must be exactly {sorted(want)} (ANY on its two routes)")
 
@@ -904,8 +911,11 @@ KMS_ACTIONS = {
     "management": {"kms:Decrypt", "kms:GenerateDataKey"},
 }
 # The management function's role, whole: the Data API, its two secrets,
-# the endpoint secrets' key.
-MANAGEMENT_ACTIONS = DATA_API_ACTIONS["management"] | {"secretsmanager:GetSecretValue"} | KMS_ACTIONS["management"]
+# the endpoint secrets' key, and the inbox queue (the operator page's
+# replays).
+MANAGEMENT_ACTIONS = (
+    DATA_API_ACTIONS["management"] | {"secretsmanager:GetSecretValue", "sqs:SendMessage"} | KMS_ACTIONS["management"]
+)
 
 
 def kms_purpose() -> tuple[str, str] | None:
@@ -1359,7 +1369,7 @@ def check_ingress_variant(template: dict, cfn: dict, ingress: str, throttled: bo
         problem(f"{label}: AuthorizerFunction may also be invoked from {sorted(extra)}")
     want_management = {
         ("WebhookApi", f"${{StageName}}/*{route.replace('{proxy+}', '*')}")
-        for route in (BEARER_ROUTE, IAM_ROUTE, *PORTAL_ROUTES)
+        for route in (BEARER_ROUTE, IAM_ROUTE, *PORTAL_ROUTES, *ADMIN_ROUTES)
     }
     if granted.get("ManagementFunction", set()) != want_management:
         problem(

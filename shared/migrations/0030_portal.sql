@@ -1,5 +1,8 @@
 -- hookbox schema, version 30: the customer portal (docs/portal.md).
 --
+-- Operator links open the operator page (/admin) the same way; only
+-- hookbox_management may mint them (`hookbox admin link`).
+--
 -- Portal links: the SaaS mints a link for one tenant (the management API's
 -- `POST /api/v1/auth/app-portal-access/{app_id}`, `hookbox tenant link`, or
 -- hookbox_portal_link_create from its own backend); its customer opens it
@@ -22,7 +25,13 @@
 
 CREATE TABLE hookbox_portal_links (
     id          text        PRIMARY KEY CHECK (id ~ '^pl_[0-9a-f]{32}$'),
-    tenant_id   text        NOT NULL REFERENCES hookbox_tenants (id) ON DELETE CASCADE,
+    -- a customer's link opens its tenant's portal; an operator's link
+    -- opens the operator page (/admin) and no tenant's portal
+    kind        text        NOT NULL CHECK (kind IN ('tenant', 'operator')),
+    tenant_id   text        REFERENCES hookbox_tenants (id) ON DELETE CASCADE
+                CHECK ((kind = 'tenant') = (tenant_id IS NOT NULL)),
+    -- who minted an operator's link (the CLI's principal)
+    principal   text        CHECK (octet_length(principal) <= 256),
     -- SHA-256 of the key (lower-case hex); the key itself is never stored
     key_sha256  text        NOT NULL UNIQUE CHECK (key_sha256 ~ '^[0-9a-f]{64}$'),
     read_only   boolean     NOT NULL,
@@ -41,7 +50,8 @@ LANGUAGE sql STABLE
 SET search_path = pg_catalog, public, pg_temp
 AS $$
     SELECT pg_catalog.jsonb_build_object(
-        'id', l.id, 'tenant_id', l.tenant_id, 'read_only', l.read_only,
+        'id', l.id, 'kind', l.kind, 'tenant_id', l.tenant_id, 'principal', l.principal,
+        'read_only', l.read_only,
         'session_id', l.session_id, 'created_at', l.created_at, 'expires_at', l.expires_at,
         'revoked_at', l.revoked_at)
 $$;
@@ -76,6 +86,7 @@ BEGIN
     v_key := 'hbp_' || pg_catalog.replace(CAST(pg_catalog.gen_random_uuid() AS text), '-', '')
                     || pg_catalog.replace(CAST(pg_catalog.gen_random_uuid() AS text), '-', '');
     v.id := public.hookbox_new_id('pl');
+    v.kind := 'tenant';
     v.tenant_id := v_tenant.id;
     v.key_sha256 := pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(v_key, 'UTF8')), 'hex');
     v.read_only := coalesce(public.hookbox_field_bool(c_fn, p_spec, 'read_only'), false);
@@ -131,9 +142,58 @@ BEGIN
 END
 $$;
 
--- The session a link's key opens at p_now (the portal's clock), or NULL:
+-- An operator's link (docs/portal.md, "The operator page"): opens /admin
+-- for p_expiry seconds (300 to 86,400; default 3,600), minted by
+-- p_principal. Only hookbox_management's members may mint one (the CLI's
+-- `hookbox admin link`, through the stack's database credentials: someone
+-- with the stack's IAM rights); a SaaS's backend (hookbox_manager) cannot.
+CREATE FUNCTION public.hookbox_operator_link_create(p_expiry integer DEFAULT 3600,
+                                                    p_principal text DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, public, pg_temp
+AS $$
+DECLARE
+    c_fn constant text := 'hookbox_operator_link_create';
+    v_key text;
+    v public.hookbox_portal_links;
+BEGIN
+    IF p_expiry IS NULL OR p_expiry NOT BETWEEN 300 AND 86400 THEN
+        RAISE EXCEPTION '%: expiry must be 300 to 86400 seconds (5 minutes to a day), not %',
+            c_fn, coalesce(CAST(p_expiry AS text), 'NULL') USING ERRCODE = '22023';
+    END IF;
+    v_key := 'hbp_' || pg_catalog.replace(CAST(pg_catalog.gen_random_uuid() AS text), '-', '')
+                    || pg_catalog.replace(CAST(pg_catalog.gen_random_uuid() AS text), '-', '');
+    v.id := public.hookbox_new_id('pl');
+    v.kind := 'operator';
+    v.principal := pg_catalog.left(coalesce(nullif(p_principal, ''), session_user), 256);
+    v.key_sha256 := pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(v_key, 'UTF8')), 'hex');
+    v.read_only := false;
+    v.created_at := pg_catalog.now();
+    v.expires_at := v.created_at + pg_catalog.make_interval(secs => p_expiry);
+    INSERT INTO public.hookbox_portal_links VALUES (v.*);
+    RETURN public.hookbox_portal_link_doc(v) || pg_catalog.jsonb_build_object('key', v_key);
+END
+$$;
+
+-- Revokes every operator link not revoked yet; answers how many.
+CREATE FUNCTION public.hookbox_operator_links_revoke() RETURNS bigint
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, public, pg_temp
+AS $$
+    WITH gone AS (
+        UPDATE public.hookbox_portal_links AS l SET revoked_at = pg_catalog.now()
+         WHERE l.kind = 'operator' AND l.revoked_at IS NULL
+        RETURNING 1)
+    SELECT count(*) FROM gone
+$$;
+
+-- The session a link's key opens at p_now (the caller's clock), or NULL:
 -- no such key, or revoked, or expired, or its tenant gone. One index
--- descent; the portal calls it at every request.
+-- descent; the portal and the operator page call it at every request, and
+-- each opens only its own kind.
 CREATE FUNCTION public.hookbox_portal_session(p_key_sha256 text, p_now timestamptz)
 RETURNS jsonb
 LANGUAGE sql STABLE
@@ -142,11 +202,12 @@ SET search_path = pg_catalog, public, pg_temp
 AS $$
     SELECT public.hookbox_portal_link_doc(l)
            || pg_catalog.jsonb_build_object(
-                  'tenant', pg_catalog.jsonb_build_object('id', t.id, 'uid', t.uid,
-                                                          'name', t.name))
+                  'tenant', CASE WHEN t.id IS NOT NULL THEN
+                      pg_catalog.jsonb_build_object('id', t.id, 'uid', t.uid, 'name', t.name) END)
       FROM public.hookbox_portal_links AS l
-      JOIN public.hookbox_tenants AS t ON t.id = l.tenant_id
+      LEFT JOIN public.hookbox_tenants AS t ON t.id = l.tenant_id
      WHERE l.key_sha256 = p_key_sha256 AND l.revoked_at IS NULL AND l.expires_at > p_now
+       AND (l.kind = 'operator' OR t.id IS NOT NULL)
 $$;
 
 -- Logging out: revokes the link whose key hashes to p_key_sha256 (Svix's
@@ -166,6 +227,9 @@ BEGIN
     RETURNING * INTO v;
     IF NOT FOUND THEN
         RETURN NULL;
+    END IF;
+    IF v.kind = 'operator' THEN
+        RETURN v.id;
     END IF;
     PERFORM public.hookbox_audit_add(v.tenant_id, NULL, 'portal.logged_out',
         pg_catalog.jsonb_build_object('link', v.id),
@@ -1059,8 +1123,28 @@ TO hookbox_manager;
 -- only hookbox's own code opens a session from a key, or shows a secret;
 -- the HTTP API checks a schema it is asked to enforce as the SQL face does
 GRANT EXECUTE ON FUNCTION
+    public.hookbox_operator_link_create(integer, text),
+    public.hookbox_operator_links_revoke(),
     public.hookbox_event_type_enforceable(text, jsonb, jsonb),
     public.hookbox_portal_session(text, timestamptz),
     public.hookbox_portal_logout(text, timestamptz),
     public.hookbox_endpoint_secret_revealed(text, text, jsonb)
 TO hookbox_management;
+
+-- The operator page (/admin) served by the management function: what its
+-- routes read and change (counts and lists; replay an inbox row, retry a
+-- dead delivery, enable a destination). A role of its own, granted to
+-- hookbox_management, whose members serve the page.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'hookbox_operator') THEN
+        CREATE ROLE hookbox_operator NOLOGIN;
+    END IF;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN
+    NULL;
+END
+$$;
+GRANT SELECT, UPDATE ON inbox, outbox, outbox_destinations TO hookbox_operator;
+GRANT SELECT ON outbox_attempts, outbox_attempt_log, hookbox_tenants, hookbox_endpoints
+    TO hookbox_operator;
+GRANT hookbox_operator TO hookbox_management;

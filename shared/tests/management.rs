@@ -17,6 +17,8 @@ mod event_types;
 mod idempotency;
 #[path = "management/messages.rs"]
 mod messages;
+#[path = "management/operator.rs"]
+mod operator;
 #[path = "management/portal.rs"]
 mod portal;
 

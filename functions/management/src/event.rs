@@ -12,6 +12,9 @@
 //!   prefix is stripped, so both routes serve the same API.
 //! - `/portal` and `/portal/{proxy+}`, no gateway authorization: the
 //!   customer portal (its page, and its API opened by a portal link's key).
+//! - `/admin` and `/admin/{proxy+}`, no gateway authorization: the operator
+//!   page, opened by an operator's link (nothing of the event is trusted
+//!   as an identity there either).
 
 use std::collections::BTreeMap;
 
@@ -30,6 +33,8 @@ pub const BEARER_RESOURCE: &str = "/api/v1/{proxy+}";
 pub const IAM_PREFIX: &str = "/iam";
 /// The resources of the portal's routes.
 pub const PORTAL_RESOURCES: [&str; 2] = ["/portal", "/portal/{proxy+}"];
+/// The resources of the operator page's routes.
+pub const ADMIN_RESOURCES: [&str; 2] = ["/admin", "/admin/{proxy+}"];
 
 /// Which route a request came in on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +45,8 @@ pub enum Route {
     Iam,
     /// `/portal…`: the customer portal.
     Portal,
+    /// `/admin…`: the operator page.
+    Admin,
 }
 
 impl Route {
@@ -55,6 +62,7 @@ impl Route {
         match resource {
             Some(IAM_RESOURCE) => Route::Iam,
             Some(r) if PORTAL_RESOURCES.contains(&r) => Route::Portal,
+            Some(r) if ADMIN_RESOURCES.contains(&r) => Route::Admin,
             _ => Route::Bearer,
         }
     }
@@ -65,6 +73,7 @@ impl Route {
             Route::Bearer => "bearer",
             Route::Iam => "iam",
             Route::Portal => "portal",
+            Route::Admin => "admin",
         }
     }
 }
@@ -100,7 +109,7 @@ impl Refusal {
 pub fn request(event: &ApiGatewayProxyRequest) -> Result<(Route, ApiRequest), Refusal> {
     let route = Route::of(event);
     let verified_principal = match route {
-        Route::Bearer | Route::Portal => None,
+        Route::Bearer | Route::Portal | Route::Admin => None,
         Route::Iam => Some(
             event
                 .request_context
@@ -152,7 +161,8 @@ fn api_path(event: &ApiGatewayProxyRequest, route: Route) -> String {
     let prefix = match route {
         Route::Bearer => PREFIX.to_string(),
         Route::Iam => format!("{IAM_PREFIX}{PREFIX}"),
-        Route::Portal => return portal_path(event),
+        Route::Portal => return page_path(event, hookbox::management::portal::PORTAL_PREFIX),
+        Route::Admin => return page_path(event, hookbox::management::operator::ADMIN_PREFIX),
     };
     if let Some(path) = event.path.as_deref() {
         if let Some(at) = path.find(&prefix) {
@@ -167,18 +177,17 @@ fn api_path(event: &ApiGatewayProxyRequest, route: Route) -> String {
     format!("{PREFIX}{proxy}")
 }
 
-/// The path from `/portal` on (behind a custom domain the event's path
-/// starts with the base path mapping).
-fn portal_path(event: &ApiGatewayProxyRequest) -> String {
-    const PORTAL: &str = hookbox::management::portal::PORTAL_PREFIX;
+/// The path from a page's `prefix` (`/portal`, `/admin`) on (behind a
+/// custom domain the event's path starts with the base path mapping).
+fn page_path(event: &ApiGatewayProxyRequest, prefix: &str) -> String {
     if let Some(path) = event.path.as_deref() {
-        if let Some(at) = path.find(PORTAL) {
+        if let Some(at) = path.find(prefix) {
             return path[at..].to_string();
         }
     }
     match event.path_parameters.get("proxy") {
-        Some(proxy) => format!("{PORTAL}/{proxy}"),
-        None => PORTAL.to_string(),
+        Some(proxy) => format!("{prefix}/{proxy}"),
+        None => prefix.to_string(),
     }
 }
 

@@ -18,7 +18,9 @@ use std::sync::Arc;
 
 use aws_lambda_events::apigw::{ApiGatewayProxyRequest, ApiGatewayProxyResponse};
 use hookbox::clock::Clock;
+use hookbox::management::operator::OperatorPorts;
 use hookbox::management::{ApiRequest, ManagementApi};
+use hookbox::queue::Queue;
 use hookbox::startup::{Startup, StartupError};
 use hookbox::store::Database;
 use hookbox::tenants::SecretKeeper;
@@ -47,6 +49,8 @@ pub struct ManagementFunction {
     keeper: SecretKeeper,
     clock: Arc<dyn Clock>,
     tokens: TokenSource,
+    /// The inbox queue the operator page replays into (`HOOKBOX_QUEUE_URL`).
+    queue: Option<Arc<dyn Queue>>,
 }
 
 impl ManagementFunction {
@@ -59,12 +63,23 @@ impl ManagementFunction {
                    HOOKBOX_LOCAL_VAULT_KEY locally)",
         })?;
         let tokens = TokenSource::from_startup(start).await?;
-        Ok(Self::new(
+        let function = Self::new(
             start.database().await?,
             SecretKeeper::new(vault),
             start.clock(),
             tokens,
-        ))
+        );
+        // the operator page's replays; without the queue they are refused
+        Ok(match start.queue_url() {
+            Ok(_) => function.with_queue(start.queue().await?),
+            Err(_) => function,
+        })
+    }
+
+    /// The operator page replays into `queue`.
+    pub fn with_queue(mut self, queue: Arc<dyn Queue>) -> Self {
+        self.queue = Some(queue);
+        self
     }
 
     /// The function over its ports.
@@ -79,6 +94,7 @@ impl ManagementFunction {
             keeper,
             clock,
             tokens,
+            queue: None,
         }
     }
 
@@ -93,6 +109,10 @@ impl ManagementFunction {
         )
         // where portal links point and who may frame the portal
         .with_portal_from_env()
+        .with_operator(OperatorPorts {
+            queue: self.queue.clone(),
+            ..OperatorPorts::default()
+        })
     }
 
     /// Answers one request of the management API.

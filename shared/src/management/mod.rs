@@ -33,6 +33,7 @@ pub mod error;
 mod event_types;
 pub mod idempotency;
 mod messages;
+pub mod operator;
 pub mod portal;
 pub mod sigv4;
 mod wire;
@@ -141,6 +142,8 @@ pub struct ManagementApi {
     portal_url: Option<String>,
     /// Who may frame the portal (its policy's `frame-ancestors`).
     frame_ancestors: Option<String>,
+    /// The operator page's queue, history and redrive.
+    operator: operator::OperatorPorts,
 }
 
 /// The portal's settings (docs/portal.md).
@@ -230,7 +233,7 @@ impl Op {
 }
 
 /// `%XX` decoded; `None` when not valid UTF-8 or a bad escape.
-fn percent_decode(segment: &str) -> Option<String> {
+pub(crate) fn percent_decode(segment: &str) -> Option<String> {
     let bytes = segment.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -307,6 +310,7 @@ impl ManagementApi {
             sealing_ready: Arc::default(),
             portal_url: None,
             frame_ancestors: None,
+            operator: operator::OperatorPorts::default(),
         }
     }
 
@@ -338,10 +342,13 @@ impl ManagementApi {
     /// Answers one request (never fails: a refusal is an answer).
     pub async fn handle(&self, req: ApiRequest) -> ApiResponse {
         let method = req.method.to_ascii_uppercase();
-        if req.path == portal::PORTAL_PREFIX
-            || req.path.starts_with(&format!("{}/", portal::PORTAL_PREFIX))
-        {
+        let under =
+            |prefix: &str| req.path == prefix || req.path.starts_with(&format!("{prefix}/"));
+        if under(portal::PORTAL_PREFIX) {
             return self.portal(&method, &req).await;
+        }
+        if under(operator::ADMIN_PREFIX) {
+            return self.operator_page(&method, &req).await;
         }
         let response = match self.serve(&method, &req).await {
             Ok(response) => response,

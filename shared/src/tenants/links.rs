@@ -19,13 +19,27 @@ pub const MAX_EXPIRY_SECS: u32 = 7 * 24 * 3600;
 /// The shortest a link lives.
 pub const MIN_EXPIRY_SECS: u32 = 3600;
 
-/// A portal link (never its key).
+/// What a link opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkKind {
+    /// A customer's: its tenant's portal.
+    Tenant,
+    /// An operator's: the operator page (`/admin`).
+    Operator,
+}
+
+/// A portal or operator link (never its key).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PortalLink {
     /// Its id (`pl_…`), to revoke it by.
     pub id: String,
-    /// The tenant it opens.
-    pub tenant_id: String,
+    /// What it opens.
+    pub kind: LinkKind,
+    /// The tenant it opens (a customer's link).
+    pub tenant_id: Option<String>,
+    /// Who minted it (an operator's link).
+    pub principal: Option<String>,
     /// It may look, not change.
     pub read_only: bool,
     /// The caller's label for the links of one of its sessions.
@@ -129,8 +143,8 @@ pub struct PortalSession {
     /// The link.
     #[serde(flatten)]
     pub link: PortalLink,
-    /// Its tenant.
-    pub tenant: SessionTenant,
+    /// Its tenant (a customer's link).
+    pub tenant: Option<SessionTenant>,
 }
 
 /// What revoking did.
@@ -154,6 +168,20 @@ pub const LINK_REVOKE: Statement = Statement::new(
     "SELECT hookbox_portal_link_revoke(CAST(:tenant AS text), CAST(:link AS text),
                                        CAST(:session_id AS text), CAST(:actor AS jsonb)) AS doc",
 );
+/// `hookbox_operator_link_create`.
+pub const OPERATOR_LINK_CREATE: Statement = Statement::new(
+    "portal.operator_link_create",
+    "SELECT hookbox_operator_link_create(CAST(:expiry AS integer), CAST(:principal AS text))
+            AS doc",
+);
+/// `hookbox_operator_links_revoke`.
+pub const OPERATOR_LINKS_REVOKE: Statement = Statement::new(
+    "portal.operator_links_revoke",
+    "SELECT hookbox_operator_links_revoke() AS revoked",
+);
+/// An operator's link lives this long unless asked otherwise.
+pub const DEFAULT_OPERATOR_EXPIRY_SECS: u32 = 3600;
+
 /// `hookbox_portal_session`.
 pub const SESSION: Statement = Statement::new(
     "portal.session",
@@ -185,6 +213,29 @@ pub async fn mint_link(
         params! { "tenant" => tenant, "spec" => doc, "actor" => Actor::json(actor) },
     )
     .await
+}
+
+/// Mints an operator's link (the operator page, `/admin`) living
+/// `expiry_secs` (300 to 86,400), recorded as minted by `principal`. Only a
+/// session of `hookbox_management` may.
+pub async fn mint_operator_link(
+    db: &dyn Executor,
+    expiry_secs: u32,
+    principal: &str,
+) -> Result<MintedLink, ManageError> {
+    call(
+        db,
+        &OPERATOR_LINK_CREATE,
+        params! { "expiry" => i64::from(expiry_secs), "principal" => principal },
+    )
+    .await
+}
+
+/// Revokes every operator's link; how many.
+pub async fn revoke_operator_links(db: &dyn Executor) -> Result<i64, DbError> {
+    fetch_one(db, &OPERATOR_LINKS_REVOKE, &params! {})
+        .await?
+        .i64("revoked")
 }
 
 /// Revokes `tenant`'s link `link`, or its links of `session_id`, or (both

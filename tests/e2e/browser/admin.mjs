@@ -2,13 +2,16 @@
 //
 //   node admin.mjs <base-url> <inbox-id> <screenshot.png> [<disabled-destination>]
 //
-// Opens <base-url>/admin in headless Chromium (/usr/bin/chromium, or $CHROMIUM),
-// waits for the first refresh, checks that inbox row <inbox-id> is shown as
+// Opens <base-url>/admin in headless Chromium (/usr/bin/chromium, or $CHROMIUM)
+// -- or <base-url> as is when it is an operator link (holds "#key=") --,
+// waits for the session and the first refresh, checks the Tenants card shows
+// rows when the API has any, checks that inbox row <inbox-id> is shown as
 // quarantined, screenshots the page, clicks its Replay button, then waits (up
 // to 20 s) until the row has left the attention tables and the processed count
 // is at least 1, and screenshots again to <screenshot>-after.png. With
 // <disabled-destination>: checks it is shown as disabled, clicks its Enable
-// button, and waits until it is shown healthy.
+// button, and waits until it is shown healthy. Throughout, it fails on a page
+// error, a Content-Security-Policy violation, or server text run as markup.
 // Success: prints one JSON line {"ok":true,...} and exits 0.
 // Any failure: prints {"ok":false,"error":"..."} and exits 1.
 import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
@@ -25,6 +28,9 @@ const CHROMIUM_ARGS = [
 let context = null;
 let userDataDir = null;
 let finished = false;
+const pageErrors = [];
+const consoleErrors = [];
+const cspViolations = [];
 
 function cleanup() {
   if (userDataDir) {
@@ -50,7 +56,9 @@ async function main() {
   if (!baseArg || !id || !shot || process.argv.length > 6) {
     throw new Error('usage: node admin.mjs <base-url> <inbox-id> <screenshot.png> [<disabled-destination>]');
   }
-  const base = baseArg.replace(/\/+$/, '');
+  const isLink = baseArg.includes('#key=');
+  const url = isLink ? baseArg : `${baseArg.replace(/\/+$/, '')}/admin`;
+  const shownUrl = url.replace(/#key=.*$/, '#key=…');   // never print the key
   const after = /\.png$/i.test(shot) ? shot.replace(/\.png$/i, '-after.png') : `${shot}-after.png`;
 
   const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
@@ -76,21 +84,62 @@ async function main() {
   } catch (e) {
     throw new Error(`could not start Chromium at ${executablePath}: ${e.message.split('\n')[0]}`);
   }
+  await context.exposeBinding('__hookboxCspViolation', (_source, text) => { cspViolations.push(String(text)); });
+  await context.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', e => {
+      window.__hookboxCspViolation(`${e.violatedDirective} blocked ${e.blockedURI || 'inline'} (${e.sourceFile || 'page'}:${e.lineNumber})`);
+    }, true);
+  });
   const page = context.pages()[0] ?? await context.newPage();
-  const pageErrors = [];
-  const consoleErrors = [];
   page.on('pageerror', e => pageErrors.push(String(e && e.message || e)));
-  page.on('console', m => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+  page.on('console', m => {
+    if (/Content.Security.Policy/i.test(m.text())) cspViolations.push(m.text());
+    else if (m.type() === 'error') consoleErrors.push(m.text());
+  });
 
-  const url = `${base}/admin`;
   const resp = await page.goto(url, { waitUntil: 'domcontentloaded', timeout: 15_000 })
-    .catch(e => { throw new Error(`could not open ${url}: ${e.message.split('\n')[0]}`); });
-  if (!resp || !resp.ok()) throw new Error(`GET ${url} answered ${resp ? resp.status() : 'nothing'}`);
-  await page.waitForSelector('body[data-loaded="1"]', { state: 'attached', timeout: 15_000 })
+    .catch(e => { throw new Error(`could not open ${shownUrl}: ${e.message.split('\n')[0].replaceAll(url, shownUrl)}`); });
+  if (!resp || !resp.ok()) throw new Error(`GET ${shownUrl} answered ${resp ? resp.status() : 'nothing'}`);
+  const csp = resp.headers()['content-security-policy'] ?? null;
+  if (csp != null && (!/script-src 'self'/.test(csp) || /unsafe-(inline|eval)/.test(csp))) {
+    throw new Error(`the page's Content-Security-Policy is not the strict one: ${JSON.stringify(csp)}`);
+  }
+  await page.waitForFunction(() => document.body.dataset.loaded === '1'
+    || (document.getElementById('session-error') && !document.getElementById('session-error').hidden),
+  null, { timeout: 15_000, polling: 100 })
     .catch(async () => {
       const line = await page.evaluate(() => document.getElementById('status')?.textContent ?? '').catch(() => '');
       throw new Error(`page never finished its first refresh (body[data-loaded="1"] within 15 s); status line: ${JSON.stringify(line)}`);
     });
+  if (await page.locator('[data-testid="session-error"]').isVisible()) {
+    throw new Error(`the page refused the session: ${JSON.stringify((await page.locator('[data-testid="session-error"]').textContent()).replace(/\s+/g, ' ').trim())}`);
+  }
+  if (page.url().includes('key=')) throw new Error('the operator key is still in the address bar after the session was opened');
+  const operator = await page.locator('[data-testid="session-operator"]').textContent({ timeout: 2_000 }).catch(() => null);
+  if (!operator) throw new Error('the header does not show the operator (session-operator is empty)');
+  await assertClean(page, 'after the first refresh');
+
+  // Tenants: when the API lists any, the card shows them (names as text).
+  const listed = await page.evaluate(async () => {
+    const res = await fetch('api/tenants?limit=50', { credentials: 'same-origin', headers: { accept: 'application/json' } });
+    const body = await res.json().catch(() => null);
+    return { status: res.status, data: body && Array.isArray(body.data) ? body.data.map(t => ({ id: t.id, name: t.name })) : null };
+  });
+  if (listed.status !== 200 || !listed.data) throw new Error(`GET api/tenants answered HTTP ${listed.status}, not a page of tenants`);
+  let tenantsShown = 0;
+  if (listed.data.length) {
+    await page.waitForFunction(() => {
+      const n = Number(document.querySelector('[data-testid="tenants-count"]')?.textContent.replace(/[^\d]/g, '') || 0);
+      return n >= 1 && document.querySelector('[data-testid^="tenant-row-"]');
+    }, null, { timeout: 10_000, polling: 200 })
+      .catch(() => { throw new Error(`the API lists ${listed.data.length} tenant(s) but the Tenants card shows none within 10 s`); });
+    tenantsShown = await count(page, 'tenants-count');
+    const wrong = await page.evaluate(rows => rows.filter(t => {
+      const tr = document.querySelector(`[data-testid="tenant-row-${CSS.escape(t.id)}"]`);
+      return tr && tr.cells[0].textContent !== (t.name ?? '—');
+    }).map(t => t.id), listed.data);
+    if (wrong.length) throw new Error(`tenant names not shown literally: ${wrong.join(', ')}`);
+  }
 
   const rowSel = `[data-testid="inbox-row-${id}"]`;
   const row = page.locator(rowSel);
@@ -148,20 +197,34 @@ async function main() {
 
   await page.screenshot({ path: after, fullPage: true });
 
-  if (await page.evaluate(() => window.__hookbox_xss !== undefined)) {
-    throw new Error('untrusted text was interpreted as markup (window.__hookbox_xss was set)');
-  }
-  if (pageErrors.length) throw new Error(`page raised errors: ${pageErrors.join(' | ')}`);
+  await assertClean(page, 'at the end');
+  const history = await page.locator('[data-testid="chart-inbox"]').getAttribute('data-history');
 
   finished = true;
   await context.close();
   context = null;
   cleanup();
   process.stdout.write(JSON.stringify({
-    ok: true, url, id, replay_outcome: outcome, enable_outcome: enabled, processed_before: processedBefore, processed_after: processedAfter,
+    ok: true, url: shownUrl, link: isLink, operator, csp: csp != null, tenants: tenantsShown, history, id, replay_outcome: outcome, enable_outcome: enabled, processed_before: processedBefore, processed_after: processedAfter,
     screenshots: [shot, after], console_errors: consoleErrors, ms: Date.now() - started,
   }) + '\n');
   process.exit(0);
+}
+
+// No JavaScript error, no CSP violation, no server text turned into markup.
+async function assertClean(page, stage) {
+  const st = await page.evaluate(() => ({
+    pwned: window.__pwned !== undefined || window.__hookbox_xss !== undefined,
+    foreign: document.querySelectorAll('img, iframe, object, embed, frame, style').length,
+    scripts: [...document.scripts].filter(s => !/\/admin\.js(?:[?#]|$)/.test(s.src)).length,
+    handlers: [...document.querySelectorAll('*')].filter(el => [...el.attributes].some(a => /^on/i.test(a.name))).length,
+  }));
+  if (st.pwned) throw new Error(`${stage}: untrusted text ran as markup (window.__pwned or window.__hookbox_xss is set)`);
+  if (st.foreign || st.scripts || st.handlers) {
+    throw new Error(`${stage}: untrusted text became markup (${st.foreign} foreign elements, ${st.scripts} extra scripts, ${st.handlers} on* attributes)`);
+  }
+  if (cspViolations.length) throw new Error(`${stage}: Content-Security-Policy violations: ${cspViolations.join(' | ')}`);
+  if (pageErrors.length) throw new Error(`${stage}: page raised errors: ${pageErrors.join(' | ')}`);
 }
 
 async function count(page, testid) {

@@ -1,27 +1,54 @@
-// In-memory mock of the local stack's admin API (see README.md), for
-// developing and testing tools/local/admin/index.html without Rust.
+// In-memory mock of the operator page's API (see README.md), for developing
+// and testing shared/admin/ without Rust.
 //
-//   node mock-server.mjs [--port N]
+//   node mock-server.mjs [--port N] [--prefix /Prod] [--trusted] [--no-history] [--tenants-page N]
 //
 // Listens on 127.0.0.1 (port 0 = any free port unless --port) and prints one
-// JSON line: {"url":"http://127.0.0.1:<port>","quarantined_id":"<uuid>"}.
-// Serves the page at /admin and /admin/ (read from disk on every request, so
-// edits show on reload) and the API under /admin/api. Replaying the
-// quarantined row moves it to "pending", then to "processed" about a second
-// later, as the real processor would. Stops on SIGTERM / SIGINT.
+// JSON line: {"url","prefix","link","invalid_link","quarantined_id","disabled_destination"}.
+// Serves the page at <prefix>/admin/ (<prefix>/admin redirects there), its
+// three files read from shared/admin/ on every request (edits show on reload),
+// with the strict Content-Security-Policy, and the API under
+// <prefix>/admin/api/. POST api/session {"key"} with the printed link's key
+// answers the session and sets an HttpOnly SameSite=Strict cookie
+// (hookbox_admin); every other call needs that cookie (401 {"code","detail"}
+// without), and every POST its X-Hookbox-Csrf (403 {"code":"csrf"}). With
+// --trusted a call without a cookie is let in, as the local stack does for
+// loopback: GET api/session answers {"operator":"local","expires_at":null,"csrf":null}.
+// --no-history: stats carry an empty history (as the deployed function's do).
+// --tenants-page N: at most N tenants a page (to see "Load more").
+// Replaying the quarantined row moves it to "pending", then to "processed"
+// about a second later, as the real processor would. Stops on SIGTERM / SIGINT.
 import http from 'node:http';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 
-const PAGE = fileURLToPath(new URL('../../../tools/local/admin/index.html', import.meta.url));
+const ASSETS = {
+  '': ['index.html', 'text/html; charset=utf-8'],
+  'admin.js': ['admin.js', 'text/javascript; charset=utf-8'],
+  'admin.css': ['admin.css', 'text/css; charset=utf-8'],
+};
+const ASSET_DIR = new URL('../../../shared/admin/', import.meta.url);
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+  "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const SECURITY = { 'content-security-policy': CSP, 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY', 'cache-control': 'no-store' };
+const COOKIE = 'hookbox_admin';
+const SESSION_MS = 8 * 3600_000;
 const INBOX_STATUSES = ['pending', 'processing', 'deferred', 'processed', 'quarantined', 'dead'];
 const OUTBOX_STATUSES = ['pending', 'delivered', 'dead'];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PROCESS_DELAY_MS = 1000;
 
-const portArg = process.argv.indexOf('--port');
-const port = portArg > 0 ? Number(process.argv[portArg + 1]) : 0;
+const arg = name => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
+const port = Number(arg('--port') ?? 0);
+const prefix = (arg('--prefix') ?? '').replace(/\/+$/, '');
+const trusted = process.argv.includes('--trusted');
+const noHistory = process.argv.includes('--no-history');
+const tenantsPage = Number(arg('--tenants-page') ?? 500);
+const BASE = `${prefix}/admin/`;
+const hex = n => randomBytes(n).toString('hex');
+const KEY = `hbp_${hex(32)}`;
+const sessions = new Map();      // cookie value -> {operator, csrf, expires}
 
 const now = Date.now();
 const ago = s => new Date(now - s * 1000).toISOString();
@@ -90,30 +117,99 @@ for (let i = 60; i >= 1; i--) {
 sample();
 const sampler = setInterval(() => sample(), 5000);
 
-function send(res, status, body) {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
-  res.end(text);
+// Tenants: one with markup in its name (must show as text), one with an unhealthy endpoint, one disabled.
+const tenants = [
+  { id: 'app_2fKq8M1xVw3nYc', uid: 'acme', name: 'Acme Corp', disabled: false, endpoints: 3, unhealthy_endpoints: 1 },
+  { id: 'app_7hTz0Qp4LmR9sd', uid: null, name: 'Globex <img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script> & <b>Co</b>',
+    disabled: false, endpoints: 1, unhealthy_endpoints: 0 },
+  { id: 'app_9cWe5Nb2XkJ1ty', uid: 'initech', name: 'Initech', disabled: true, endpoints: 0, unhealthy_endpoints: 0 },
+];
+
+// ---- HTTP plumbing ----
+function send(res, status, body, headers = {}) {
+  res.writeHead(status, { 'content-type': 'application/json', ...SECURITY, ...headers });
+  res.end(body === undefined ? '' : JSON.stringify(body));
 }
+const problem = (res, status, code, detail, headers) => send(res, status, { code, detail }, headers);
+function readBody(req) {
+  return new Promise((resolve, reject) => {
+    let size = 0;
+    const chunks = [];
+    req.on('data', c => { size += c.length; if (size > 65536) { reject(new Error('too large')); req.destroy(); } else chunks.push(c); });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+function cookies(req) {
+  return Object.fromEntries((req.headers.cookie ?? '').split(';').map(c => c.trim().split('=')).filter(p => p.length === 2));
+}
+const sessionDoc = s => ({ operator: s.operator, expires_at: s.expires == null ? null : new Date(s.expires).toISOString(), csrf: s.csrf });
+const LOCAL = { operator: 'local', expires: null, csrf: null };
 
 async function handle(req, res) {
   const url = new URL(req.url, 'http://127.0.0.1');
   const path = url.pathname;
-  if (req.method === 'GET' && (path === '/admin' || path === '/admin/')) {
-    const html = await readFile(PAGE);
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
-    return res.end(html);
+  if (path === `${prefix}/admin`) {
+    res.writeHead(301, { location: `admin/${url.search}`, 'cache-control': 'no-store' });
+    return res.end();
   }
-  if (!path.startsWith('/admin/api/')) return send(res, 404, { error: `not found: ${path}` });
-  const route = path.slice('/admin/api/'.length);
+  if (!path.startsWith(BASE)) return send(res, 404, { error: `not found: ${path}` });
+  const rest = path.slice(BASE.length);
+  if (rest in ASSETS) {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, { error: 'GET only' });
+    const [file, type] = ASSETS[rest];
+    const text = await readFile(new URL(file, ASSET_DIR));
+    res.writeHead(200, { 'content-type': type, ...SECURITY });
+    return res.end(req.method === 'HEAD' ? undefined : text);
+  }
+  if (!rest.startsWith('api/')) return send(res, 404, { error: `not found: ${path}` });
+  const route = rest.slice('api/'.length);
+
+  let body = {};
+  if (req.method === 'POST') {
+    const text = await readBody(req);
+    if (text) {
+      try { body = JSON.parse(text); } catch { return problem(res, 400, 'bad_request', 'the body is not JSON'); }
+      if (body === null || typeof body !== 'object' || Array.isArray(body)) return problem(res, 400, 'bad_request', 'the body must be a JSON object');
+    }
+  }
+  if (route === 'session' && req.method === 'POST') {
+    if (body.key !== KEY) return problem(res, 401, 'unauthorized', 'this operator link is invalid, expired or revoked');
+    const sid = hex(24);
+    const s = { operator: 'ops@example.com', csrf: hex(16), expires: Date.now() + SESSION_MS };
+    sessions.set(sid, s);
+    return send(res, 200, sessionDoc(s),
+      { 'set-cookie': `${COOKIE}=${sid}; Path=${BASE}; HttpOnly; SameSite=Strict; Max-Age=${SESSION_MS / 1000}` });
+  }
+  const sid = cookies(req)[COOKIE];
+  let s = sid && sessions.get(sid);
+  if (s && s.expires < Date.now()) s = null;
+  if (!s && trusted) s = LOCAL;
+  if (!s) return problem(res, 401, 'unauthorized', 'no operator session: open an operator link');
+  if (req.method === 'POST' && s.csrf != null && req.headers['x-hookbox-csrf'] !== s.csrf) {
+    return problem(res, 403, 'csrf', 'missing or wrong X-Hookbox-Csrf header');
+  }
+  if (route === 'session') {
+    if (req.method === 'GET') return send(res, 200, sessionDoc(s));
+    return problem(res, 405, 'method_not_allowed', `${req.method} api/session`);
+  }
+
   const limit = Math.min(Math.max(Number(url.searchParams.get('limit') ?? 50) || 50, 1), 500);
   const status = url.searchParams.get('status');
 
   if (req.method === 'GET' && route === 'stats') {
     return send(res, 200, {
       inbox: counts(inbox, INBOX_STATUSES), outbox: counts(outbox, OUTBOX_STATUSES),
-      oldest_pending_seconds: { inbox: oldestPending(inbox), outbox: oldestPending(outbox) }, history,
+      oldest_pending_seconds: { inbox: oldestPending(inbox), outbox: oldestPending(outbox) }, history: noHistory ? [] : history,
     });
+  }
+  if (req.method === 'GET' && route === 'tenants') {
+    const after = url.searchParams.get('after');
+    let start = 0;
+    if (after) { const i = tenants.findIndex(t => t.id === after); start = i < 0 ? tenants.length : i + 1; }
+    const data = tenants.slice(start, start + Math.min(limit, tenantsPage));
+    const done = start + data.length >= tenants.length;
+    return send(res, 200, { data, iterator: data.length ? data[data.length - 1].id : null, done });
   }
   if (req.method === 'GET' && route === 'inbox') {
     if (!['quarantined', 'dead', 'deferred'].includes(status)) return send(res, 400, { error: `bad status: ${status}` });
@@ -164,7 +260,9 @@ const server = http.createServer((req, res) => {
 });
 server.listen(port, '127.0.0.1', () => {
   const { port: p } = server.address();
-  process.stdout.write(JSON.stringify({ url: `http://127.0.0.1:${p}`, quarantined_id: quarantined.id,
+  const origin = `http://127.0.0.1:${p}`;
+  process.stdout.write(JSON.stringify({ url: origin, prefix, link: `${origin}${BASE}#key=${KEY}`,
+    invalid_link: `${origin}${BASE}#key=hbp_${'0'.repeat(64)}`, quarantined_id: quarantined.id,
     disabled_destination: 'legacy-erp' }) + '\n');
 });
 const stop = () => { clearInterval(sampler); server.close(); server.closeAllConnections?.(); process.exit(0); };

@@ -1,6 +1,8 @@
-// `npm test`: the admin page against the in-memory mock API.
+// `npm test`: the operator page against the in-memory mock API.
 // 1. admin.mjs with a missing Chromium must fail (exit 1, clear message);
-// 2. mock-server.mjs + admin.mjs must pass (exit 0, {"ok":true,...}).
+// 2. mock-server.mjs (under the stage prefix /Prod) + admin.mjs opened with the
+//    mock's operator link must pass (exit 0, {"ok":true,...}): the key traded
+//    for a session cookie, every POST with its CSRF token, the strict CSP.
 // Screenshots go to out/ (ignored by git). Exits non-zero on any failure.
 import { spawn } from 'node:child_process';
 import { mkdirSync, statSync } from 'node:fs';
@@ -28,7 +30,7 @@ function record(name, ok, detail) {
 
 function startMock() {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(here, 'mock-server.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [join(here, 'mock-server.mjs'), '--prefix', '/Prod'], { stdio: ['ignore', 'pipe', 'inherit'] });
     let buf = '';
     const timer = setTimeout(() => { child.kill(); reject(new Error('mock server printed nothing within 10 s')); }, 10_000);
     child.on('exit', code => { clearTimeout(timer); reject(new Error(`mock server exited early (${code})`)); });
@@ -50,22 +52,22 @@ function startMock() {
   record('admin.mjs fails when Chromium is missing', ok, ok ? '' : `exit ${r.code}: ${r.stdout}${r.stderr}`);
 }
 
-// 2. The page against the mock API.
+// 2. The page against the mock API, opened with an operator link.
 let mock;
 try {
   mock = await startMock();
   const shot = join(out, 'admin.png');
-  const r = await run(['admin.mjs', mock.info.url, mock.info.quarantined_id, shot, mock.info.disabled_destination]);
+  const r = await run(['admin.mjs', mock.info.link, mock.info.quarantined_id, shot, mock.info.disabled_destination]);
   process.stdout.write(r.stdout);
   process.stderr.write(r.stderr);
-  let ok = r.code === 0 && /^\{"ok":true/m.test(r.stdout);
+  let ok = r.code === 0 && /^\{"ok":true/m.test(r.stdout) && /"link":true/.test(r.stdout) && /"csp":true/.test(r.stdout);
   let detail = ok ? '' : `admin.mjs exit ${r.code}`;
   for (const f of [shot, join(out, 'admin-after.png')]) {
     try { if (statSync(f).size < 1000) throw new Error('tiny'); } catch { ok = false; detail += ` missing screenshot ${f}`; }
   }
-  record('admin page against the mock API (replay a quarantined row, enable a destination)', ok, detail.trim());
+  record('admin page against the mock API via an operator link (session, CSRF, CSP; tenants, replay, enable)', ok, detail.trim());
 } catch (e) {
-  record('admin page against the mock API (replay a quarantined row, enable a destination)', false, e.message);
+  record('admin page against the mock API via an operator link (session, CSRF, CSP; tenants, replay, enable)', false, e.message);
 } finally {
   if (mock) { mock.child.removeAllListeners('exit'); mock.child.kill('SIGTERM'); }
 }

@@ -1,6 +1,7 @@
 //! The admin page in headless Chromium (Playwright, tests/e2e/browser):
-//! load /admin, see a quarantined row, click Replay, see it processed; see a
-//! disabled destination, click Enable, see it healthy.
+//! open it with an operator's link (docs/portal.md, "The operator page"),
+//! see a quarantined row, click Replay, see it processed; see a disabled
+//! destination, click Enable, see it healthy; under its strict CSP.
 //! Screenshots go to target/e2e/admin*.png. Also the page's own checks
 //! against the in-memory mock of its API (`npm test` in tests/e2e/browser).
 
@@ -77,8 +78,17 @@ async fn replaying_a_quarantined_row_from_the_admin_page_processes_it() {
     let shots = root.join("target/e2e");
     std::fs::create_dir_all(&shots).expect("target/e2e");
     let shot = shots.join("admin.png");
+    // opened as a deployed stack's operator opens it: with an operator's
+    // link (its session cookie and anti-forgery token, not the loopback trust)
+    let operator = hookbox::tenants::links::mint_operator_link(fixed.db().as_ref(), 3600, "e2e")
+        .await
+        .expect("an operator's link");
     let (url, script) = (
-        fixed.url().to_string(),
+        format!(
+            "{}/admin/#key={}",
+            fixed.url().trim_end_matches('/'),
+            operator.key.expose()
+        ),
         root.join("tests/e2e/browser/admin.mjs"),
     );
     let shot_arg = shot.to_string_lossy().into_owned();
@@ -112,6 +122,8 @@ async fn replaying_a_quarantined_row_from_the_admin_page_processes_it() {
     .expect("admin.mjs prints a JSON line");
     assert_eq!(report["ok"], true, "{report}");
     assert_eq!(report["enable_outcome"], "enabled", "{report}");
+    assert_eq!(report["csp"], true, "{report}");
+    assert_eq!(report["operator"], "e2e", "{report}");
     let health = hookbox::outbox::destinations::health(fixed.db().as_ref())
         .await
         .expect("health");

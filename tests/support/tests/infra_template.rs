@@ -340,7 +340,7 @@ fn the_check_refuses_a_management_api_whose_iam_route_is_not_sigv4() {
         )
     });
     assert!(
-        stderr.contains("Ingress=rest: API Gateway may invoke ManagementFunction from [('WebhookApi', '${StageName}/*/api/v1/*'), ('WebhookApi', '${StageName}/*/portal'), ('WebhookApi', '${StageName}/*/portal/*'), ('WebhookApi', '*')], must be exactly"),
+        stderr.contains("Ingress=rest: API Gateway may invoke ManagementFunction from [('WebhookApi', '${StageName}/*/admin'), ('WebhookApi', '${StageName}/*/admin/*'), ('WebhookApi', '${StageName}/*/api/v1/*'), ('WebhookApi', '${StageName}/*/portal'), ('WebhookApi', '${StageName}/*/portal/*'), ('WebhookApi', '*')], must be exactly"),
         "{stderr}"
     );
     // the portal's routes behind the IAM authorization: a customer has no

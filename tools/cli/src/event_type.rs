@@ -97,7 +97,7 @@ async fn put(args: &PutArgs) -> Outcome {
             std::io::read_to_string(std::io::stdin()).or_failed("cannot read the schema")?
         } else {
             std::fs::read_to_string(path)
-                .or_failed(&format!("cannot read the schema {}", path.display()))?
+                .or_failed(format!("cannot read the schema {}", path.display()))?
         };
         spec.insert("schema".into(), json_arg("--schema's file", &text)?);
     }

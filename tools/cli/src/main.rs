@@ -9,6 +9,7 @@
 //! (unknown scheme, no body, unreadable file, unusable secret or
 //! configuration, missing URL, no database configured).
 
+mod admin_link;
 mod common;
 mod destination;
 mod dlq;
@@ -101,6 +102,10 @@ enum Command {
     /// refusal names the field (exit 1).
     #[command(subcommand)]
     EventType(event_type::EventTypeCommand),
+    /// The operator page (`/admin`): mint an operator link (needs the
+    /// stack's database credentials), or revoke them all.
+    #[command(subcommand)]
+    Admin(admin_link::AdminCommand),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -323,6 +328,7 @@ fn main() -> ExitCode {
         Command::Endpoint(command) => common::block_on(endpoint::run(command)),
         Command::Message(command) => common::block_on(message::run(command)),
         Command::EventType(command) => common::block_on(event_type::run(command)),
+        Command::Admin(command) => common::block_on(admin_link::run(command)),
     };
     result.unwrap_or_else(common::Failure::report)
 }

@@ -280,23 +280,25 @@ impl LocalStack {
                 LOCAL_SIGV4_PRINCIPAL,
             )
         });
-        let management = Arc::new(management::Management {
-            api: ManagementApi::new(db.clone(), keeper.clone(), clock.clone(), tokens),
-            sigv4: SigV4Keys::default().with(sigv4_key.clone()),
-            clock: clock.clone(),
-            answers: options.record_api_answers.then(Arc::default),
-        });
-        let api_answers = management.answers.clone();
         let admin = admin::Admin {
             db: db.clone(),
             queue: queue.clone(),
             clock: clock.clone(),
             history: Arc::new(Mutex::new(VecDeque::new())),
             redrive: memory_queue.clone().map(|q| {
-                let redrive: admin::Redrive = Arc::new(move || q.redrive_dead_letters());
+                let redrive: hookbox::management::operator::Redrive =
+                    Arc::new(move || q.redrive_dead_letters());
                 redrive
             }),
         };
+        let management = Arc::new(management::Management {
+            api: ManagementApi::new(db.clone(), keeper.clone(), clock.clone(), tokens)
+                .with_operator(admin.ports()),
+            sigv4: SigV4Keys::default().with(sigv4_key.clone()),
+            clock: clock.clone(),
+            answers: options.record_api_answers.then(Arc::default),
+        });
+        let api_answers = management.answers.clone();
         let app = axum::Router::new()
             .route(
                 "/webhooks/{partner}",
@@ -326,15 +328,24 @@ impl LocalStack {
             .route(
                 "/portal/{*rest}",
                 axum::routing::any(management::handle)
-                    .with_state(management)
+                    .with_state(management.clone())
                     .layer(axum::extract::DefaultBodyLimit::max(management::MAX_BODY)),
             )
             .route("/", axum::routing::get(index))
+            // the operator page: its own loopback pages vouched for
             .merge(
-                admin::routes(admin.clone()).layer(axum::middleware::from_fn_with_state(
-                    addr.port(),
-                    admin::same_origin_only,
-                )),
+                axum::Router::new()
+                    .route("/admin", axum::routing::any(management::handle_loopback))
+                    .route("/admin/", axum::routing::any(management::handle_loopback))
+                    .route(
+                        "/admin/{*rest}",
+                        axum::routing::any(management::handle_loopback),
+                    )
+                    .with_state(management.clone())
+                    .layer(axum::middleware::from_fn_with_state(
+                        addr.port(),
+                        admin::same_origin_only,
+                    )),
             );
 
         let (stop, stopped) = watch::channel(false);

@@ -42,6 +42,30 @@ pub async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    serve(&m, method, uri, headers, body, None).await
+}
+
+/// `/admin…`, behind [`crate::admin::same_origin_only`]: the stack's own
+/// loopback pages, vouched for as [`crate::admin::LOCAL_OPERATOR`].
+pub async fn handle_loopback(
+    State(m): State<Arc<Management>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let local = Some(crate::admin::LOCAL_OPERATOR.to_string());
+    serve(&m, method, uri, headers, body, local).await
+}
+
+async fn serve(
+    m: &Management,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+    vouched: Option<String>,
+) -> Response {
     let pairs: Vec<(String, String)> = headers
         .iter()
         .filter_map(|(n, v)| Some((n.as_str().to_string(), v.to_str().ok()?.to_string())))
@@ -56,7 +80,7 @@ pub async fn handle(
             })
             .or_insert_with(|| v.clone());
     }
-    let mut verified_principal = None;
+    let mut verified_principal = vouched;
     if sigv4::is_sigv4(lower.get("authorization").map(String::as_str)) {
         let signed = SignedRequest {
             method: method.as_str(),

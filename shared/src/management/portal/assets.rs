@@ -24,7 +24,12 @@ pub fn content_security_policy(frame_ancestors: Option<&str>) -> String {
     )
 }
 
-fn file(content_type: &str, body: &'static str, frame_ancestors: Option<&str>) -> ApiResponse {
+/// A built-in file served under the policy.
+pub(crate) fn file(
+    content_type: &str,
+    body: &'static str,
+    frame_ancestors: Option<&str>,
+) -> ApiResponse {
     let mut headers = vec![
         ("content-type".to_string(), content_type.to_string()),
         (

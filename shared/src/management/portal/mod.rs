@@ -17,7 +17,7 @@
 //! - Changes go through the same functions as the other faces, recorded in
 //!   the audit trail as face `portal` and the link's id.
 
-mod assets;
+pub(crate) mod assets;
 mod routes;
 
 use chrono::{DateTime, Utc};
@@ -74,7 +74,7 @@ impl From<crate::store::DbError> for PortalError {
 }
 
 impl PortalError {
-    fn response(&self) -> ApiResponse {
+    pub(crate) fn response(&self) -> ApiResponse {
         let (status, code, detail) = match self {
             Self::Unauthorized => (
                 401,
@@ -130,7 +130,7 @@ pub(crate) struct Session {
 
 impl Session {
     pub fn tenant(&self) -> &str {
-        &self.doc.tenant.id
+        self.doc.tenant.as_ref().map_or("", |t| t.id.as_str())
     }
 
     fn document(&self) -> serde_json::Value {
@@ -145,7 +145,7 @@ impl Session {
 }
 
 /// The value of cookie `name` in the request's `Cookie` header.
-fn cookie<'a>(req: &'a ApiRequest, name: &str) -> Option<&'a str> {
+pub(crate) fn cookie<'a>(req: &'a ApiRequest, name: &str) -> Option<&'a str> {
     req.header("cookie")?.split(';').find_map(|pair| {
         let (k, v) = pair.trim().split_once('=')?;
         (k == name).then_some(v)
@@ -159,25 +159,29 @@ fn over_https(req: &ApiRequest) -> bool {
         .is_some_and(|p| p.eq_ignore_ascii_case("https"))
 }
 
-fn session_cookie(
+/// The session cookie `name` holding `key` until `expires_at`.
+pub(crate) fn session_cookie(
     req: &ApiRequest,
+    name: &str,
     key: &PortalKey,
     expires_at: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> String {
     let max_age = (expires_at - now).num_seconds().max(0);
-    // no Path: it defaults to the directory of `…/portal/api/session`, so
-    // the cookie goes to the portal's API alone, under any stage prefix
+    // no Path: it defaults to the directory of `…/portal/api/session` (or
+    // `…/admin/api/session`), so the cookie goes to that page's API alone,
+    // under any stage prefix
     format!(
-        "{COOKIE}={}; Max-Age={max_age}; HttpOnly; SameSite=Strict{}",
+        "{name}={}; Max-Age={max_age}; HttpOnly; SameSite=Strict{}",
         key.expose(),
         if over_https(req) { "; Secure" } else { "" }
     )
 }
 
-fn cleared_cookie(req: &ApiRequest) -> String {
+/// The session cookie `name`, cleared.
+pub(crate) fn cleared_cookie(req: &ApiRequest, name: &str) -> String {
     format!(
-        "{COOKIE}=; Max-Age=0; HttpOnly; SameSite=Strict{}",
+        "{name}=; Max-Age=0; HttpOnly; SameSite=Strict{}",
         if over_https(req) { "; Secure" } else { "" }
     )
 }
@@ -239,6 +243,8 @@ impl ManagementApi {
     async fn open(&self, key: PortalKey) -> Result<Session, PortalError> {
         let doc = links::session(self.db.as_ref(), &key, self.clock.now())
             .await?
+            // an operator's link opens the operator page, not a portal
+            .filter(|s| s.link.kind == links::LinkKind::Tenant && s.tenant.is_some())
             .ok_or(PortalError::Unauthorized)?;
         let actor = Actor::new(Face::Portal, doc.link.id.clone());
         Ok(Session { key, doc, actor })
@@ -271,7 +277,8 @@ impl ManagementApi {
                 "DELETE" => {
                     links::logout(self.db.as_ref(), &session.key, self.clock.now()).await?;
                     let mut r = ApiResponse::empty(204);
-                    r.headers.push(("set-cookie".into(), cleared_cookie(req)));
+                    r.headers
+                        .push(("set-cookie".into(), cleared_cookie(req, COOKIE)));
                     r.headers.push(("cache-control".into(), "no-store".into()));
                     Ok(r)
                 }
@@ -295,6 +302,7 @@ impl ManagementApi {
             "set-cookie".into(),
             session_cookie(
                 req,
+                COOKIE,
                 &session.key,
                 session.doc.link.expires_at,
                 self.clock.now(),
