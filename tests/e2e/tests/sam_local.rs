@@ -507,22 +507,13 @@ async fn moto_json(
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{target}: {e}: {text}"))
 }
 
-/// Issue #41: the management function as the template deploys it (its
-/// routes' events, the Data API's place taken by the local database, the
-/// endpoint secrets' key in moto's KMS, the tokens' hashes in moto's
-/// Secrets Manager): 401 without a token and for an identity the bearer
-/// route does not trust, the API with the token, and on the IAM route the
-/// caller API Gateway verified, without a token; and the customer
-/// portal's page on its route.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_management_api_answers_by_route_and_token() {
+/// The env file the management function runs with under `sam local`: the
+/// services' variables, the endpoint secrets' key in moto's KMS and the
+/// sample token's hash in moto's Secrets Manager.
+async fn management_env(services: &LocalServices) -> tempfile::NamedTempFile {
     const SAMPLE_TOKEN: &str = "hookbox-sample-token-not-a-secret";
-    const CALLER: &str = "arn:aws:sts::123456789012:assumed-role/hookbox-operator/alice";
-    let sam = sam_local();
-    let services = LocalServices::start().await;
-    migrated(&services).await;
     let key = moto_json(
-        &services,
+        services,
         "kms",
         "TrentService.CreateKey",
         serde_json::json!({"Description": "hookbox endpoint secrets (sam local)"}),
@@ -536,7 +527,7 @@ async fn the_management_api_answers_by_route_and_token() {
         "sha256": hookbox::management::token_hash(SAMPLE_TOKEN),
     }]);
     let secret = moto_json(
-        &services,
+        services,
         "secretsmanager",
         "secretsmanager.CreateSecret",
         serde_json::json!({
@@ -554,6 +545,112 @@ async fn the_management_api_answers_by_route_and_token() {
     parameters.insert("HOOKBOX_API_TOKENS_SECRET_ARN".into(), secret.into());
     let env_file = tempfile::NamedTempFile::new().expect("env file");
     std::fs::write(env_file.path(), env.to_string()).expect("write the env file");
+    env_file
+}
+
+/// Issue #42, acceptance 3: the operator page under `sam local start-api`
+/// with the template's function and routes: the page under its policy; an
+/// operator's link (minted in the database, as `hookbox admin link` does)
+/// signs in and reads the counts; a customer's portal link does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_api_serves_the_operator_page_to_an_operator_link_only() {
+    let sam = sam_local();
+    let services = LocalServices::start().await;
+    migrated(&services).await;
+    let env_file = management_env(&services).await;
+    let port = hookbox_testkit::http_sink::HttpSink::free_port();
+    let api = sam
+        .start_api(port, env_file.path())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let client = reqwest::Client::new();
+    let page = client
+        .get(format!("{}/admin/", api.url))
+        .send()
+        .await
+        .expect("GET /admin/");
+    assert_eq!(page.status().as_u16(), 200, "{}", api.log());
+    let csp = page
+        .headers()
+        .get("content-security-policy")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        csp.starts_with("default-src 'none'; script-src 'self'"),
+        "{csp}"
+    );
+    assert!(page.text().await.unwrap_or_default().contains("admin.js"));
+
+    let pg = hookbox::store::postgres::PgDatabase::connect(services.db.url(), &Default::default())
+        .expect("pool");
+    let operator = hookbox::tenants::links::mint_operator_link(&pg, 3600, "sam")
+        .await
+        .expect("an operator's link");
+    hookbox::tenants::manage::create_tenant(
+        &pg,
+        &serde_json::json!({"uid": "acme", "name": "Acme"}),
+        None,
+    )
+    .await
+    .expect("tenant");
+    let customer = hookbox::tenants::links::mint_link(&pg, "acme", &Default::default(), None)
+        .await
+        .expect("a customer's link");
+    let sign_in = |key: String| {
+        let client = client.clone();
+        let url = format!("{}/admin/api/session", api.url);
+        async move {
+            client
+                .post(url)
+                .json(&serde_json::json!({ "key": key }))
+                .send()
+                .await
+                .expect("POST session")
+        }
+    };
+    let refused = sign_in(customer.key.expose().to_string()).await;
+    assert_eq!(refused.status().as_u16(), 401, "{}", api.log());
+    let session = sign_in(operator.key.expose().to_string()).await;
+    assert_eq!(session.status().as_u16(), 200, "{}", api.log());
+    let cookie = session
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|c| c.split(';').next())
+        .expect("the session cookie")
+        .to_string();
+    let stats = client
+        .get(format!("{}/admin/api/stats", api.url))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("GET stats");
+    assert_eq!(stats.status().as_u16(), 200, "{}", api.log());
+    let stats: serde_json::Value = stats.json().await.expect("JSON");
+    assert!(stats["inbox"].is_object(), "{stats}");
+    let anonymous = client
+        .get(format!("{}/admin/api/stats", api.url))
+        .send()
+        .await
+        .expect("GET stats");
+    assert_eq!(anonymous.status().as_u16(), 401);
+}
+
+/// Issue #41: the management function as the template deploys it (its
+/// routes' events, the Data API's place taken by the local database, the
+/// endpoint secrets' key in moto's KMS, the tokens' hashes in moto's
+/// Secrets Manager): 401 without a token and for an identity the bearer
+/// route does not trust, the API with the token, and on the IAM route the
+/// caller API Gateway verified, without a token; and the customer
+/// portal's page on its route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_management_api_answers_by_route_and_token() {
+    const CALLER: &str = "arn:aws:sts::123456789012:assumed-role/hookbox-operator/alice";
+    let sam = sam_local();
+    let services = LocalServices::start().await;
+    migrated(&services).await;
+    let env_file = management_env(&services).await;
 
     let call = |name: &'static str| {
         let (sam, env_file) = (&sam, env_file.path().to_path_buf());
