@@ -236,3 +236,24 @@ access = management("POST", "/api/v1/auth/app-portal-access/acme", management_he
 }), body=b'{"application":{"name":"Acme Inc"},"expiry":3600}')
 access["requestContext"]["domainName"] = f"{API}.execute-api.eu-west-1.amazonaws.com"
 write("apigw-portal-access.json", access)
+
+
+# ------------------------------------------------------------ the operator page
+# The operator page (docs/portal.md, "The operator page") on the management
+# function: /admin and /admin/{proxy+}, no gateway authorization (an
+# operator's link, checked by the function).
+def admin(method, path, hdrs, body=None):
+    event = portal(method, path.replace("/admin", "/portal", 1), hdrs, body)
+    resource = "/admin" if path.rstrip("/") == "/admin" else "/admin/{proxy+}"
+    event["resource"] = resource
+    event["path"] = path
+    event["requestContext"]["resourcePath"] = resource
+    event["requestContext"]["path"] = f"/prod{path}"
+    if event["pathParameters"] is not None:
+        event["pathParameters"] = {"proxy": path.split("/admin/", 1)[1]}
+    return event
+
+
+write("apigw-admin-page.json", admin("GET", "/admin/", browser))
+# the counts without a session: 401
+write("apigw-admin-stats.json", admin("GET", "/admin/api/stats", {**browser, "Accept": "application/json"}))

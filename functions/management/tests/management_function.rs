@@ -153,6 +153,40 @@ async fn the_portal_is_served_and_opened_by_a_minted_link() {
     );
 }
 
+/// The operator page on the function (its routes' events): the page under
+/// its policy; the counts refused without an operator's link, answered
+/// with one (its cookie); a replay refused with no inbox queue configured.
+#[tokio::test]
+async fn the_operator_page_is_served_to_an_operator_link_only() {
+    let (_t, db) = migrated().await;
+    let f = function(db.clone(), clock(), sample_tokens());
+    let page = f
+        .handle(event_from_json(smoke::event("apigw-admin-page.json")).expect("event"))
+        .await;
+    assert_eq!(page.status_code, 200);
+    assert!(
+        page.headers
+            .get("content-security-policy")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.contains("frame-ancestors 'none'"))
+    );
+    let (status, body) = answer(&f, smoke::event("apigw-admin-stats.json")).await;
+    assert_eq!(
+        (status, &body["code"]),
+        (401, &serde_json::json!("unauthorized"))
+    );
+    let link = hookbox::tenants::links::mint_operator_link(db.as_ref(), 3600, "ops")
+        .await
+        .expect("an operator's link");
+    let mut stats = smoke::event("apigw-admin-stats.json");
+    let cookie = format!("hookbox_admin={}", link.key.expose());
+    stats["headers"]["Cookie"] = cookie.clone().into();
+    stats["multiValueHeaders"]["Cookie"] = serde_json::json!([cookie]);
+    let (status, body) = answer(&f, stats).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["inbox"].is_object(), "{body}");
+}
+
 #[tokio::test]
 async fn the_sample_token_is_accepted_on_the_bearer_route() {
     let (_t, db) = migrated().await;

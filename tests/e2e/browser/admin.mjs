@@ -14,42 +14,10 @@
 // error, a Content-Security-Policy violation, or server text run as markup.
 // Success: prints one JSON line {"ok":true,...} and exits 0.
 // Any failure: prints {"ok":false,"error":"..."} and exits 1.
-import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { harness } from './common.mjs';
 
-const started = Date.now();
-const OVERALL_TIMEOUT_MS = 90_000;
-const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-];
-
-let context = null;
-let userDataDir = null;
-let finished = false;
-const pageErrors = [];
-const consoleErrors = [];
-const cspViolations = [];
-
-function cleanup() {
-  if (userDataDir) {
-    try { rmSync(userDataDir, { recursive: true, force: true }); } catch { /* best effort */ }
-    userDataDir = null;
-  }
-}
-function fail(message) {
-  if (finished) return;
-  finished = true;
-  process.stdout.write(JSON.stringify({ ok: false, error: message }) + '\n');
-  process.stderr.write(`admin.mjs: FAILED: ${message}\n`);
-  const done = () => { cleanup(); process.exit(1); };
-  if (context) context.close().then(done, done); else done();
-  setTimeout(done, 5000).unref();
-}
-process.on('uncaughtException', e => fail(`uncaught: ${e && e.stack || e}`));
-process.on('unhandledRejection', e => fail(`unhandled rejection: ${e && e.stack || e}`));
-setTimeout(() => fail(`gave up after ${OVERALL_TIMEOUT_MS / 1000} s`), OVERALL_TIMEOUT_MS).unref();
+const h = harness('admin.mjs', 90_000);
+const { pageErrors, cspViolations } = h;
 
 async function main() {
   const [baseArg, id, shot, destination] = process.argv.slice(2);
@@ -61,41 +29,7 @@ async function main() {
   const shownUrl = url.replace(/#key=.*$/, '#key=…');   // never print the key
   const after = /\.png$/i.test(shot) ? shot.replace(/\.png$/i, '-after.png') : `${shot}-after.png`;
 
-  const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
-  try {
-    accessSync(executablePath, constants.X_OK);
-  } catch {
-    throw new Error(`Chromium not found or not executable at ${executablePath} ` +
-      '(install it with `apt-get install -y chromium`, or set CHROMIUM to its path)');
-  }
-  let chromium;
-  try {
-    ({ chromium } = await import('playwright-core'));
-  } catch (e) {
-    throw new Error(`cannot load playwright-core (run \`npm ci\` in tests/e2e/browser): ${e.message}`);
-  }
-
-  userDataDir = mkdtempSync(join(tmpdir(), 'hookbox-admin-chromium-'));
-  try {
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath, headless: true, args: CHROMIUM_ARGS, timeout: 30_000,
-      viewport: { width: 1360, height: 900 },
-    });
-  } catch (e) {
-    throw new Error(`could not start Chromium at ${executablePath}: ${e.message.split('\n')[0]}`);
-  }
-  await context.exposeBinding('__hookboxCspViolation', (_source, text) => { cspViolations.push(String(text)); });
-  await context.addInitScript(() => {
-    document.addEventListener('securitypolicyviolation', e => {
-      window.__hookboxCspViolation(`${e.violatedDirective} blocked ${e.blockedURI || 'inline'} (${e.sourceFile || 'page'}:${e.lineNumber})`);
-    }, true);
-  });
-  const page = context.pages()[0] ?? await context.newPage();
-  page.on('pageerror', e => pageErrors.push(String(e && e.message || e)));
-  page.on('console', m => {
-    if (/Content.Security.Policy/i.test(m.text())) cspViolations.push(m.text());
-    else if (m.type() === 'error') consoleErrors.push(m.text());
-  });
+  const page = await h.launch({ profile: 'admin' });
 
   const resp = await page.goto(url, { waitUntil: 'domcontentloaded', timeout: 15_000 })
     .catch(e => { throw new Error(`could not open ${shownUrl}: ${e.message.split('\n')[0].replaceAll(url, shownUrl)}`); });
@@ -200,15 +134,10 @@ async function main() {
   await assertClean(page, 'at the end');
   const history = await page.locator('[data-testid="chart-inbox"]').getAttribute('data-history');
 
-  finished = true;
-  await context.close();
-  context = null;
-  cleanup();
-  process.stdout.write(JSON.stringify({
-    ok: true, url: shownUrl, link: isLink, operator, csp: csp != null, tenants: tenantsShown, history, id, replay_outcome: outcome, enable_outcome: enabled, processed_before: processedBefore, processed_after: processedAfter,
-    screenshots: [shot, after], console_errors: consoleErrors, ms: Date.now() - started,
-  }) + '\n');
-  process.exit(0);
+  await h.succeed({
+    url: shownUrl, link: isLink, operator, csp: csp != null, tenants: tenantsShown, history, id, replay_outcome: outcome, enable_outcome: enabled, processed_before: processedBefore, processed_after: processedAfter,
+    screenshots: [shot, after],
+  });
 }
 
 // No JavaScript error, no CSP violation, no server text turned into markup.
@@ -232,13 +161,8 @@ async function count(page, testid) {
   return text == null ? null : Number(text.replace(/[^\d]/g, ''));
 }
 
-main().catch(async e => {
-  // Keep what the browser showed when it went wrong, next to the requested screenshot.
+// When it goes wrong, keep what the browser showed next to the requested screenshot.
+h.run(main, () => {
   const shot = process.argv[4];
-  if (context && shot && !finished) {
-    const page = context.pages()[0];
-    const failShot = /\.png$/i.test(shot) ? shot.replace(/\.png$/i, '-failure.png') : `${shot}-failure.png`;
-    if (page) await page.screenshot({ path: failShot, fullPage: true, timeout: 5_000 }).catch(() => {});
-  }
-  fail(e && e.message || String(e));
+  return shot && (/\.png$/i.test(shot) ? shot.replace(/\.png$/i, '-failure.png') : `${shot}-failure.png`);
 });

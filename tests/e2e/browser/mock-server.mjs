@@ -18,20 +18,10 @@
 // --tenants-page N: at most N tenants a page (to see "Load more").
 // Replaying the quarantined row moves it to "pending", then to "processed"
 // about a second later, as the real processor would. Stops on SIGTERM / SIGINT.
-import http from 'node:http';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { SECURITY, arg, cookies, hex, mockArgs, pageAssets, readBody, responder, serve } from './common.mjs';
 
-const ASSETS = {
-  '': ['index.html', 'text/html; charset=utf-8'],
-  'admin.js': ['admin.js', 'text/javascript; charset=utf-8'],
-  'admin.css': ['admin.css', 'text/css; charset=utf-8'],
-};
-const ASSET_DIR = new URL('../../../shared/admin/', import.meta.url);
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
-  "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
-const SECURITY = { 'content-security-policy': CSP, 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer',
-  'x-frame-options': 'DENY', 'cache-control': 'no-store' };
+const ASSETS = pageAssets('admin');
 const COOKIE = 'hookbox_admin';
 const SESSION_MS = 8 * 3600_000;
 const INBOX_STATUSES = ['pending', 'processing', 'deferred', 'processed', 'quarantined', 'dead'];
@@ -39,14 +29,11 @@ const OUTBOX_STATUSES = ['pending', 'delivered', 'dead'];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PROCESS_DELAY_MS = 1000;
 
-const arg = name => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
-const port = Number(arg('--port') ?? 0);
-const prefix = (arg('--prefix') ?? '').replace(/\/+$/, '');
+const { port, prefix } = mockArgs();
 const trusted = process.argv.includes('--trusted');
 const noHistory = process.argv.includes('--no-history');
 const tenantsPage = Number(arg('--tenants-page') ?? 500);
 const BASE = `${prefix}/admin/`;
-const hex = n => randomBytes(n).toString('hex');
 const KEY = `hbp_${hex(32)}`;
 const sessions = new Map();      // cookie value -> {operator, csrf, expires}
 
@@ -126,23 +113,7 @@ const tenants = [
 ];
 
 // ---- HTTP plumbing ----
-function send(res, status, body, headers = {}) {
-  res.writeHead(status, { 'content-type': 'application/json', ...SECURITY, ...headers });
-  res.end(body === undefined ? '' : JSON.stringify(body));
-}
-const problem = (res, status, code, detail, headers) => send(res, status, { code, detail }, headers);
-function readBody(req) {
-  return new Promise((resolve, reject) => {
-    let size = 0;
-    const chunks = [];
-    req.on('data', c => { size += c.length; if (size > 65536) { reject(new Error('too large')); req.destroy(); } else chunks.push(c); });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-function cookies(req) {
-  return Object.fromEntries((req.headers.cookie ?? '').split(';').map(c => c.trim().split('=')).filter(p => p.length === 2));
-}
+const { send, problem } = responder(SECURITY);
 const sessionDoc = s => ({ operator: s.operator, expires_at: s.expires == null ? null : new Date(s.expires).toISOString(), csrf: s.csrf });
 const LOCAL = { operator: 'local', expires: null, csrf: null };
 
@@ -155,12 +126,9 @@ async function handle(req, res) {
   }
   if (!path.startsWith(BASE)) return send(res, 404, { error: `not found: ${path}` });
   const rest = path.slice(BASE.length);
-  if (rest in ASSETS) {
+  if (rest in ASSETS.files) {
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, { error: 'GET only' });
-    const [file, type] = ASSETS[rest];
-    const text = await readFile(new URL(file, ASSET_DIR));
-    res.writeHead(200, { 'content-type': type, ...SECURITY });
-    return res.end(req.method === 'HEAD' ? undefined : text);
+    return ASSETS.serve(req, res, rest);
   }
   if (!rest.startsWith('api/')) return send(res, 404, { error: `not found: ${path}` });
   const route = rest.slice('api/'.length);
@@ -255,16 +223,9 @@ async function handle(req, res) {
   return send(res, 404, { error: `no route: ${req.method} ${path}` });
 }
 
-const server = http.createServer((req, res) => {
-  handle(req, res).catch(e => { if (!res.headersSent) send(res, 500, { error: String(e && e.message || e) }); else res.end(); });
-});
-server.listen(port, '127.0.0.1', () => {
-  const { port: p } = server.address();
-  const origin = `http://127.0.0.1:${p}`;
-  process.stdout.write(JSON.stringify({ url: origin, prefix, link: `${origin}${BASE}#key=${KEY}`,
+serve({
+  port, handle, send, internal: error => ({ error }), onStop: () => clearInterval(sampler),
+  ready: origin => ({ url: origin, prefix, link: `${origin}${BASE}#key=${KEY}`,
     invalid_link: `${origin}${BASE}#key=hbp_${'0'.repeat(64)}`, quarantined_id: quarantined.id,
-    disabled_destination: 'legacy-erp' }) + '\n');
+    disabled_destination: 'legacy-erp' }),
 });
-const stop = () => { clearInterval(sampler); server.close(); server.closeAllConnections?.(); process.exit(0); };
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);

@@ -16,30 +16,18 @@
 // receiver's current status). Hostile markup sits in an event type's
 // description, an endpoint's URL, description and header name, and in failed
 // responses: the page must show it as text. Stops on SIGTERM / SIGINT.
-import http from 'node:http';
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
+import { SECURITY, cookies, hex, mockArgs, pageAssets, readBody, responder, serve } from './common.mjs';
 
-const ASSETS = {
-  '': ['index.html', 'text/html; charset=utf-8'],
-  'portal.js': ['portal.js', 'text/javascript; charset=utf-8'],
-  'portal.css': ['portal.css', 'text/css; charset=utf-8'],
-};
-const ASSET_DIR = new URL('../../../shared/portal/', import.meta.url);
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
-  "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const ASSETS = pageAssets('portal');
 const HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>';
 const COOKIE = 'hookbox_portal';
 const RELAY_DELAY_MS = 300;
 const MAX_ATTEMPTS = 5;            // a delivery is dead after this many failed attempts
 
-const arg = name => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
-const port = Number(arg('--port') ?? 0);
-const prefix = (arg('--prefix') ?? '').replace(/\/+$/, '');
+const { port, prefix } = mockArgs();
 const BASE = `${prefix}/portal/`;
 
-const hex = n => randomBytes(n).toString('hex');
 const rid = p => `${p}_${randomBytes(12).toString('base64url').replace(/[-_]/g, 'x')}`;
 const iso = (ms = Date.now()) => new Date(ms).toISOString();
 const KEY = `hbp_${hex(32)}`;
@@ -177,23 +165,7 @@ function deliverSoon(d) {
 }
 
 // ---- HTTP plumbing ----
-function send(res, status, body, headers = {}) {
-  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
-  res.end(body === undefined ? '' : JSON.stringify(body));
-}
-const problem = (res, status, code, detail) => send(res, status, { code, detail });
-function readBody(req) {
-  return new Promise((resolve, reject) => {
-    let size = 0;
-    const chunks = [];
-    req.on('data', c => { size += c.length; if (size > 65536) { reject(new Error('too large')); req.destroy(); } else chunks.push(c); });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-function cookies(req) {
-  return Object.fromEntries((req.headers.cookie ?? '').split(';').map(c => c.trim().split('=')).filter(p => p.length === 2));
-}
+const { send, problem } = responder({ 'cache-control': 'no-store' });
 const sessionDoc = s => ({ link_id: s.readOnly ? 'pl_readonly' : 'pl_full', tenant, read_only: s.readOnly, expires_at: iso(s.expires), csrf: s.csrf });
 function page(data, limit, after) {
   let start = 0;
@@ -251,22 +223,17 @@ async function handle(req, res) {
   }
   if (!path.startsWith(BASE)) return problem(res, 404, 'not_found', `no route: ${path}`);
   const rest = path.slice(BASE.length);
-  const security = { 'content-security-policy': CSP, 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer',
-    'x-frame-options': 'DENY', 'cache-control': 'no-store' };
-  if (rest in ASSETS) {
+  if (rest in ASSETS.files) {
     if (req.method !== 'GET' && req.method !== 'HEAD') return problem(res, 405, 'method_not_allowed', 'GET only');
-    const [file, type] = ASSETS[rest];
-    const text = await readFile(new URL(file, ASSET_DIR));
-    res.writeHead(200, { 'content-type': type, ...security });
-    return res.end(req.method === 'HEAD' ? undefined : text);
+    return ASSETS.serve(req, res, rest);
   }
   if (!rest.startsWith('api/')) return problem(res, 404, 'not_found', `no route: ${path}`);
-  return handleApi(req, res, url, rest.slice('api/'.length), security);
+  return handleApi(req, res, url, rest.slice('api/'.length));
 }
 
-async function handleApi(req, res, url, route, security) {
+async function handleApi(req, res, url, route) {
   const m = req.method;
-  const reply = (status, body, headers = {}) => send(res, status, body, { ...security, 'content-type': 'application/json', ...headers });
+  const reply = (status, body, headers = {}) => send(res, status, body, { ...SECURITY, 'content-type': 'application/json', ...headers });
   const fail = (status, code, detail) => reply(status, { code, detail });
   let body = {};
   if (m === 'POST' || m === 'PATCH' || m === 'DELETE') {
@@ -297,7 +264,7 @@ async function handleApi(req, res, url, route, security) {
     if (m === 'GET') return reply(200, sessionDoc(s));
     if (m === 'DELETE') {
       sessions.delete(sid);
-      res.writeHead(204, { ...security, 'set-cookie': `${COOKIE}=; Path=${cookiePath}; HttpOnly; SameSite=Strict; Max-Age=0` });
+      res.writeHead(204, { ...SECURITY, 'set-cookie': `${COOKIE}=; Path=${cookiePath}; HttpOnly; SameSite=Strict; Max-Age=0` });
       return res.end();
     }
     return fail(405, 'method_not_allowed', `${m} api/session`);
@@ -419,18 +386,10 @@ async function handleApi(req, res, url, route, security) {
   return fail(404, 'not_found', `no route: ${route}`);
 }
 
-const server = http.createServer((req, res) => {
-  handle(req, res).catch(e => {
-    if (!res.headersSent) send(res, 500, { code: 'internal', detail: String(e && e.message || e) }); else res.end();
-  });
-});
-server.listen(port, '127.0.0.1', () => {
-  const origin = `http://127.0.0.1:${server.address().port}`;
-  process.stdout.write(JSON.stringify({
+serve({
+  port, handle, send, internal: detail => ({ code: 'internal', detail }),
+  ready: origin => ({
     url: origin, prefix, link: `${origin}${BASE}#key=${KEY}`, read_only_link: `${origin}${BASE}#key=${READ_ONLY_KEY}`,
     invalid_link: `${origin}${BASE}#key=hbp_${'0'.repeat(64)}`, receiver: `${origin}/receiver`, control: `${origin}/receiver-control`,
-  }) + '\n');
+  }),
 });
-const stop = () => { server.close(); server.closeAllConnections?.(); process.exit(0); };
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);

@@ -16,94 +16,22 @@
 // violation or server text run as markup.
 // Success: prints one JSON line {"ok":true,...} and exits 0.
 // Any failure: prints {"ok":false,"error":"..."} and exits 1.
-import { accessSync, constants, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { firstLine, harness } from './common.mjs';
 
-const started = Date.now();
-const OVERALL_TIMEOUT_MS = 120_000;
+const h = harness('portal.mjs', 120_000);   // h.expectingErrors: set while probing refusals on purpose (their 401/403 show in the console)
+const { started, pageErrors, cspViolations } = h;
 const DELIVERY_TIMEOUT_MS = 30_000;
-const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-];
 const USAGE = 'usage: node portal.mjs [--logout] <link-url> <receiver-url> <receiver-control-url> <screenshot-dir>\n' +
   '       node portal.mjs --read-only <read-only-link-url> <screenshot-dir>\n' +
   '       node portal.mjs --invalid <link-url> <screenshot-dir>';
 
-let context = null;
-let userDataDir = null;
 let screenshotDir = null;
-let finished = false;
-
-function cleanup() {
-  if (userDataDir) {
-    try { rmSync(userDataDir, { recursive: true, force: true }); } catch { /* best effort */ }
-    userDataDir = null;
-  }
-}
-function fail(message) {
-  if (finished) return;
-  finished = true;
-  process.stdout.write(JSON.stringify({ ok: false, error: message }) + '\n');
-  process.stderr.write(`portal.mjs: FAILED: ${message}\n`);
-  const done = () => { cleanup(); process.exit(1); };
-  if (context) context.close().then(done, done); else done();
-  setTimeout(done, 5000).unref();
-}
-process.on('uncaughtException', e => fail(`uncaught: ${e && e.stack || e}`));
-process.on('unhandledRejection', e => fail(`unhandled rejection: ${e && e.stack || e}`));
-setTimeout(() => fail(`gave up after ${OVERALL_TIMEOUT_MS / 1000} s`), OVERALL_TIMEOUT_MS).unref();
 
 const tid = id => `[data-testid="${id}"]`;
-const firstLine = e => String(e && e.message || e).split('\n')[0];
 const pad = n => String(n).padStart(2, '0');
 const localInput = d => `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
-
-// What the page did wrong, collected by the listeners below.
-const pageErrors = [];
-const consoleErrors = [];
-const cspViolations = [];
-let expectingErrors = false;      // while probing refusals on purpose (their 401/403 show in the console)
-
-async function launch() {
-  const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
-  try {
-    accessSync(executablePath, constants.X_OK);
-  } catch {
-    throw new Error(`Chromium not found or not executable at ${executablePath} ` +
-      '(install it with `apt-get install -y chromium`, or set CHROMIUM to its path)');
-  }
-  let chromium;
-  try {
-    ({ chromium } = await import('playwright-core'));
-  } catch (e) {
-    throw new Error(`cannot load playwright-core (run \`npm ci\` in tests/e2e/browser): ${e.message}`);
-  }
-  userDataDir = mkdtempSync(join(tmpdir(), 'hookbox-portal-chromium-'));
-  try {
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath, headless: true, args: CHROMIUM_ARGS, timeout: 30_000,
-      viewport: { width: 1360, height: 900 },
-      timezoneId: Intl.DateTimeFormat().resolvedOptions().timeZone,   // datetime-local values mean the same here and there
-    });
-  } catch (e) {
-    throw new Error(`could not start Chromium at ${executablePath}: ${firstLine(e)}`);
-  }
-  await context.exposeBinding('__hookboxCspViolation', (_source, text) => { cspViolations.push(String(text)); });
-  await context.addInitScript(() => {
-    document.addEventListener('securitypolicyviolation', e => {
-      window.__hookboxCspViolation(`${e.violatedDirective} blocked ${e.blockedURI || 'inline'} (${e.sourceFile || 'page'}:${e.lineNumber})`);
-    }, true);
-  });
-  const page = context.pages()[0] ?? await context.newPage();
-  page.on('pageerror', e => pageErrors.push(firstLine(e)));
-  page.on('console', m => {
-    if (/Content.Security.Policy/i.test(m.text())) cspViolations.push(m.text());
-    else if (m.type() === 'error' && !expectingErrors) consoleErrors.push(m.text());
-  });
-  return page;
-}
 
 // Opens a portal URL and waits for the page to settle: loaded, or one of its error screens.
 async function open(page, url) {
@@ -353,7 +281,7 @@ async function journey(page, [link, receiver, control], { logout }) {
   await clickFor(page, 'logout', 'DELETE', '/api/session', 204, 'Log out');
   await page.locator(tid('logged-out')).waitFor({ state: 'visible', timeout: 5_000 })
     .catch(() => { throw new Error('no logged-out message after Log out'); });
-  expectingErrors = true;
+  h.expectingErrors = true;
   const after = await page.evaluate(async () => (await fetch('api/session', { credentials: 'same-origin' })).status);
   if (after !== 401) throw new Error(`after Log out, GET api/session answered ${after}, want 401`);
   await assertClean(page, 'after logging out');
@@ -379,7 +307,7 @@ async function readOnly(page, [link]) {
     await assertLiteral(page, `read-only, endpoint ${id}`);
   }
   // The server must refuse writes too, CSRF token or not.
-  expectingErrors = true;
+  h.expectingErrors = true;
   const refused = await page.evaluate(async () => {
     const s = await (await fetch('api/session', { credentials: 'same-origin' })).json();
     const r = await fetch('api/endpoints', { method: 'POST', credentials: 'same-origin',
@@ -387,7 +315,7 @@ async function readOnly(page, [link]) {
       body: JSON.stringify({ url: 'https://example.invalid/read-only-probe', description: 'must be refused', filter_types: null }) });
     return r.status;
   });
-  expectingErrors = false;
+  h.expectingErrors = false;
   if (refused !== 403) throw new Error(`read-only link: POST api/endpoints with the CSRF token answered ${refused}, want 403`);
   await assertClean(page, 'read-only');
   const p = join(screenshotDir, 'portal-read-only.png');
@@ -396,7 +324,7 @@ async function readOnly(page, [link]) {
 }
 
 async function invalid(page, [link]) {
-  expectingErrors = true;            // the refused POST api/session shows as a console error
+  h.expectingErrors = true;          // the refused POST api/session shows as a console error
   await open(page, link);
   if (!await page.locator(tid('session-error')).isVisible()) throw new Error('a bad link did not show the session-error message');
   const text = (await page.locator(tid('session-error')).textContent()).replace(/\s+/g, ' ').trim();
@@ -423,23 +351,13 @@ async function main() {
     try { new URL(u); } catch { throw new Error(`not a URL: ${u}\n${USAGE}`); }
   }
   mkdirSync(screenshotDir, { recursive: true });
-  const page = await launch();
+  const page = await h.launch({
+    profile: 'portal', pageError: firstLine,
+    options: { timezoneId: Intl.DateTimeFormat().resolvedOptions().timeZone },   // datetime-local values mean the same here and there
+  });
   const result = await ({ journey, '--read-only': readOnly, '--invalid': invalid })[mode](page, argv, { logout: flags.includes('--logout') });
-  finished = true;
-  await context.close();
-  context = null;
-  cleanup();
-  process.stdout.write(JSON.stringify({
-    ok: true, mode: mode.replace(/^--/, ''), ...result, console_errors: consoleErrors, ms: Date.now() - started,
-  }) + '\n');
-  process.exit(0);
+  await h.succeed({ mode: mode.replace(/^--/, ''), ...result });
 }
 
-main().catch(async e => {
-  // Keep what the browser showed when it went wrong.
-  if (context && screenshotDir && !finished) {
-    const page = context.pages()[0];
-    if (page) await page.screenshot({ path: join(screenshotDir, 'portal-failure.png'), fullPage: true, timeout: 5_000 }).catch(() => {});
-  }
-  fail(e && e.message || String(e));
-});
+// When it goes wrong, keep what the browser showed.
+h.run(main, () => screenshotDir && join(screenshotDir, 'portal-failure.png'));

@@ -125,3 +125,56 @@ pub async fn text(db: &dyn Executor, sql: &'static str, p: &str) -> Option<Strin
         .expect("query")
         .map(|row| row.text("t").expect("t"))
 }
+
+/// The workspace's root directory.
+pub fn workspace_root() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root")
+}
+
+/// Runs `node tests/e2e/browser/<script> <args>` (off the async runtime)
+/// and answers its last JSON line, after asserting it exited 0 with
+/// `{"ok": true, …}` (the drivers' contract, tests/e2e/browser/README.md).
+pub async fn browser_driver(script: &str, args: Vec<String>) -> serde_json::Value {
+    let path = workspace_root().join("tests/e2e/browser").join(script);
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("node")
+            .arg(path)
+            .args(&args)
+            .output()
+    })
+    .await
+    .expect("join")
+    .expect("run node (Node.js >= 20: `tools/dev setup test` installs it)");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{script} failed:\n{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(stdout.lines().rfind(|l| !l.is_empty()).unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{script} prints a JSON line ({e}): {stdout}"));
+    assert_eq!(report["ok"], true, "{report}");
+    report
+}
+
+/// Runs `node tests/e2e/browser/<runner>` (a page's checks against the mock
+/// of its API) and asserts it passed them all, printing `summary`.
+pub fn assert_mock_checks_pass(runner: &str, summary: &str) {
+    let script = workspace_root().join("tests/e2e/browser").join(runner);
+    let out = std::process::Command::new("node")
+        .arg(&script)
+        .output()
+        .expect("run node (Node.js >= 20: `tools/dev setup test` installs it)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains(summary),
+        "{} failed ({}):\n{stdout}{}",
+        script.display(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -5,19 +5,12 @@
 //! Screenshots go to target/e2e/admin*.png. Also the page's own checks
 //! against the in-memory mock of its API (`npm test` in tests/e2e/browser).
 
-use std::path::PathBuf;
-
-use hookbox_e2e::{Webhook, eventually, stack, text};
+use hookbox_e2e::{
+    Webhook, assert_mock_checks_pass, browser_driver, eventually, stack, text, workspace_root,
+};
 use hookbox_local::DEMO_TYPES;
 use hookbox_testkit::TestDb;
 use serde_json::json;
-
-fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("workspace root")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replaying_a_quarantined_row_from_the_admin_page_processes_it() {
@@ -83,44 +76,21 @@ async fn replaying_a_quarantined_row_from_the_admin_page_processes_it() {
     let operator = hookbox::tenants::links::mint_operator_link(fixed.db().as_ref(), 3600, "e2e")
         .await
         .expect("an operator's link");
-    let (url, script) = (
-        format!(
-            "{}/admin/#key={}",
-            fixed.url().trim_end_matches('/'),
-            operator.key.expose()
-        ),
-        root.join("tests/e2e/browser/admin.mjs"),
+    let url = format!(
+        "{}/admin/#key={}",
+        fixed.url().trim_end_matches('/'),
+        operator.key.expose()
     );
-    let shot_arg = shot.to_string_lossy().into_owned();
-    let id_arg = id.clone();
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("node")
-            .arg(script)
-            .args([
-                url.as_str(),
-                id_arg.as_str(),
-                shot_arg.as_str(),
-                destination,
-            ])
-            .output()
-    })
-    .await
-    .expect("join")
-    .expect("run node (Node.js >= 20: `tools/dev setup test` installs it)");
-    assert!(
-        out.status.success(),
-        "admin page check failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(
-        out.stdout
-            .split(|b| *b == b'\n')
-            .rfind(|l| !l.is_empty())
-            .unwrap_or_default(),
+    let report = browser_driver(
+        "admin.mjs",
+        vec![
+            url,
+            id.clone(),
+            shot.to_string_lossy().into_owned(),
+            destination.to_string(),
+        ],
     )
-    .expect("admin.mjs prints a JSON line");
-    assert_eq!(report["ok"], true, "{report}");
+    .await;
     assert_eq!(report["enable_outcome"], "enabled", "{report}");
     assert_eq!(report["csp"], true, "{report}");
     assert_eq!(report["operator"], "e2e", "{report}");
@@ -165,17 +135,5 @@ async fn replaying_a_quarantined_row_from_the_admin_page_processes_it() {
 /// whole suite.
 #[test]
 fn the_admin_page_passes_its_checks_against_the_mock_api() {
-    let script = workspace_root().join("tests/e2e/browser/run-mock-test.mjs");
-    let out = std::process::Command::new("node")
-        .arg(&script)
-        .output()
-        .expect("run node (Node.js >= 20: `tools/dev setup test` installs it)");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("2 passed, 0 failed"),
-        "{} failed ({}):\n{stdout}{}",
-        script.display(),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_mock_checks_pass("run-mock-test.mjs", "2 passed, 0 failed");
 }

@@ -10,7 +10,6 @@
 //! must show as text. A read-only link shows no write control; a revoked
 //! link opens nothing. Screenshots go to target/e2e/portal-<adapter>/.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 
@@ -20,20 +19,13 @@ use axum::http::{StatusCode, Uri};
 use axum::routing::post;
 use hookbox::management::ApiTokens;
 use hookbox::tenants::{links, manage};
-use hookbox_e2e::stack;
+use hookbox_e2e::{assert_mock_checks_pass, browser_driver, stack, workspace_root};
 use hookbox_testkit::TestDb;
 use serde_json::{Value, json};
 
 const TOKEN: &str = "hb_e2e_portal_token";
 /// What the receiver answers while failing: markup the page must show as text.
 const HOSTILE: &str = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=1\">";
-
-fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("workspace root")
-}
 
 /// A loopback receiver answering the status `POST /control?status=N` set.
 #[derive(Clone)]
@@ -90,27 +82,7 @@ async fn start_receiver() -> (String, String, Receiver) {
 
 /// Runs `node tests/e2e/browser/portal.mjs args`; its last JSON line.
 async fn driver(args: Vec<String>) -> Value {
-    let script = workspace_root().join("tests/e2e/browser/portal.mjs");
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("node")
-            .arg(script)
-            .args(&args)
-            .output()
-    })
-    .await
-    .expect("join")
-    .expect("run node (Node.js >= 20: `tools/dev setup test` installs it)");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "portal.mjs failed:\n{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value =
-        serde_json::from_str(stdout.lines().rfind(|l| !l.is_empty()).unwrap_or_default())
-            .unwrap_or_else(|e| panic!("portal.mjs prints a JSON line ({e}): {stdout}"));
-    assert_eq!(report["ok"], true, "{report}");
-    report
+    browser_driver("portal.mjs", args).await
 }
 
 async fn api(client: &reqwest::Client, base: &str, path: &str, body: Value) -> Value {
@@ -293,17 +265,5 @@ async fn a_customer_uses_the_portal_in_a_browser_through_the_data_api() {
 /// bad links), and the driver failing clearly without Chromium.
 #[test]
 fn the_portal_page_passes_its_checks_against_the_mock_api() {
-    let script = workspace_root().join("tests/e2e/browser/run-portal-mock-test.mjs");
-    let out = std::process::Command::new("node")
-        .arg(&script)
-        .output()
-        .expect("run node (Node.js >= 20: `tools/dev setup test` installs it)");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("4 passed, 0 failed"),
-        "{} failed ({}):\n{stdout}{}",
-        script.display(),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_mock_checks_pass("run-portal-mock-test.mjs", "4 passed, 0 failed");
 }
