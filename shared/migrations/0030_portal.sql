@@ -767,7 +767,7 @@ BEGIN
       FROM public.hookbox_event_types AS t
      WHERE t.name = p_event_type AND t.enforce_schema AND NOT t.archived;
     IF v_error IS NOT NULL THEN
-        RAISE EXCEPTION '%: the payload does not match event type %''s schema: %', p_fn,
+        RAISE EXCEPTION '%: the payload does not match the schema of event type %: %', p_fn,
             pg_catalog.quote_literal(p_event_type), v_error USING ERRCODE = '22023';
     END IF;
 END

@@ -146,7 +146,7 @@ async fn a_type_that_enforces_its_schema_refuses_what_it_does_not_accept(adapter
             .unwrap_or_else(|| panic!("{payload} was accepted"));
         assert!(
             err.contains(
-                "hookbox_publish_to: the payload does not match event type 'invoice.paid''s schema"
+                "hookbox_publish_to: the payload does not match the schema of event type 'invoice.paid'"
             ) && err.contains(failure),
             "{payload}: {err}"
         );
@@ -186,7 +186,7 @@ async fn a_type_that_enforces_its_schema_refuses_what_it_does_not_accept(adapter
     .await
     .expect_err("refused");
     assert!(
-        err.to_string().contains("hookbox_publish: the payload does not match event type 'invoice.paid''s schema: $: amount is required"),
+        err.to_string().contains("hookbox_publish: the payload does not match the schema of event type 'invoice.paid': $: amount is required"),
         "{err}"
     );
     let _ = tx.rollback().await;

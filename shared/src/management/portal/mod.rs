@@ -79,7 +79,7 @@ impl PortalError {
             Self::Unauthorized => (
                 401,
                 "unauthorized",
-                "this portal link is invalid, expired or revoked: ask for a new one".to_string(),
+                "this link is invalid, expired or revoked, or not one for this page: ask for a new one".to_string(),
             ),
             Self::Csrf => (
                 403,
