@@ -1051,7 +1051,11 @@ def check_api_tokens(template: dict, cfn: dict) -> None:
         role = f"{name}Role"
         extra = set()
         for st in role_statements(cfn.get("Resources") or {}, role):
-            extra |= {a for a in as_list(st.get("Action", [])) if isinstance(a, str)} - MANAGEMENT_ACTIONS
+            actions = {a for a in as_list(st.get("Action", [])) if isinstance(a, str)}
+            extra |= actions - MANAGEMENT_ACTIONS
+            # the operator page's replays: the inbox queue, nothing else
+            if "sqs:SendMessage" in actions and as_list(st.get("Resource")) != [{"Fn::GetAtt": ["InboxQueue", "Arn"]}]:
+                problem(f"{role}: sqs:SendMessage on {st.get('Resource')!r}, must be the inbox queue alone (the operator page's replays)")
         if extra:
             problem(f"{role}: actions {sorted(extra)} beyond what the management API calls ({sorted(MANAGEMENT_ACTIONS)})")
 

@@ -709,17 +709,20 @@ fn the_check_refuses_a_token_in_the_template_or_a_role_beyond_the_management_api
     ] {
         assert!(stderr.contains(expected), "{expected}\n{stderr}");
     }
-    // the management function may read the partners' secret too, and send to the queue
+    // the management function may read the partners' secret too, receive
+    // from the queue, and send anywhere (it sends only the operator page's
+    // replays, to the inbox queue)
     let stderr = check_refuses(|t| {
         t.replacen(
             "                - !Ref ManagementDbSecret\n                - !Ref ManagementApiTokens\n",
-            "                - !Ref ManagementDbSecret\n                - !Ref ManagementApiTokens\n                - !Ref PartnersSecretArn\n            - Effect: Allow\n              Action: sqs:SendMessage\n              Resource: !GetAtt InboxQueue.Arn\n",
+            "                - !Ref ManagementDbSecret\n                - !Ref ManagementApiTokens\n                - !Ref PartnersSecretArn\n            - Effect: Allow\n              Action: sqs:ReceiveMessage\n              Resource: !GetAtt InboxQueue.Arn\n            - Effect: Allow\n              Action: sqs:SendMessage\n              Resource: \"*\"\n",
             1,
         )
     });
     for expected in [
         "ManagementFunction: secretsmanager:GetSecretValue must be on exactly its own secrets; granted besides: {\"Ref\": \"PartnersSecretArn\"}",
-        "ManagementFunctionRole: actions ['sqs:SendMessage'] beyond what the management API calls",
+        "ManagementFunctionRole: actions ['sqs:ReceiveMessage'] beyond what the management API calls",
+        "ManagementFunctionRole: sqs:SendMessage on '*', must be the inbox queue alone",
     ] {
         assert!(stderr.contains(expected), "{expected}\n{stderr}");
     }
