@@ -817,6 +817,19 @@ BEGIN
 END
 $$;
 
+-- The example of p_name (its own, else its latest schema's first), or
+-- NULL when it has none, is archived or is not in the catalogue; never
+-- raises (the portal calls it inside a write's transaction).
+CREATE FUNCTION public.hookbox_event_type_example(p_name text) RETURNS jsonb
+LANGUAGE sql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, public, pg_temp
+AS $$
+    SELECT coalesce(t.example, public.hookbox_latest_schema(t.schemas) -> 'examples' -> 0)
+      FROM public.hookbox_event_types AS t
+     WHERE t.name = p_name AND NOT t.archived
+$$;
+
 -- Creates or replaces the event type p_spec names: `name` and
 -- `description` (required), `schema` (a JSON Schema: the type's version 1;
 -- or `schemas` by version, as Svix keeps them), `example`, `deprecated`,
@@ -1117,6 +1130,7 @@ GRANT EXECUTE ON FUNCTION
     public.hookbox_endpoint_stats(text, text, integer, timestamptz),
     public.hookbox_event_type_put(jsonb, jsonb),
     public.hookbox_event_type_get(text),
+    public.hookbox_event_type_example(text),
     public.hookbox_event_type_list(text, integer, boolean),
     public.hookbox_event_type_delete(text, jsonb)
 TO hookbox_manager;

@@ -167,6 +167,31 @@ fn form_pairs(query: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// `method target` (a path with an optional `?query`) with `body` and
+/// exactly `headers`, straight to `api` (not recorded for the conformance
+/// check: the portal's and the operator page's routes are not Svix's).
+pub async fn raw(
+    api: &ManagementApi,
+    method: &str,
+    target: &str,
+    body: Option<Value>,
+    headers: &[(&str, String)],
+) -> ApiResponse {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    api.handle(ApiRequest {
+        method: method.into(),
+        path: path.into(),
+        query: form_pairs(query),
+        headers: headers
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.clone()))
+            .collect(),
+        body: body.map(|b| b.to_string()).unwrap_or_default().into(),
+        ..ApiRequest::default()
+    })
+    .await
+}
+
 /// Runs docs/api/conformance.py over `answers`; panics with its failures.
 pub fn conform(answers: &[Value]) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/api/conformance.py");

@@ -33,24 +33,7 @@ async fn call(
     body: Option<Value>,
     headers: &[(&str, String)],
 ) -> (u16, Value, ApiResponse) {
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let response = api
-        .handle(ApiRequest {
-            method: method.into(),
-            path: path.into(),
-            query: query
-                .split('&')
-                .filter_map(|p| p.split_once('='))
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            headers: headers
-                .iter()
-                .map(|(n, v)| (n.to_string(), v.clone()))
-                .collect(),
-            body: body.map(|b| b.to_string()).unwrap_or_default().into(),
-            ..ApiRequest::default()
-        })
-        .await;
+    let response = super::raw(api, method, target, body, headers).await;
     let body = serde_json::from_slice(&response.body).unwrap_or(Value::Null);
     (response.status, body, response)
 }

@@ -76,27 +76,7 @@ impl<'a> Browser<'a> {
         body: Option<Value>,
         headers: &[(&str, String)],
     ) -> Reply {
-        let (path, query) = target.split_once('?').unwrap_or((target, ""));
-        let response = self
-            .h
-            .api
-            .handle(ApiRequest {
-                method: method.into(),
-                path: path.into(),
-                query: query
-                    .split('&')
-                    .filter(|p| !p.is_empty())
-                    .filter_map(|p| p.split_once('='))
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-                headers: headers
-                    .iter()
-                    .map(|(n, v)| (n.to_string(), v.clone()))
-                    .collect(),
-                body: body.map(|b| b.to_string()).unwrap_or_default().into(),
-                ..ApiRequest::default()
-            })
-            .await;
+        let response = super::raw(&self.h.api, method, target, body, headers).await;
         let text = String::from_utf8_lossy(&response.body).into_owned();
         self.seen
             .lock()

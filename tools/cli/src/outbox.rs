@@ -79,6 +79,24 @@ pub struct ReplayArgs {
     db: DbArgs,
 }
 
+/// An age or a duration, `30s`, `90m`, `6h`, `2d`, in seconds (at most a
+/// century); `None` when it is not one.
+pub(crate) fn age_seconds(text: &str) -> Option<i64> {
+    let unit = text.chars().last()?;
+    let per = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3_600,
+        'd' => 86_400,
+        _ => return None,
+    };
+    text[..text.len() - unit.len_utf8()]
+        .parse::<i64>()
+        .ok()
+        .and_then(|n| n.checked_mul(per))
+        .filter(|s| (0..=36_500 * 86_400).contains(s))
+}
+
 /// A `--since`/`--until` value: RFC 3339, a date (midnight UTC), or an age
 /// (`30s`, `90m`, `6h`, `2d`) before now.
 pub(crate) fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
@@ -89,20 +107,8 @@ pub(crate) fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
     if let Ok(d) = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d") {
         return Ok(d.and_time(chrono::NaiveTime::MIN).and_utc());
     }
-    let unit = text.chars().last().unwrap_or(' ');
-    let seconds = match unit {
-        's' => 1,
-        'm' => 60,
-        'h' => 3_600,
-        'd' => 86_400,
-        _ => 0,
-    };
-    let amount = text[..text.len() - unit.len_utf8().min(text.len())]
-        .parse::<i64>()
-        .ok()
-        .filter(|n| (0..=36_500 * 86_400).contains(&(n * seconds)) && seconds > 0);
-    match amount {
-        Some(n) => Ok(SystemClock.now() - chrono::Duration::seconds(n * seconds)),
+    match age_seconds(text) {
+        Some(seconds) => Ok(SystemClock.now() - chrono::Duration::seconds(seconds)),
         None => Err(format!(
             "{text:?} is not a time: use RFC 3339 (2026-11-30T08:00:00Z), a date \
              (2026-11-30) or an age (90m, 6h, 2d)"

@@ -204,28 +204,18 @@ pub struct UnlinkArgs {
     writer: Writer,
 }
 
-/// `3600`, `90m`, `12h`, `7d`: seconds.
+/// `3600`, `90m`, `12h`, `7d`: seconds (a bare number, or an age as
+/// `--since` reads one).
 pub fn parse_expiry(text: &str) -> Result<u32, String> {
-    let (number, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
-        Some((at, _)) => text.split_at(at),
-        None => (text, "s"),
-    };
-    let n: u32 = number
-        .parse()
-        .map_err(|_| format!("expected seconds or a number and s, m, h or d, not {text:?}"))?;
-    let per = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        _ => {
-            return Err(format!(
-                "unknown unit {unit:?} in {text:?}: use s, m, h or d"
-            ));
-        }
-    };
-    n.checked_mul(per)
-        .ok_or_else(|| format!("{text:?} is too long"))
+    let text = text.trim();
+    text.parse::<u32>()
+        .ok()
+        .or_else(|| crate::outbox::age_seconds(text).and_then(|s| u32::try_from(s).ok()))
+        .ok_or_else(|| {
+            format!(
+                "{text:?} is not a duration: seconds, or a number and s, m, h or d (90m, 2h, 7d)"
+            )
+        })
 }
 
 async fn link(args: &LinkArgs) -> Outcome {

@@ -32,31 +32,37 @@ const EVENT_TYPES: Statement = Statement::new(
     "SELECT hookbox_event_type_list(CAST(:after AS text), 250, false) AS doc",
 );
 
+/// The example of one event type of the catalog (NULL: none, or no such
+/// type).
+const EXAMPLE: Statement = Statement::new(
+    "portal.event_type_example",
+    "SELECT hookbox_event_type_example(CAST(:name AS text)) AS example",
+);
+
 /// The pages of the catalog the portal reads, at most (so 5,000 types, or
 /// about 1 MiB of schemas).
 const CATALOG_PAGES: usize = 20;
 
+/// The portal's fields by the name the functions' refusals give them (the
+/// same names on the wire).
+fn field(name: &str) -> Option<&'static str> {
+    [
+        "url",
+        "description",
+        "filter_types",
+        "since",
+        "event_type",
+        "hours",
+        "grace_secs",
+    ]
+    .into_iter()
+    .find(|f| *f == name)
+}
+
+/// A management function's refusal, its field named as the management API
+/// names it.
 fn refused(e: ManageError) -> PortalError {
-    PortalError::Api(match e {
-        ManageError::Invalid(msg) => {
-            let field = [
-                "url",
-                "description",
-                "filter_types",
-                "since",
-                "event_type",
-                "hours",
-            ]
-            .into_iter()
-            .find(|f| msg.contains(f))
-            .unwrap_or("body");
-            ApiError::Validation {
-                loc: format!("body.{field}"),
-                msg,
-            }
-        }
-        other => ApiError::from_manage(other, |_| None),
-    })
+    PortalError::Api(ApiError::from_manage(e, field))
 }
 
 /// An endpoint as its owner sees it (not the SaaS's metadata, nor its
@@ -156,15 +162,12 @@ async fn event_types(db: &dyn Executor) -> Result<Value, PortalError> {
 }
 
 /// What an example of `event_type` carries: the catalog's example, or a
-/// small document saying what it is.
+/// small document saying what it is (one statement, never raising: it runs
+/// inside the write's transaction).
 async fn example_payload(db: &dyn Executor, event_type: &str) -> Result<Value, PortalError> {
-    let catalog = event_types(db).await?;
-    let listed = catalog["data"]
-        .as_array()
-        .and_then(|types| types.iter().find(|t| t["name"] == event_type))
-        .and_then(|t| t.get("example"))
-        .filter(|e| !e.is_null())
-        .cloned();
+    let listed = crate::store::fetch_one(db, &EXAMPLE, &params! { "name" => event_type })
+        .await?
+        .opt_json("example")?;
     Ok(listed.unwrap_or_else(|| json!({"type": event_type, "example": true})))
 }
 
