@@ -200,6 +200,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "portal",
         sql: include_str!("../migrations/0030_portal.sql"),
     },
+    Migration {
+        version: 31,
+        name: "claim_walk_one_descent",
+        sql: include_str!("../migrations/0031_claim_walk_one_descent.sql"),
+    },
 ];
 
 /// Why migrating failed.

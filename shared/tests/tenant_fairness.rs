@@ -5,7 +5,8 @@
 //! destinations than one range every destination is still reached, a claim
 //! taken again under its token takes its rows back; an endpoint's rate limit
 //! holds from the relay's first claim of it; a claim whose walk finds
-//! only rows a concurrent claim holds walks on (migration 28).
+//! only rows a concurrent claim holds walks on (migration 28); the walk
+//! reads each destination with one descent (migration 31).
 
 mod common;
 
@@ -356,10 +357,177 @@ async fn an_endpoints_rate_limit_holds_from_the_first_claim(adapter: Adapter) {
     );
 }
 
+/// Index scans of the outbox's indexes so far in the transaction `tx` runs.
+async fn outbox_index_scans(tx: &dyn Executor) -> i64 {
+    count(
+        tx,
+        "SELECT CAST(coalesce(sum(pg_stat_get_xact_numscans(i.indexrelid)), 0) AS bigint) AS n
+           FROM pg_index AS i WHERE i.indrelid = CAST('outbox' AS regclass)",
+    )
+    .await
+}
+
+/// Migration 31: the claim's walk reads each destination with one descent
+/// of the pending rows' index (the skip scan's step reads the destination's
+/// first row in due order, and that row decides), and probes on only where
+/// that row is due but leased to another worker. 204 destinations walked:
+/// at most 205 descents (the last finds nothing) and the two probes (version
+/// 24 made 409: two per destination). What the walk answers is unchanged:
+/// `odd`'s endpoints are ready when a due row past another worker's lease
+/// is free (e1), not when every due row is leased (e2), ready under the
+/// worker's own leases (e3), not while nothing is due (e4); and a walk that
+/// has found enough ready destinations ends with the end of that range.
+async fn the_walk_reads_each_destination_with_one_descent(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let d = db.as_ref();
+    tenant(d, "wide", 200, "http://127.0.0.1:9/w").await;
+    tenant(d, "odd", 4, "http://127.0.0.1:9/o").await;
+    publish(d, "wide", 2, at(0)).await;
+    publish(d, "odd", 2, at(0)).await;
+    let of = |uid: &str| {
+        format!(
+            "destination = (SELECT e.id FROM hookbox_endpoints AS e
+                              JOIN hookbox_tenants AS t ON t.id = e.tenant_id
+                             WHERE t.uid = 'odd' AND e.uid = '{uid}')"
+        )
+    };
+    let first_of_e1 = format!(
+        "id = (SELECT id FROM outbox WHERE {} ORDER BY id LIMIT 1)",
+        of("e1")
+    );
+    let (until, early, late) = (
+        at(600).to_rfc3339(),
+        at(-5).to_rfc3339(),
+        at(100).to_rfc3339(),
+    );
+    for statement in [
+        // e1: its earliest due row leased to another worker, the next free
+        format!(
+            "UPDATE outbox SET locked_by = 'other', locked_until = CAST('{until}' AS timestamptz),
+                               next_attempt_at = CAST('{early}' AS timestamptz)
+              WHERE {first_of_e1}"
+        ),
+        format!(
+            "UPDATE outbox SET locked_by = 'other', locked_until = CAST('{until}' AS timestamptz)
+              WHERE {}",
+            of("e2")
+        ),
+        format!(
+            "UPDATE outbox SET locked_by = 'me', locked_until = CAST('{until}' AS timestamptz)
+              WHERE {}",
+            of("e3")
+        ),
+        format!(
+            "UPDATE outbox SET next_attempt_at = CAST('{late}' AS timestamptz) WHERE {}",
+            of("e4")
+        ),
+    ] {
+        d.execute(&sql(&statement), &hookbox::params! {})
+            .await
+            .unwrap_or_else(|e| panic!("{statement}: {e}"));
+    }
+    let tx = db.begin().await.expect("begin");
+    let before = outbox_index_scans(tx.as_ref()).await;
+    let walk = |bounds: Vec<String>, want: i64| {
+        let tx = tx.as_ref();
+        async move {
+            tx.execute(
+                &sql("SELECT w.r_name, w.r_ready
+                        FROM outbox_claim_walk('', NULL, NULL,
+                                               ARRAY(SELECT jsonb_array_elements_text(
+                                                                CAST(:bounds AS jsonb))),
+                                               512, CAST(:want AS integer),
+                                               CAST(:now AS timestamptz), 'me') AS w"),
+                &hookbox::params! {
+                    "bounds" => serde_json::json!(bounds), "want" => want, "now" => at(10),
+                },
+            )
+            .await
+            .expect("the walk")
+            .rows
+        }
+    };
+    let walked = walk(Vec::new(), 512).await;
+    let scans = outbox_index_scans(tx.as_ref()).await - before;
+    // ranges from the 1st, 101st and 201st names: wanting 10 ready
+    // destinations, the walk ends with the first range
+    let mut names: Vec<String> = walked
+        .iter()
+        .map(|r| r.text("r_name").expect("name"))
+        .collect();
+    names.sort();
+    let first_range = walk(
+        vec![String::new(), names[100].clone(), names[200].clone()],
+        10,
+    )
+    .await;
+    let mut first_range: Vec<String> = first_range
+        .iter()
+        .map(|r| r.text("r_name").expect("name"))
+        .collect();
+    first_range.sort();
+    assert_eq!(
+        first_range,
+        names[..100],
+        "the walk ends with the range it found enough in"
+    );
+    tx.rollback().await.expect("rollback");
+    let ready: HashMap<String, bool> = walked
+        .iter()
+        .map(|r| {
+            (
+                r.text("r_name").expect("name"),
+                r.bool("r_ready").expect("ready"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ready.len(),
+        204,
+        "every destination with pending rows walked once"
+    );
+    let owner = owners(d).await;
+    let uid_of: HashMap<String, String> = d
+        .execute(
+            &sql("SELECT id, uid FROM hookbox_endpoints"),
+            &hookbox::params! {},
+        )
+        .await
+        .expect("endpoints")
+        .rows
+        .iter()
+        .map(|r| (r.text("id").expect("id"), r.text("uid").expect("uid")))
+        .collect();
+    let mut odd: Vec<(String, bool)> = ready
+        .iter()
+        .filter(|(name, _)| owner[*name] == "odd")
+        .map(|(name, ready)| (uid_of[name].clone(), *ready))
+        .collect();
+    odd.sort();
+    assert_eq!(
+        odd,
+        [("e1", true), ("e2", false), ("e3", true), ("e4", false)]
+            .map(|(uid, ready)| (uid.to_owned(), ready))
+            .to_vec()
+    );
+    assert!(
+        ready
+            .iter()
+            .filter(|(name, _)| owner[*name] == "wide")
+            .all(|(_, r)| *r),
+        "every endpoint of wide is ready"
+    );
+    assert!(
+        scans <= 205 + 2,
+        "{scans} descents of the outbox's indexes to walk 204 destinations"
+    );
+}
+
 for_each_adapter!(
     a_tenant_with_100_endpoints_cannot_starve_a_tenant_with_one,
     the_relays_first_batch_carries_the_quiet_tenants_event,
     every_destination_is_reached_beyond_one_range,
     a_claim_walks_on_past_the_rows_a_concurrent_claim_holds,
     an_endpoints_rate_limit_holds_from_the_first_claim,
+    the_walk_reads_each_destination_with_one_descent,
 );
