@@ -154,14 +154,16 @@ impl EndpointResolver for BenchEndpoints {
         }
         let mut wanted: Vec<&str> = Vec::new();
         {
+            // (as the directory: each name once, through a set)
+            let mut seen =
+                foldhash::HashSet::with_capacity_and_hasher(names.len(), Default::default());
             let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-            for name in names {
+            for name in names.iter().filter(|n| seen.insert(**n)) {
                 match cache.get(*name) {
                     Some((at, d)) if now - *at < chrono::Duration::seconds(10) => {
                         out.insert(name.to_string(), Ok(d.clone()));
                     }
-                    _ if !wanted.contains(name) => wanted.push(name),
-                    _ => {}
+                    _ => wanted.push(name),
                 }
             }
         }
