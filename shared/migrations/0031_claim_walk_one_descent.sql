@@ -22,10 +22,11 @@
 --   it is due); due and free (or the worker's own), ready. Only when it is
 --   due but leased to another worker (rows in flight) does the walk probe
 --   on past it, as version 24 did for every destination;
--- * one statement walks from the token's first name to the last name, and
---   stops as soon as it has found as many ready destinations as the claim
---   wants; a second walks from the first name to the token's (the ranges
---   now only spread the tokens' starting points);
+-- * one statement walks from the token's range to the last name, and a
+--   second from the first name back to the token's range; each ends, as
+--   version 24's walk did, with the range in which the claim has found as
+--   many ready destinations as it wants (the ranges' first names are passed
+--   in), or at 512 destinations walked;
 -- * the breaker probes' statement runs only while some breaker's cool-down
 --   is over (an index of open breakers answers that with one descent).
 -- What a claim takes is unchanged: the same destinations in the same
