@@ -205,6 +205,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "claim_walk_one_descent",
         sql: include_str!("../migrations/0031_claim_walk_one_descent.sql"),
     },
+    Migration {
+        version: 32,
+        name: "unhealthy_destinations",
+        sql: include_str!("../migrations/0032_unhealthy_destinations.sql"),
+    },
 ];
 
 /// Why migrating failed.

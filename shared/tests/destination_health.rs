@@ -8,11 +8,14 @@
 mod common;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use common::{Adapter, at, count, migrated_db};
 use hookbox::clock::{Clock, ManualClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
-use hookbox::outbox::{self, NewOutboxEvent, OutboxStatus};
+use hookbox::outbox::{
+    self, AttemptDetail, DeliveryOutcome, DeliveryResult, NewOutboxEvent, OutboxStatus,
+};
 use hookbox::relay::{Relay, RelaySettings};
 use hookbox::store::{Database, Executor};
 use hookbox_testkit::http_sink::HttpSink;
@@ -273,8 +276,116 @@ async fn the_health_list_names_only_endpoints_that_are_not_healthy(adapter: Adap
     );
 }
 
+/// `outbox_destinations`' primary-key descents so far in this transaction.
+async fn health_row_reads(tx: &dyn Executor) -> i64 {
+    count(
+        tx,
+        "SELECT pg_stat_get_xact_numscans(CAST('outbox_destinations_pkey' AS regclass)) AS n",
+    )
+    .await
+}
+
+/// Migration 32: recording a batch reads the health rows of only the
+/// destinations that failed in it or were not healthy before it (an index of
+/// the unhealthy ones answers which). A batch of 100 successes to 100
+/// healthy destinations, one success to a destination with failures counted
+/// and one failure: at most 4 descents (version 31's statement made 104:
+/// one at least per destination); the recovering destination is healthy
+/// again, the failing one counts its failure, the others are unchanged.
+async fn recording_reads_the_health_of_only_failing_or_unhealthy_destinations(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let d = db.as_ref();
+    for statement in [
+        "INSERT INTO outbox_destinations (name, synced_at)
+         SELECT 'ok-' || lpad(CAST(g AS text), 3, '0'), now() FROM generate_series(0, 99) AS g
+         UNION ALL VALUES ('recovering', now()), ('failing', now())"
+            .to_string(),
+        format!(
+            "UPDATE outbox_destinations SET consecutive_failures = 2,
+                    failing_since = CAST('{}' AS timestamptz) WHERE name = 'recovering'",
+            at(-60).to_rfc3339()
+        ),
+        format!(
+            "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination,
+                                 payload, status, next_attempt_at, created_at)
+             SELECT gen_random_uuid(), 'order', name, 'order.paid', name, '{{}}', 'pending',
+                    CAST('{at}' AS timestamptz), CAST('{at}' AS timestamptz)
+               FROM outbox_destinations",
+            at = at(0).to_rfc3339()
+        ),
+    ] {
+        d.execute(&common::sql(&statement), &hookbox::params! {})
+            .await
+            .unwrap_or_else(|e| panic!("{statement}: {e}"));
+    }
+    let claimed = outbox::claim_due(d, common::claim("w", at(1), at(31), 200))
+        .await
+        .expect("claim");
+    assert_eq!(claimed.len(), 102);
+    let results: Vec<DeliveryResult> = claimed
+        .iter()
+        .map(|row| {
+            let failed = row.destination == "failing";
+            DeliveryResult {
+                id: row.id,
+                outcome: if failed {
+                    DeliveryOutcome::Retry {
+                        next_attempt_at: at(60),
+                    }
+                } else {
+                    DeliveryOutcome::Delivered
+                },
+                status_code: Some(if failed { 503 } else { 200 }),
+                error: failed.then(|| "503 Service Unavailable".to_string()),
+                attempt: Some(AttemptDetail {
+                    started_at: at(2),
+                    latency: Duration::from_millis(3),
+                    response_excerpt: None,
+                }),
+            }
+        })
+        .collect();
+    let tx = db.begin().await.expect("begin");
+    let before = health_row_reads(tx.as_ref()).await;
+    let recorded = outbox::record_results(tx.as_ref(), "w", at(3), &results)
+        .await
+        .expect("record");
+    let reads = health_row_reads(tx.as_ref()).await - before;
+    tx.commit().await.expect("commit");
+    assert_eq!(recorded, 102);
+    assert!(
+        reads <= 4,
+        "recording read {reads} health rows by primary key (the failing and the recovering \
+         destination's: 4)"
+    );
+    let health = |name: &str| {
+        format!("SELECT consecutive_failures AS n FROM outbox_destinations WHERE name = '{name}'")
+    };
+    assert_eq!(count(d, &health("recovering")).await, 0);
+    assert_eq!(
+        count(
+            d,
+            "SELECT count(*) AS n FROM outbox_destinations
+              WHERE name = 'recovering' AND failing_since IS NULL AND open_until IS NULL"
+        )
+        .await,
+        1
+    );
+    assert_eq!(count(d, &health("failing")).await, 1);
+    assert_eq!(
+        count(
+            d,
+            "SELECT count(*) AS n FROM outbox_destinations
+              WHERE name LIKE 'ok-%' AND consecutive_failures = 0 AND failing_since IS NULL"
+        )
+        .await,
+        100
+    );
+}
+
 for_each_adapter!(
     a_failing_destination_trips_waits_out_its_cool_down_and_recovers_on_a_probe,
     continuous_failure_disables_a_destination_until_an_operator_enables_it,
     the_health_list_names_only_endpoints_that_are_not_healthy,
+    recording_reads_the_health_of_only_failing_or_unhealthy_destinations,
 );

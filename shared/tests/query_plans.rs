@@ -508,6 +508,61 @@ async fn the_claim_pins_its_plan_and_never_pays_for_jit(adapter: Adapter) {
 async fn the_directory_reads_a_batchs_endpoints_by_their_key(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
     let d = db.as_ref();
+    ten_thousand_endpoints(d).await;
+    let ids: Vec<String> = (1..=100)
+        .map(|e: u32| format!("ep_{:032x}", e * 97))
+        .collect();
+    let read = plan(
+        d,
+        &hookbox::tenants::directory::ENDPOINTS,
+        &params! { "ids" => serde_json::json!(ids), "now" => at(0) },
+    )
+    .await;
+    assert_uses(&read, "hookbox_endpoints_pkey", "hookbox_endpoints");
+}
+
+/// Recording a batch finds which of its destinations were not healthy
+/// through the index of those (migration 32), not by reading every
+/// destination (10,000 here, statistics taken).
+async fn recording_finds_the_unhealthy_destinations_through_their_index(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let d = db.as_ref();
+    ten_thousand_endpoints(d).await;
+    let results: Vec<serde_json::Value> = (0..100)
+        .map(|_| {
+            serde_json::json!({
+                "id": Uuid::now_v7(), "status": "delivered", "attempted": true,
+                "next_attempt_at": null, "status_code": 200, "error": null,
+                "attempted_at": at(0), "latency_ms": 3,
+            })
+        })
+        .collect();
+    let results = serde_json::Value::from(results);
+    let recording = params! { "results" => results.clone(), "recorded_by" => "r", "now" => at(0) };
+    let and_claiming = params! {
+        "results" => results, "recorded_by" => "r", "now" => at(0), "worker" => "r",
+        "lease_until" => at(30), "limit" => 100_i64, "ordered" => serde_json::json!([]),
+        "caps" => serde_json::json!({}), "budget" => 1_000_000_i64,
+    };
+    for (what, statement, params) in [
+        ("record", &outbox::repo::RECORD_RESULTS, &recording),
+        (
+            "record and claim",
+            &outbox::repo::RECORD_AND_CLAIM,
+            &and_claiming,
+        ),
+    ] {
+        let record = plan(d, statement, params).await;
+        assert!(
+            record.contains("outbox_destinations_unhealthy")
+                && !record.contains("Seq Scan on outbox_destinations "),
+            "{what}: expected the index of unhealthy destinations, no scan of them all:\n{record}"
+        );
+    }
+}
+
+/// 100 tenants with 10,000 endpoints, statistics taken.
+async fn ten_thousand_endpoints(d: &dyn Executor) {
     for step in [
         "INSERT INTO hookbox_tenants (id, uid, name, created_at, updated_at)
          SELECT 'app_' || lpad(to_hex(g), 32, '0'), 't-' || g, 'tenant', now(), now()
@@ -523,16 +578,6 @@ async fn the_directory_reads_a_batchs_endpoints_by_their_key(adapter: Adapter) {
     ] {
         d.execute(&sql(step), &params! {}).await.expect(step);
     }
-    let ids: Vec<String> = (1..=100)
-        .map(|e: u32| format!("ep_{:032x}", e * 97))
-        .collect();
-    let read = plan(
-        d,
-        &hookbox::tenants::directory::ENDPOINTS,
-        &params! { "ids" => serde_json::json!(ids), "now" => at(0) },
-    )
-    .await;
-    assert_uses(&read, "hookbox_endpoints_pkey", "hookbox_endpoints");
 }
 
 for_each_adapter!(
@@ -545,4 +590,5 @@ for_each_adapter!(
     claim_by_id_uses_the_primary_key_with_a_large_backlog,
     hot_queries_use_the_partial_indexes,
     the_directory_reads_a_batchs_endpoints_by_their_key,
+    recording_finds_the_unhealthy_destinations_through_their_index,
 );

@@ -145,7 +145,7 @@ pub async fn function_settings(db: &dyn hookbox::store::Executor, function: &str
 pub fn assert_uses(plan: &str, index: &str, table: &str) {
     assert!(plan.contains(index), "expected {index} in:\n{plan}");
     assert!(
-        !plan.contains(&format!("Seq Scan on {table}")),
+        !plan.contains(&format!("Seq Scan on {table} ")),
         "unexpected sequential scan of {table}:\n{plan}"
     );
 }

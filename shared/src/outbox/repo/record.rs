@@ -124,7 +124,15 @@ macro_rules! record_update {
                            FROM updated AS u
                           WHERE u.attempted_at IS NOT NULL
                           GROUP BY u.destination) AS s
-                   JOIN outbox_destinations AS d ON d.name = s.destination) AS b
+                   JOIN outbox_destinations AS d ON d.name = s.destination
+                  -- a success changes only a destination that was not
+                  -- healthy (migration 32: the index of those answers,
+                  -- without reading each healthy destination's row)
+                  WHERE NOT s.ok
+                     OR s.destination = ANY(ARRAY(
+                            SELECT f.name FROM outbox_destinations AS f
+                             WHERE f.consecutive_failures <> 0 OR f.failing_since IS NOT NULL
+                                OR f.open_until IS NOT NULL))) AS b
           WHERE h.name = b.destination
             -- a healthy destination's successes change nothing: no update,
             -- so lanes recording at once never queue on its row's lock
