@@ -286,6 +286,13 @@ pub(crate) fn tenant_relay(db: Arc<dyn Database>, worker: &str) -> Relay {
     relay::relay(db, sender, worker).with_endpoints(Arc::new(BenchEndpoints::default()))
 }
 
+/// [`tenant_relay`] answering every request 200 at once, in process
+/// (diagnostic: the relay and the database alone).
+pub(crate) fn tenant_relay_without_http(db: Arc<dyn Database>, worker: &str) -> Relay {
+    let sender: Arc<dyn WebhookSender> = Arc::new(relay::NullSender(Arc::default()));
+    relay::relay(db, sender, worker).with_endpoints(Arc::new(BenchEndpoints::default()))
+}
+
 /// The relay with every endpoint known (diagnostic: no directory read).
 pub(crate) fn known_endpoints_relay(db: Arc<dyn Database>, worker: &str, url: &str) -> Relay {
     let sender: Arc<dyn WebhookSender> = Arc::new(HttpSender::default());

@@ -37,6 +37,7 @@ use crate::report::{Figure, Goal, count};
 use crate::stats::p50_p99_max;
 use crate::tenant_setup::{
     Sink, empty_config, exec, known_endpoints_relay, seed_endpoints, seed_rows, tenant_relay,
+    tenant_relay_without_http,
 };
 
 pub const SECTION: &str = "Tenants at scale";
@@ -78,6 +79,18 @@ pub const FULL: Sizes = Sizes {
     rounds: 3,
 };
 
+/// How (a)'s relay reaches its endpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// The directory's statement, HTTP to the receiver.
+    Directory,
+    /// Every endpoint known without reading the database (diagnostic).
+    Known,
+    /// The directory's statement, each request answered 200 without HTTP
+    /// (diagnostic: the relay and the database alone).
+    NoHttp,
+}
+
 /// (a), one side: claim latency (p50, p99 ms of up to 20 claims of 100 rows,
 /// released after) and deliveries/s of a drain.
 #[allow(clippy::too_many_arguments)]
@@ -87,7 +100,7 @@ async fn many_endpoints(
     tenants: u64,
     endpoints: u64,
     rows: u64,
-    known: bool,
+    side: Side,
     data_api: Option<&str>,
 ) -> anyhow::Result<((f64, f64), f64)> {
     let (_, seeding) = bench.database(name, 16).await?;
@@ -137,10 +150,10 @@ async fn many_endpoints(
     .await?;
     let claim = p50_p99_max(&mut claims);
     let t = Instant::now();
-    let relay = if known {
-        known_endpoints_relay(db.clone(), name, &format!("{url}/in"))
-    } else {
-        tenant_relay(db.clone(), name)
+    let relay = match side {
+        Side::Known => known_endpoints_relay(db.clone(), name, &format!("{url}/in")),
+        Side::Directory => tenant_relay(db.clone(), name),
+        Side::NoHttp => tenant_relay_without_http(db.clone(), name),
     };
     let statements = crate::statements::StatementReport::start(direct.as_ref()).await?;
     let cpu_before = crate::stats::cpu_seconds();
@@ -156,7 +169,7 @@ async fn many_endpoints(
     );
     anyhow::ensure!(run.errors.is_empty(), "relay errors: {:?}", run.errors);
     anyhow::ensure!(
-        run.deliveries.delivered == rows && sink.hits() >= rows,
+        run.deliveries.delivered == rows && (side == Side::NoHttp || sink.hits() >= rows),
         "delivered {} of {rows} ({} received)",
         run.deliveries.delivered,
         sink.hits()
@@ -358,8 +371,16 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
     let (mut small_rates, mut large_rates) = (Vec::new(), Vec::new());
     let (mut small_claims, mut large_claims) = (Vec::new(), Vec::new());
     for _ in 0..sizes.rounds.max(1) {
-        let (claim, rate) =
-            many_endpoints(bench, "bench_tenants_a10", 5, 10, sizes.rows, false, None).await?;
+        let (claim, rate) = many_endpoints(
+            bench,
+            "bench_tenants_a10",
+            5,
+            10,
+            sizes.rows,
+            Side::Directory,
+            None,
+        )
+        .await?;
         small_claims.push(claim);
         small_rates.push(rate);
         let (claim, rate) = many_endpoints(
@@ -368,7 +389,7 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
             sizes.tenants,
             sizes.endpoints,
             sizes.rows,
-            false,
+            Side::Directory,
             None,
         )
         .await?;
@@ -392,7 +413,7 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
         50,
         100,
         sizes.rows,
-        false,
+        Side::Directory,
         None,
     )
     .await?;
@@ -403,10 +424,38 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
         sizes.tenants,
         sizes.endpoints,
         sizes.rows,
-        true,
+        Side::Known,
         None,
     )
     .await?;
+    // diagnostic: both sides again without HTTP (what the relay and the
+    // database cost apart from the requests)
+    let (mut small_bare, mut large_bare) = (Vec::new(), Vec::new());
+    for _ in 0..sizes.rounds.max(1) {
+        let (_, rate) = many_endpoints(
+            bench,
+            "bench_tenants_n10",
+            5,
+            10,
+            sizes.rows,
+            Side::NoHttp,
+            None,
+        )
+        .await?;
+        small_bare.push(rate);
+        let (_, rate) = many_endpoints(
+            bench,
+            "bench_tenants_n",
+            sizes.tenants,
+            sizes.endpoints,
+            sizes.rows,
+            Side::NoHttp,
+            None,
+        )
+        .await?;
+        large_bare.push(rate);
+    }
+    let (small_bare, large_bare) = (median(&mut small_bare), median(&mut large_bare));
     let many = format!(
         "{} endpoints of {} tenants",
         count(sizes.endpoints as f64),
@@ -422,7 +471,8 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
             Goal::RatioAtLeast(0.9),
         )
         .when_missed(
-            "The claim's cost grows with the destinations it looks at: see its latency below.",
+            "What is left is the requests' CPU: see the no-HTTP row (the relay and the \
+             database alone) and the figure note.",
         ),
     );
     figures.push(Figure::ratio(
@@ -439,6 +489,14 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
         "deliveries/s",
         known_rate,
         ("10 endpoints, as many rows", small_rate),
+        Goal::None,
+    ));
+    figures.push(Figure::ratio(
+        SECTION,
+        format!("delivery rate, {many}, no HTTP (each request answered at once in process)"),
+        "deliveries/s",
+        large_bare,
+        ("10 endpoints, as many rows, no HTTP", small_bare),
         Goal::None,
     ));
     figures.push(Figure::ratio(
@@ -498,15 +556,23 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
         .map_err(|e| anyhow::anyhow!("cannot start the local Data API: {e}"))?;
     let api = server.endpoint_url();
     let api = Some(api.as_str());
-    let (_, small_api) =
-        many_endpoints(bench, "bench_tenants_da10", 5, 10, sizes.rows, false, api).await?;
+    let (_, small_api) = many_endpoints(
+        bench,
+        "bench_tenants_da10",
+        5,
+        10,
+        sizes.rows,
+        Side::Directory,
+        api,
+    )
+    .await?;
     let (large_claim_api, large_api) = many_endpoints(
         bench,
         "bench_tenants_da",
         sizes.tenants,
         sizes.endpoints,
         sizes.rows,
-        false,
+        Side::Directory,
         api,
     )
     .await?;
@@ -574,7 +640,11 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
          the same rows over 10 endpoints of 5 tenants; claim latency from up to 20 claims of {} \
          rows before the drain (p99 {:.2} ms against {:.2} ms); the diagnostic side resolves \
          every endpoint without reading the database, to show what the directory's read \
-         (one statement per batch for the endpoints not read in the last 10 s) costs. (b): {warm} rows over 100 \
+         (one statement per batch for the endpoints not read in the last 10 s) costs; the no-HTTP \
+         sides ({rounds} rounds) answer every request 200 in process, to show what the relay \
+         and the database cost apart from the requests (with 10 endpoints, their 10 request \
+         slots each hold the relay to 100 requests at once; with {many}, each row of a batch \
+         has its own endpoint, and 4 lanes of {} rows make 400). (b): {warm} rows over 100 \
          endpoints of 50 tenants, due beside 2,000 rows of one tenant's 100 endpoints whose \
          receiver reads every request and never answers (timeout 10 s), then, once they have \
          arrived, {healthy} more: their rate from the first to arrive to the last (the \
@@ -587,6 +657,7 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
          {:.0} ms), while another tenant has {backlog} due rows on 10 endpoints. (d): 20 \
          publishes (`hookbox::tenants::publish_to`, `hookbox_publish_to`), each writing 3 \
          rows, statements counted at the port (BEGIN and COMMIT excluded).\n",
+        relay::BATCH,
         relay::BATCH,
         relay::BATCH,
         large_claim.1,
