@@ -15,14 +15,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Adapter, at, claim, count, migrated_db, sql};
-use hookbox::clock::{Clock as _, ManualClock};
+use hookbox::clock::{Clock, ManualClock, SystemClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::outbox;
-use hookbox::relay::{ManualPause, RelaySettings};
+use hookbox::relay::{
+    HttpSender, MAX_SLOW_ENDPOINT_REQUESTS, ManualPause, Relay, RelaySettings, TokioPause,
+};
 use hookbox::store::{Executor, fetch_one};
 use hookbox::tenants::{EndpointDirectory, SecretKeeper};
 use hookbox::vault::local::LocalVault;
 use hookbox_testkit::http_sink::HttpSink;
+use hookbox_testkit::receivers::Tarpit;
 
 /// Tenant `uid` with `endpoints` endpoints at `url` (one statement).
 async fn tenant(db: &dyn Executor, uid: &str, endpoints: i64, url: &str) {
@@ -523,6 +526,60 @@ async fn the_walk_reads_each_destination_with_one_descent(adapter: Adapter) {
     );
 }
 
+/// 100 endpoints of one tenant hang every request (timeout 10 s), 10 rows
+/// due on each: the relay keeps at most `MAX_SLOW_ENDPOINT_REQUESTS` (200)
+/// requests open to them, where each endpoint's 10 slots would make 1,000
+/// (near a Lambda function's 1,024 file descriptors); meanwhile another
+/// tenant's events, published one after the other (each a claim or more
+/// later), are delivered.
+async fn a_tenants_hanging_endpoints_hold_a_bounded_number_of_requests(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let d = db.as_ref();
+    let tarpit = Tarpit::start().await;
+    let sink = HttpSink::start().await;
+    tenant(d, "hung", 100, &tarpit.url("/hang")).await;
+    tenant(d, "quiet", 1, &sink.url("/quiet")).await;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    publish(d, "hung", 10, clock.now()).await;
+    let keeper = SecretKeeper::new(Arc::new(LocalVault::random()));
+    let directory = EndpointDirectory::new(keeper, vec!["127.0.0.0/8".parse().expect("net")]);
+    let relay = Relay::new(
+        db.clone(),
+        Arc::new(hookbox::blob::memory::MemoryBlobStore::new()),
+        Arc::new(HttpSender::default()),
+        None,
+        clock.clone(),
+        RelaySettings::new("bounded"),
+    )
+    .with_endpoints(Arc::new(directory));
+    let store = ConfigStore::fixed(
+        HookboxConfig::parse("{}", "test").expect("config"),
+        clock.clone(),
+    );
+    let deadline = clock.now() + chrono::Duration::seconds(120);
+    let watch = async {
+        tokio::time::timeout(Duration::from_secs(60), tarpit.wait_for_open(100))
+            .await
+            .expect("the hung tenant's requests reach the tarpit");
+        for n in 1..=6 {
+            publish(d, "quiet", 1, clock.now()).await;
+            tokio::time::timeout(Duration::from_secs(30), sink.wait_for(n))
+                .await
+                .unwrap_or_else(|_| panic!("the quiet tenant's event {n} is delivered"));
+        }
+    };
+    tokio::select! {
+        _ = relay.run(&store, deadline, &TokioPause) => panic!("the run ended first"),
+        () = watch => {}
+    }
+    let most = tarpit.most_open();
+    eprintln!("{adapter:?}: at most {most} requests open at once to the hanging endpoints");
+    assert!(
+        (100..=MAX_SLOW_ENDPOINT_REQUESTS).contains(&most),
+        "{most} requests were open at once to the hanging endpoints"
+    );
+}
+
 for_each_adapter!(
     a_tenant_with_100_endpoints_cannot_starve_a_tenant_with_one,
     the_relays_first_batch_carries_the_quiet_tenants_event,
@@ -530,4 +587,5 @@ for_each_adapter!(
     a_claim_walks_on_past_the_rows_a_concurrent_claim_holds,
     an_endpoints_rate_limit_holds_from_the_first_claim,
     the_walk_reads_each_destination_with_one_descent,
+    a_tenants_hanging_endpoints_hold_a_bounded_number_of_requests,
 );

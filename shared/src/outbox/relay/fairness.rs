@@ -15,7 +15,9 @@
 //! every other destination's rows are claimed at the next statement.
 //!
 //! Tenants' endpoints (not in the configuration) found slow are capped the
-//! same way, at their free slots of the default `max_in_flight`; and a slow
+//! same way, at their free slots of the default `max_in_flight`, and all of
+//! them together at [`MAX_SLOW_ENDPOINT_REQUESTS`] requests (handed round,
+//! claim after claim, so each gets its turn); and a slow
 //! destination's rows in flight hold neither their lane's room nor its next
 //! statement (`flights`), so one tenant's many hanging endpoints never stall
 //! a lane. Fairness between tenants within a claim is the claim's own
@@ -47,6 +49,16 @@ use tokio::sync::Notify;
 use crate::config::{DEFAULT_MAX_IN_FLIGHT, Destination, HookboxConfig};
 use crate::outbox::OutboxRow;
 
+/// Most requests one relay keeps open to tenants' endpoints that are slow
+/// or suspect, all of them together. Each such endpoint is capped at its
+/// free slots (10 by default), so without this bound 100 hanging endpoints
+/// would hold 1,000 connections until their timeout: near a Lambda
+/// function's 1,024 file descriptors, past which no connection to any
+/// endpoint could be opened. The slots within the bound go round the slow
+/// endpoints claim after claim, so a suspect endpoint always gets its turn
+/// to show it answers.
+pub const MAX_SLOW_ENDPOINT_REQUESTS: usize = 200;
+
 /// What one relay holds per destination, and which tenants have a slow
 /// endpoint.
 #[derive(Debug, Default)]
@@ -70,6 +82,9 @@ struct State {
     watched: HashSet<String>,
     /// What is slow changed.
     changed: bool,
+    /// Claims that capped slow endpoints so far: where the next one starts
+    /// handing out the slots within [`MAX_SLOW_ENDPOINT_REQUESTS`].
+    turn: usize,
 }
 
 #[derive(Debug)]
@@ -241,14 +256,33 @@ impl Fairness {
                 .map(|(name, h)| (name.clone(), state.is_slow(h)))
                 .collect();
             endpoints.sort();
-            for (name, slow) in &endpoints {
+            // the slow ones' requests, all together, within the bound: the
+            // slots left are handed out from a point that moves each claim
+            let mut left = MAX_SLOW_ENDPOINT_REQUESTS.saturating_sub(
+                endpoints
+                    .iter()
+                    .filter(|(_, slow)| *slow)
+                    .filter_map(|(name, _)| state.held.get(name))
+                    .map(|h| h.rows)
+                    .sum(),
+            );
+            let start = state.turn % endpoints.len().max(1);
+            endpoints.rotate_left(start);
+            let mut cut_short = None;
+            for (i, (name, slow)) in endpoints.iter().enumerate() {
                 let Some(h) = state.held.get_mut(name) else {
                     continue;
                 };
                 let mut cap = limit;
                 let mut slots = 0;
                 if *slow {
-                    let free = DEFAULT_MAX_IN_FLIGHT.saturating_sub(h.rows);
+                    let wanted = DEFAULT_MAX_IN_FLIGHT.saturating_sub(h.rows);
+                    let free = wanted.min(left);
+                    left -= free;
+                    if free < wanted && cut_short.is_none() {
+                        // the next claim starts with this one
+                        cut_short = Some(i);
+                    }
                     cap = i64::try_from(free).unwrap_or(i64::MAX).min(limit);
                     slots = usize::try_from(cap).unwrap_or(0);
                     h.rows += slots;
@@ -259,6 +293,9 @@ impl Fairness {
                 }
                 reserved.push((name.clone(), slots, 0));
                 caps.push((name.clone(), cap));
+            }
+            if let Some(i) = cut_short {
+                state.turn = start + i;
             }
             for d in config.destinations() {
                 let holding = state.held.entry(d.name.clone()).or_default();
@@ -409,6 +446,12 @@ impl Fairness {
                 .get(destination)
                 .is_some_and(|h| state.is_slow(h))
         })
+    }
+
+    /// Rows held (claimed or reserved, not finished) of `destination`.
+    #[cfg(test)]
+    pub(crate) fn held(&self, destination: &str) -> usize {
+        self.with(|state| state.held.get(destination).map_or(0, |h| h.rows))
     }
 
     /// The rows of `in_flight` (rows per destination) of destinations not

@@ -216,3 +216,53 @@ fn an_endpoints_rate_limit_gives_back_the_rows_over_it_due_when_a_token_is_there
     let over = f.admit(&[&limited], &mut again, at(500));
     assert_eq!((again.len(), over.len()), (1, 1), "one token at 500 ms");
 }
+
+#[test]
+fn slow_endpoints_share_a_bound_on_their_requests_and_each_gets_its_turn() {
+    let f = Fairness::default();
+    let cfg = config(None);
+    let names: Vec<String> = (0..100).map(|i| format!("ep_{i:032x}")).collect();
+    let endpoints: Vec<Destination> = names.iter().map(|n| endpoint(n, "hung", None)).collect();
+    let refs: Vec<&Destination> = endpoints.iter().collect();
+    f.admit(&refs, &mut Vec::new(), at(0));
+    for name in &names {
+        f.straggling(name);
+    }
+    // claims one after the other, each taking what it was allowed
+    let mut given: HashMap<String, usize> = HashMap::default();
+    for claim in 0..10 {
+        let (caps, reserved) = f.caps(&cfg, at(0), 1_000);
+        let total: i64 = caps.iter().map(|(_, c)| c).sum();
+        let held: usize = names.iter().map(|n| f.held(n)).sum();
+        assert!(
+            held <= MAX_SLOW_ENDPOINT_REQUESTS,
+            "claim {claim}: {held} rows held or reserved by slow endpoints"
+        );
+        let taken: Vec<&str> = caps
+            .iter()
+            .flat_map(|(name, cap)| {
+                std::iter::repeat_n(name.as_str(), usize::try_from(*cap).unwrap_or(0))
+            })
+            .collect();
+        assert_eq!(taken.len() as i64, total);
+        for name in &taken {
+            *given.entry((*name).to_string()).or_default() += 1;
+        }
+        f.claimed(reserved, taken.into_iter());
+        // the hanging requests time out before the next claim
+        for name in &names {
+            while f.held(name) > 0 {
+                f.finished(name, false, false);
+            }
+        }
+    }
+    assert_eq!(
+        given.len(),
+        100,
+        "every slow endpoint had slots within 10 claims"
+    );
+    assert!(
+        given.values().all(|n| *n >= 10),
+        "each had its 10 slots at least once: {given:?}"
+    );
+}

@@ -83,6 +83,7 @@ pub use crate::delivery::{
 pub use crate::delivery::{NetworkGuard, Refused, guard, http as sender};
 pub use crate::maintenance::{PurgeReport, SweepReport, retention};
 pub use backoff::{FixedJitter, Jitter, RandomJitter};
+pub use fairness::MAX_SLOW_ENDPOINT_REQUESTS;
 pub use report::{BatchReport, RunReport};
 pub use settings::{RelaySettings, SettingsError};
 
