@@ -529,9 +529,11 @@ async fn the_walk_reads_each_destination_with_one_descent(adapter: Adapter) {
 /// 100 endpoints of one tenant hang every request (timeout 10 s), 10 rows
 /// due on each: the relay keeps at most `MAX_SLOW_ENDPOINT_REQUESTS` (200)
 /// requests open to them, where each endpoint's 10 slots would make 1,000
-/// (near a Lambda function's 1,024 file descriptors); meanwhile another
-/// tenant's events, published one after the other (each a claim or more
-/// later), are delivered.
+/// (near a Lambda function's 1,024 file descriptors), also for the
+/// endpoints a claim meets for the first time once their tenant is slow
+/// (20 busy tenants beside it: the caps alone let 250 to 300 through);
+/// meanwhile another tenant's events, published one after the other (each
+/// a claim or more later), are delivered.
 async fn a_tenants_hanging_endpoints_hold_a_bounded_number_of_requests(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
     let d = db.as_ref();
@@ -541,6 +543,12 @@ async fn a_tenants_hanging_endpoints_hold_a_bounded_number_of_requests(adapter: 
     tenant(d, "quiet", 1, &sink.url("/quiet")).await;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     publish(d, "hung", 10, clock.now()).await;
+    // busy tenants beside it: each claim gives the hung tenant one share
+    // of many, so its endpoints are met a few at a time, claim after claim
+    for t in 0..20 {
+        tenant(d, &format!("busy{t}"), 1, &sink.url("/busy")).await;
+        publish(d, &format!("busy{t}"), 50, clock.now()).await;
+    }
     let keeper = SecretKeeper::new(Arc::new(LocalVault::random()));
     let directory = EndpointDirectory::new(keeper, vec!["127.0.0.0/8".parse().expect("net")]);
     let relay = Relay::new(
@@ -563,7 +571,7 @@ async fn a_tenants_hanging_endpoints_hold_a_bounded_number_of_requests(adapter: 
             .expect("the hung tenant's requests reach the tarpit");
         for n in 1..=6 {
             publish(d, "quiet", 1, clock.now()).await;
-            tokio::time::timeout(Duration::from_secs(30), sink.wait_for(n))
+            tokio::time::timeout(Duration::from_secs(30), sink.wait_for(1_000 + n))
                 .await
                 .unwrap_or_else(|_| panic!("the quiet tenant's event {n} is delivered"));
         }

@@ -209,14 +209,15 @@ const WARM_ROWS: u64 = 2_000;
 /// [`WARM_ROWS`] healthy rows, due beside the hanging ones from the start,
 /// had arrived. The `rows` are published once those have: the rate is
 /// from the first of them to arrive to the last, while the hanging
-/// requests are still unanswered (they time out after 10 s).
+/// requests are still unanswered (they time out after 10 s). Also the most
+/// hanging requests that were open at once.
 async fn healthy_beside_hanging(
     bench: &Bench,
     name: &str,
     rows: u64,
     hanging: bool,
     data_api: Option<&str>,
-) -> anyhow::Result<(f64, f64)> {
+) -> anyhow::Result<(f64, f64, usize)> {
     let (_, db) = bench.database(name, 16).await?;
     let (url, sink) = Sink::start().await?;
     seed_endpoints(db.as_ref(), 1, 50, 100, &format!("{url}/in")).await?;
@@ -240,7 +241,11 @@ async fn healthy_beside_hanging(
         let t = Instant::now();
         sink.wait_for(WARM_ROWS + rows, Duration::from_secs(240))
             .await?;
-        anyhow::Ok(((rows - 1) as f64 / t.elapsed().as_secs_f64(), warm))
+        anyhow::Ok((
+            (rows - 1) as f64 / t.elapsed().as_secs_f64(),
+            warm,
+            tarpit.most_open(),
+        ))
     };
     tokio::select! {
         _ = relay.run(&store, deadline, &TokioPause) => anyhow::bail!("the run ended first"),
@@ -510,17 +515,19 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
     // (b)
     let (mut calms, mut storms, mut calm_warms, mut stormy_warms) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut most_hanging = 0;
     for _ in 0..sizes.rounds.max(1) {
-        let (rate, warm) =
+        let (rate, warm, _) =
             healthy_beside_hanging(bench, "bench_tenants_b0", sizes.healthy_rows, false, None)
                 .await?;
         calms.push(rate);
         calm_warms.push(warm);
-        let (rate, warm) =
+        let (rate, warm, most) =
             healthy_beside_hanging(bench, "bench_tenants_b", sizes.healthy_rows, true, None)
                 .await?;
         storms.push(rate);
         stormy_warms.push(warm);
+        most_hanging = most_hanging.max(most);
     }
     let (calm, stormy) = (median(&mut calms), median(&mut storms));
     let (calm_warm, stormy_warm) = (median(&mut calm_warms), median(&mut stormy_warms));
@@ -584,10 +591,11 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
         ("10 endpoints, as many rows, Data API", small_api),
         Goal::RatioAtLeast(0.9),
     ));
-    let (calm_api, _) =
+    let (calm_api, _, _) =
         healthy_beside_hanging(bench, "bench_tenants_db0", sizes.healthy_rows, false, api).await?;
-    let (stormy_api, _) =
+    let (stormy_api, _, most) =
         healthy_beside_hanging(bench, "bench_tenants_db", sizes.healthy_rows, true, api).await?;
+    let most_hanging = most_hanging.max(most);
     figures.push(Figure::ratio(
         SECTION,
         "healthy tenants' delivery rate while 100 endpoints of one tenant hang, Data API",
@@ -644,12 +652,14 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
          sides ({rounds} rounds) answer every request 200 in process, to show what the relay \
          and the database cost apart from the requests (with 10 endpoints, their 10 request \
          slots each hold the relay to 100 requests at once; with {many}, each row of a batch \
-         has its own endpoint, and 4 lanes of {} rows make 400). (b): {warm} rows over 100 \
+         has its own endpoint, and 4 lanes of {batch} rows make 400). (b): {warm} rows over 100 \
          endpoints of 50 tenants, due beside 2,000 rows of one tenant's 100 endpoints whose \
          receiver reads every request and never answers (timeout 10 s), then, once they have \
          arrived, {healthy} more: their rate from the first to arrive to the last (the \
          hanging requests still unanswered); the time to the first {warm} is what finding \
-         the hanging endpoints slow costs (a lane's idle second). (a) and (b), Data API: \
+         the hanging endpoints slow costs (a lane's idle second); at most {most_hanging} \
+         hanging requests were open at once (slow endpoints together hold at most {slow_bound}: \
+         `hookbox::relay::MAX_SLOW_ENDPOINT_REQUESTS`). (a) and (b), Data API: \
          the same, the relay and its claims reaching the database through the local Data API \
          (HTTP and JSON on this machine: each statement costs more, so the rates are lower \
          and the database's share of them smaller; claim p50 {:.2} ms with {many}). (c): one event to the quiet tenant every 100 ms, {events} events, \
@@ -659,7 +669,6 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
          rows, statements counted at the port (BEGIN and COMMIT excluded).\n",
         relay::BATCH,
         relay::BATCH,
-        relay::BATCH,
         large_claim.1,
         small_claim.1,
         large_claim_api.0,
@@ -667,6 +676,8 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
         beside.2,
         alone.0,
         rounds = sizes.rounds.max(1),
+        batch = relay::BATCH,
+        slow_bound = hookbox::relay::MAX_SLOW_ENDPOINT_REQUESTS,
         rows = count(sizes.rows as f64),
         healthy = count(sizes.healthy_rows as f64),
         warm = count(WARM_ROWS as f64),

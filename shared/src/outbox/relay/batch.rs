@@ -208,7 +208,9 @@ impl Relay {
 
     /// The claimed rows' endpoints made known to the relay's fairness
     /// (their tenants and rate limits); the rows over their endpoint's rate
-    /// are taken out, not attempted, due when a token will be there.
+    /// are taken out, not attempted, due when a token will be there, and so
+    /// are rows of slow or suspect endpoints beyond the bound on their
+    /// requests (due now: the next claim caps them).
     pub(super) fn admit(
         &self,
         endpoints: &Endpoints,

@@ -184,6 +184,61 @@ impl State {
         }
     }
 
+    /// The rows of `rows` (the newest first) whose endpoints are slow or
+    /// suspect, taken out while those endpoints hold more than
+    /// [`MAX_SLOW_ENDPOINT_REQUESTS`] rows: a claim caps only the endpoints
+    /// it knows, and one of a slow tenant's endpoints met for the first time
+    /// is suspect only once resolved. They go back unattempted, due `now`
+    /// (the next claim caps their endpoints).
+    fn beyond_the_bound(
+        &mut self,
+        rows: &mut Vec<OutboxRow>,
+        now: DateTime<Utc>,
+    ) -> Vec<(OutboxRow, DateTime<Utc>)> {
+        let slow_endpoint = |state: &State, name: &str| {
+            state
+                .held
+                .get(name)
+                .is_some_and(|h| h.endpoint.is_some() && state.is_slow(h))
+        };
+        let held: usize = {
+            let suspects = self
+                .slow_endpoints
+                .keys()
+                .filter_map(|t| self.endpoints.get(t))
+                .flatten();
+            self.watched
+                .iter()
+                .chain(suspects)
+                .collect::<HashSet<&String>>()
+                .into_iter()
+                .filter(|name| slow_endpoint(self, name))
+                .filter_map(|name| self.held.get(name))
+                .map(|h| h.rows)
+                .sum()
+        };
+        let mut excess = held.saturating_sub(MAX_SLOW_ENDPOINT_REQUESTS);
+        if excess == 0 {
+            return Vec::new();
+        }
+        let mut released = Vec::new();
+        let mut kept = Vec::with_capacity(rows.len());
+        for row in rows.drain(..).rev() {
+            if excess > 0 && slow_endpoint(self, &row.destination) {
+                if let Some(h) = self.held.get_mut(&row.destination) {
+                    h.rows = h.rows.saturating_sub(1);
+                }
+                excess -= 1;
+                released.push((row, now));
+            } else {
+                kept.push(row);
+            }
+        }
+        kept.reverse();
+        *rows = kept;
+        released
+    }
+
     fn count_slow(&mut self, tenant: Arc<str>, prompt: bool) {
         if prompt {
             if let Some(n) = self.slow_endpoints.get_mut(&tenant) {
@@ -348,7 +403,9 @@ impl Fairness {
     }
 
     /// The tenants' endpoints a claim's rows go to, as resolved: their
-    /// tenants and rate limits are known from now on. Then the rows of a
+    /// tenants and rate limits are known from now on. Rows of slow or
+    /// suspect endpoints beyond [`MAX_SLOW_ENDPOINT_REQUESTS`] are taken out
+    /// (due now). Then the rows of a
     /// rate-limited endpoint spend its tokens in order; those without one
     /// are taken out of `rows` and returned with when a token will be there
     /// (they go back unattempted, due then, and are no longer held).
@@ -389,8 +446,9 @@ impl Fairness {
                     state.changed = true;
                 }
             }
+            let mut released = state.beyond_the_bound(rows, now);
             if !endpoints.iter().any(|d| d.rate_limit_per_sec.is_some()) {
-                return Vec::new();
+                return released;
             }
             let mut over = Vec::new();
             let mut kept = Vec::with_capacity(rows.len());
@@ -424,7 +482,8 @@ impl Fairness {
                 }
             }
             *rows = kept;
-            over
+            released.extend(over);
+            released
         })
     }
 
