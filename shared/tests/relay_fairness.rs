@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::{Adapter, at, count, migrated_db, sql};
 use hookbox::clock::{Clock, ManualClock, SystemClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
-use hookbox::relay::{HttpSender, ManualPause, Relay, RelaySettings, TokioPause};
+use hookbox::relay::{ManualPause, RelaySettings, TokioPause};
 use hookbox::store::{Executor, fetch_one};
 use hookbox_testkit::http_sink::HttpSink;
 use hookbox_testkit::receivers::Tarpit;
@@ -53,14 +53,7 @@ async fn a_hanging_destination_with_a_backlog_never_delays_another(adapter: Adap
     .expect("config");
     publish(db.as_ref(), "a", 10_000).await;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let relay = Relay::new(
-        db.clone(),
-        Arc::new(hookbox::blob::memory::MemoryBlobStore::new()),
-        Arc::new(HttpSender::default()),
-        None,
-        clock.clone(),
-        RelaySettings::new("relay-a"),
-    );
+    let relay = common::live_relay(db.clone(), clock.clone(), RelaySettings::new("relay-a"));
     let store = ConfigStore::fixed(cfg, clock.clone());
     let deadline = clock.now() + chrono::Duration::seconds(120);
     let watch = async {

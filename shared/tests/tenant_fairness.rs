@@ -18,9 +18,7 @@ use common::{Adapter, at, claim, count, migrated_db, sql};
 use hookbox::clock::{Clock, ManualClock, SystemClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::outbox;
-use hookbox::relay::{
-    HttpSender, MAX_SLOW_ENDPOINT_REQUESTS, ManualPause, Relay, RelaySettings, TokioPause,
-};
+use hookbox::relay::{MAX_SLOW_ENDPOINT_REQUESTS, ManualPause, RelaySettings, TokioPause};
 use hookbox::store::{Executor, fetch_one};
 use hookbox::tenants::{EndpointDirectory, SecretKeeper};
 use hookbox::vault::local::LocalVault;
@@ -551,15 +549,8 @@ async fn a_tenants_hanging_endpoints_hold_a_bounded_number_of_requests(adapter: 
     }
     let keeper = SecretKeeper::new(Arc::new(LocalVault::random()));
     let directory = EndpointDirectory::new(keeper, vec!["127.0.0.0/8".parse().expect("net")]);
-    let relay = Relay::new(
-        db.clone(),
-        Arc::new(hookbox::blob::memory::MemoryBlobStore::new()),
-        Arc::new(HttpSender::default()),
-        None,
-        clock.clone(),
-        RelaySettings::new("bounded"),
-    )
-    .with_endpoints(Arc::new(directory));
+    let relay = common::live_relay(db.clone(), clock.clone(), RelaySettings::new("bounded"))
+        .with_endpoints(Arc::new(directory));
     let store = ConfigStore::fixed(
         HookboxConfig::parse("{}", "test").expect("config"),
         clock.clone(),

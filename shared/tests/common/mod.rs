@@ -289,10 +289,11 @@ pub async fn killable_db(adapter: Adapter) -> KillableDb {
 }
 
 /// A relay over `db` posting with the real HTTP adapter, an in-memory blob
-/// store, no queue, no jitter.
-pub fn http_relay(
+/// store, no queue, on `clock` (the system's, for tests that wait on real
+/// receivers).
+pub fn live_relay(
     db: Arc<dyn Database>,
-    clock: Arc<hookbox::clock::ManualClock>,
+    clock: Arc<dyn hookbox::clock::Clock>,
     settings: hookbox::relay::RelaySettings,
 ) -> hookbox::relay::Relay {
     hookbox::relay::Relay::new(
@@ -303,7 +304,15 @@ pub fn http_relay(
         clock,
         settings,
     )
-    .with_jitter(Arc::new(hookbox::relay::FixedJitter(0.0)))
+}
+
+/// [`live_relay`] on a manual clock, no jitter.
+pub fn http_relay(
+    db: Arc<dyn Database>,
+    clock: Arc<hookbox::clock::ManualClock>,
+    settings: hookbox::relay::RelaySettings,
+) -> hookbox::relay::Relay {
+    live_relay(db, clock, settings).with_jitter(Arc::new(hookbox::relay::FixedJitter(0.0)))
 }
 
 /// Scans of the inbox so far in the current transaction of `tx` (PostgreSQL's

@@ -369,47 +369,64 @@ fn median(values: &mut [f64]) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
+/// One round of one side of (a): claim latency (p50, p99 ms) and rate.
+type Round = ((f64, f64), f64);
+
+/// The median rate of `rounds`.
+fn rate_of(rounds: &[Round]) -> f64 {
+    median(&mut rounds.iter().map(|r| r.1).collect::<Vec<_>>())
+}
+
+/// The median claim latencies (p50, p99) of `rounds`.
+fn claim_of(rounds: &[Round]) -> (f64, f64) {
+    (
+        median(&mut rounds.iter().map(|r| r.0.0).collect::<Vec<_>>()),
+        median(&mut rounds.iter().map(|r| r.0.1).collect::<Vec<_>>()),
+    )
+}
+
+/// (a)'s two sides, `rounds` times (10 endpoints as `small`, then the large
+/// side as `large`): each round's claim latency and rate, per side.
+async fn rounds_of(
+    bench: &Bench,
+    sizes: Sizes,
+    small: &str,
+    large: &str,
+    side: Side,
+) -> anyhow::Result<(Vec<Round>, Vec<Round>)> {
+    let (mut smalls, mut larges) = (Vec::new(), Vec::new());
+    for _ in 0..sizes.rounds.max(1) {
+        smalls.push(many_endpoints(bench, small, 5, 10, sizes.rows, side, None).await?);
+        larges.push(
+            many_endpoints(
+                bench,
+                large,
+                sizes.tenants,
+                sizes.endpoints,
+                sizes.rows,
+                side,
+                None,
+            )
+            .await?,
+        );
+    }
+    Ok((smalls, larges))
+}
+
 /// Every figure of the section.
 pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, String)> {
     let mut figures = Vec::new();
     // (a): the small side first, then the large one, `rounds` times
-    let (mut small_rates, mut large_rates) = (Vec::new(), Vec::new());
-    let (mut small_claims, mut large_claims) = (Vec::new(), Vec::new());
-    for _ in 0..sizes.rounds.max(1) {
-        let (claim, rate) = many_endpoints(
-            bench,
-            "bench_tenants_a10",
-            5,
-            10,
-            sizes.rows,
-            Side::Directory,
-            None,
-        )
-        .await?;
-        small_claims.push(claim);
-        small_rates.push(rate);
-        let (claim, rate) = many_endpoints(
-            bench,
-            "bench_tenants_a",
-            sizes.tenants,
-            sizes.endpoints,
-            sizes.rows,
-            Side::Directory,
-            None,
-        )
-        .await?;
-        large_claims.push(claim);
-        large_rates.push(rate);
-    }
-    let (small_rate, large_rate) = (median(&mut small_rates), median(&mut large_rates));
-    let small_claim = (
-        median(&mut small_claims.iter().map(|c| c.0).collect::<Vec<_>>()),
-        median(&mut small_claims.iter().map(|c| c.1).collect::<Vec<_>>()),
-    );
-    let large_claim = (
-        median(&mut large_claims.iter().map(|c| c.0).collect::<Vec<_>>()),
-        median(&mut large_claims.iter().map(|c| c.1).collect::<Vec<_>>()),
-    );
+    let (small, large) = rounds_of(
+        bench,
+        sizes,
+        "bench_tenants_a10",
+        "bench_tenants_a",
+        Side::Directory,
+    )
+    .await?;
+    let (small_rate, large_rate) = (rate_of(&small), rate_of(&large));
+    let (small_claim, large_claim) = (claim_of(&small), claim_of(&large));
     // diagnostic: 100 endpoints, as many rows (where the cost of more
     // endpoints begins)
     let (_, mid_rate) = many_endpoints(
@@ -435,32 +452,15 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
     .await?;
     // diagnostic: both sides again without HTTP (what the relay and the
     // database cost apart from the requests)
-    let (mut small_bare, mut large_bare) = (Vec::new(), Vec::new());
-    for _ in 0..sizes.rounds.max(1) {
-        let (_, rate) = many_endpoints(
-            bench,
-            "bench_tenants_n10",
-            5,
-            10,
-            sizes.rows,
-            Side::NoHttp,
-            None,
-        )
-        .await?;
-        small_bare.push(rate);
-        let (_, rate) = many_endpoints(
-            bench,
-            "bench_tenants_n",
-            sizes.tenants,
-            sizes.endpoints,
-            sizes.rows,
-            Side::NoHttp,
-            None,
-        )
-        .await?;
-        large_bare.push(rate);
-    }
-    let (small_bare, large_bare) = (median(&mut small_bare), median(&mut large_bare));
+    let (small, large) = rounds_of(
+        bench,
+        sizes,
+        "bench_tenants_n10",
+        "bench_tenants_n",
+        Side::NoHttp,
+    )
+    .await?;
+    let (small_bare, large_bare) = (rate_of(&small), rate_of(&large));
     let many = format!(
         "{} endpoints of {} tenants",
         count(sizes.endpoints as f64),
