@@ -46,3 +46,6 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
 /// The relay use case lives with the outbox (`outbox::relay`); this is its
 /// short path.
 pub use outbox::relay;
+
+#[cfg(test)]
+mod test_env;

@@ -145,15 +145,7 @@ fn seconds(variable: &'static str, value: String) -> Result<Duration, ConfigErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
-
-    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |k| map.get(k).cloned()
-    }
+    use crate::test_env::env;
 
     #[test]
     fn defaults_follow_the_design() {
