@@ -169,15 +169,24 @@ macro_rules! keep_delivering_attempts {
     };
 }
 
-pub const PURGE_DELETE: Statement = Statement::new(
-    "outbox.purge_delete",
-    concat!(
+/// The start of the outbox's retention statements: `old`, at most `:limit`
+/// delivered rows created before `:cutoff`, locked (others skipped).
+macro_rules! delivered_before_cutoff {
+    () => {
         "WITH old AS (
         SELECT id FROM outbox
          WHERE status = 'delivered' AND created_at < CAST(:cutoff AS timestamptz)
          LIMIT :limit
          FOR UPDATE SKIP LOCKED
-    ), deleted AS (
+    ), "
+    };
+}
+
+pub const PURGE_DELETE: Statement = Statement::new(
+    "outbox.purge_delete",
+    concat!(
+        delivered_before_cutoff!(),
+        "deleted AS (
         DELETE FROM outbox AS o WHERE o.id = ANY (ARRAY(SELECT id FROM old))
          RETURNING o.id, o.payload_key, o.attempts, o.destination, o.last_attempted_at,
                    o.last_status_code, o.last_latency_ms, o.last_error, o.last_response
@@ -195,12 +204,8 @@ pub const PURGE_DELETE: Statement = Statement::new(
 pub const PURGE_ARCHIVE: Statement = Statement::new(
     "outbox.purge_archive",
     concat!(
-        "WITH old AS (
-        SELECT id FROM outbox
-         WHERE status = 'delivered' AND created_at < CAST(:cutoff AS timestamptz)
-         LIMIT :limit
-         FOR UPDATE SKIP LOCKED
-    ), moved AS (
+        delivered_before_cutoff!(),
+        "moved AS (
         DELETE FROM outbox AS o WHERE o.id = ANY (ARRAY(SELECT id FROM old)) RETURNING o.*
     ), ",
         keep_delivering_attempts!("moved"),
