@@ -149,20 +149,7 @@ pub const PURGE_ARCHIVE: Statement = Statement::new(
 
 pub const PURGE_ARCHIVED: Statement = Statement::new(
     "inbox.purge_archived",
-    "WITH old AS (
-        SELECT id FROM inbox_archive
-         WHERE received_at < CAST(:cutoff AS timestamptz)
-         LIMIT :limit
-         FOR UPDATE SKIP LOCKED
-    ), deleted AS (
-        DELETE FROM inbox_archive AS a WHERE a.id = ANY (ARRAY(SELECT id FROM old))
-         RETURNING a.body_key
-    ), queued AS (
-        INSERT INTO blob_deletions (key)
-        SELECT DISTINCT body_key FROM deleted WHERE body_key IS NOT NULL
-        ON CONFLICT (key) DO NOTHING
-    )
-    SELECT count(*) AS purged FROM deleted",
+    crate::store::purge_archived_statement!("inbox_archive", "received_at", "body_key"),
 );
 
 /// The archive's own retention: deletes at most `limit` archived rows

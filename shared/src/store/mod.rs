@@ -554,6 +554,43 @@ pub(crate) async fn purge_with(
     }
 }
 
+/// The statement of an archive's own retention (for [`purge_once`]): at
+/// most `:limit` rows of `$archive` whose `$at` is before `:cutoff` deleted,
+/// their blob keys (`$key`) queued in `blob_deletions`, the count as `purged`.
+macro_rules! purge_archived_statement {
+    ($archive:literal, $at:literal, $key:literal) => {
+        concat!(
+            "WITH old AS (
+        SELECT id FROM ",
+            $archive,
+            "
+         WHERE ",
+            $at,
+            " < CAST(:cutoff AS timestamptz)
+         LIMIT :limit
+         FOR UPDATE SKIP LOCKED
+    ), deleted AS (
+        DELETE FROM ",
+            $archive,
+            " AS a WHERE a.id = ANY (ARRAY(SELECT id FROM old))
+         RETURNING a.",
+            $key,
+            "
+    ), queued AS (
+        INSERT INTO blob_deletions (key)
+        SELECT DISTINCT ",
+            $key,
+            " FROM deleted WHERE ",
+            $key,
+            " IS NOT NULL
+        ON CONFLICT (key) DO NOTHING
+    )
+    SELECT count(*) AS purged FROM deleted"
+        )
+    };
+}
+pub(crate) use purge_archived_statement;
+
 /// Runs one deleting retention statement (`:cutoff`, `:limit`; one row with
 /// `purged`); returns how many rows it deleted.
 pub(crate) async fn purge_once(

@@ -216,20 +216,7 @@ pub const PURGE_ARCHIVE: Statement = Statement::new(
 
 pub const PURGE_ARCHIVED: Statement = Statement::new(
     "outbox.purge_archived",
-    "WITH old AS (
-        SELECT id FROM outbox_archive
-         WHERE created_at < CAST(:cutoff AS timestamptz)
-         LIMIT :limit
-         FOR UPDATE SKIP LOCKED
-    ), deleted AS (
-        DELETE FROM outbox_archive AS a WHERE a.id = ANY (ARRAY(SELECT id FROM old))
-         RETURNING a.payload_key
-    ), queued AS (
-        INSERT INTO blob_deletions (key)
-        SELECT DISTINCT payload_key FROM deleted WHERE payload_key IS NOT NULL
-        ON CONFLICT (key) DO NOTHING
-    )
-    SELECT count(*) AS purged FROM deleted",
+    crate::store::purge_archived_statement!("outbox_archive", "created_at", "payload_key"),
 );
 
 /// The archive's own retention: deletes at most `limit` archived rows
