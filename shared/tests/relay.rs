@@ -769,6 +769,66 @@ async fn the_ssrf_guard_refuses_a_loopback_name_unless_allowed() {
     assert_eq!(sink.requests().len(), 1);
 }
 
+/// One connection pool serves at most its bound of receivers; past it the
+/// adapter starts a fresh pool and the old one's idle connections close
+/// (each is a file descriptor, and a Lambda function has 1,024: thousands
+/// of tenants' endpoints, each its own host, must not keep one each open).
+#[tokio::test]
+async fn idle_connections_are_kept_open_for_a_bounded_number_of_receivers() {
+    let receivers =
+        futures::future::join_all((0..12).map(|_| hookbox_testkit::receivers::KeepAlive::start()))
+            .await;
+    let sender =
+        HttpSender::with_max_receivers(Arc::new(hookbox::delivery::guard::SystemLookup), 4);
+    let send = |url: String| {
+        let sender = &sender;
+        async move {
+            let config = config(&url, serde_json::json!({}));
+            let destination = config.destination("crm").expect("crm");
+            let headers = hookbox::signature::sign_standard_webhooks(
+                "msg_1",
+                at(0),
+                b"{}",
+                &destination.http().expect("http").secrets,
+            )
+            .expect("signed");
+            sender
+                .send(OutboundRequest {
+                    destination,
+                    headers,
+                    body: "{}",
+                    timeout: Duration::from_secs(10),
+                })
+                .await
+        }
+    };
+    for receiver in &receivers {
+        let outcome = send(receiver.url("/in")).await;
+        assert!(
+            matches!(outcome, SendOutcome::Response { status: 200, .. }),
+            "{outcome:?}"
+        );
+    }
+    // the pools before the last let their idle connections go
+    let open = || receivers.iter().map(|r| r.open()).collect::<Vec<_>>();
+    let settled = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let changes = futures::future::join_all(receivers.iter().map(|r| r.changed()));
+            if open().iter().sum::<usize>() <= 4 {
+                return;
+            }
+            changes.await;
+        }
+    })
+    .await;
+    assert!(settled.is_ok(), "still open: {:?}", open());
+    // within a pool a receiver's connection is reused
+    let last = receivers.last().expect("receivers");
+    assert_eq!(last.open(), 1);
+    send(last.url("/in")).await;
+    assert_eq!((last.accepted(), last.open()), (1, 1));
+}
+
 /// Records each request's timeout and answers 200, advancing the clock by
 /// `cost` per request (a slow receiver, in manual time).
 #[derive(Debug)]

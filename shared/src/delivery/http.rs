@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::BuildHasher as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -70,14 +71,37 @@ pub trait WebhookSender: Send + Sync + fmt::Debug {
     async fn send(&self, request: OutboundRequest<'_>) -> SendOutcome;
 }
 
+/// Most receivers (scheme, host and port) one connection pool serves before
+/// the adapter starts a fresh one. A pool keeps every receiver's idle
+/// connections open for [`POOL_IDLE`], and each is a file descriptor: with
+/// thousands of tenants' endpoints, each its own host, one pool would hold a
+/// socket per endpoint met in the last minute and reach a Lambda
+/// function's 1,024 descriptors, past which no connection opens (not to
+/// any endpoint, the database, S3 or SQS). A fresh pool lets the old one go
+/// once its requests in flight end, closing its idle connections.
+pub const MAX_POOLED_RECEIVERS: usize = 128;
+
+/// How long an idle connection stays open for reuse.
+pub const POOL_IDLE: Duration = Duration::from_secs(60);
+
 /// The HTTP adapter: reqwest with rustls, no proxies, no redirects (a 3xx is
 /// a failed attempt, not a hop to an unchecked address), and the SSRF guard
 /// as its resolver. One client (connection pool) per set of allowed
-/// networks, built on first use.
+/// networks, built on first use, and built anew once it has served
+/// [`MAX_POOLED_RECEIVERS`] receivers.
 #[derive(Debug)]
 pub struct HttpSender {
     lookup: Arc<dyn Lookup>,
-    clients: Mutex<HashMap<NetworkGuard, reqwest::Client>>,
+    clients: Mutex<HashMap<NetworkGuard, Pool>>,
+    max_receivers: usize,
+    hasher: foldhash::fast::RandomState,
+}
+
+/// One connection pool and the receivers it has served.
+#[derive(Debug)]
+struct Pool {
+    client: reqwest::Client,
+    receivers: foldhash::HashSet<u64>,
 }
 
 impl Default for HttpSender {
@@ -90,26 +114,53 @@ impl HttpSender {
     /// An adapter resolving names with `lookup` (the system resolver in
     /// production).
     pub fn new(lookup: Arc<dyn Lookup>) -> Self {
+        Self::with_max_receivers(lookup, MAX_POOLED_RECEIVERS)
+    }
+
+    /// As [`HttpSender::new`], a fresh pool after `max_receivers` receivers
+    /// (at least 1).
+    pub fn with_max_receivers(lookup: Arc<dyn Lookup>, max_receivers: usize) -> Self {
         Self {
             lookup,
             clients: Mutex::new(HashMap::new()),
+            max_receivers: max_receivers.max(1),
+            hasher: foldhash::fast::RandomState::default(),
         }
     }
 
-    fn client(&self, guard: &NetworkGuard) -> Result<reqwest::Client, String> {
+    /// The client for `url` under `guard`: its pool's, or a fresh pool's
+    /// when `url`'s receiver would be one more than the pool may serve.
+    fn client(&self, guard: &NetworkGuard, url: &reqwest::Url) -> Result<reqwest::Client, String> {
+        let receiver =
+            self.hasher
+                .hash_one((url.scheme(), url.host_str(), url.port_or_known_default()));
         let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(client) = clients.get(guard) {
-            return Ok(client.clone());
+        if let Some(pool) = clients.get_mut(guard) {
+            if pool.receivers.contains(&receiver) {
+                return Ok(pool.client.clone());
+            }
+            if pool.receivers.len() < self.max_receivers {
+                pool.receivers.insert(receiver);
+                return Ok(pool.client.clone());
+            }
         }
         let client = reqwest::Client::builder()
             .user_agent(USER_AGENT)
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
             .dns_resolver(GuardedResolver::new(guard.clone(), self.lookup.clone()))
-            .pool_idle_timeout(Duration::from_secs(60))
+            .pool_idle_timeout(POOL_IDLE)
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {}", chain(&e)))?;
-        clients.insert(guard.clone(), client.clone());
+        let mut receivers = foldhash::HashSet::default();
+        receivers.insert(receiver);
+        clients.insert(
+            guard.clone(),
+            Pool {
+                client: client.clone(),
+                receivers,
+            },
+        );
         Ok(client)
     }
 }
@@ -130,7 +181,7 @@ impl WebhookSender for HttpSender {
         if let Err(refused) = guard.check_url(&http.url) {
             return SendOutcome::Refused(refused);
         }
-        let client = match self.client(&guard) {
+        let client = match self.client(&guard, &http.url) {
             Ok(client) => client,
             Err(error) => return SendOutcome::Failed { error },
         };

@@ -1,13 +1,16 @@
-//! Two receivers on 127.0.0.1 for relay tests and benchmarks: a tarpit that
+//! Receivers on 127.0.0.1 for relay tests and benchmarks: a tarpit that
 //! reads every request and never answers (only the client's timeout ends a
-//! request), and a counting sink that answers 200 after a fixed latency and
-//! records nothing (the benchmarks' receiver).
+//! request), a keep-alive receiver that answers 200 and counts the
+//! connections a client keeps open, and a counting sink that answers 200
+//! after a fixed latency and records nothing (the benchmarks' receiver).
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 
 /// Reads every request and never answers; counts the connections open at
@@ -76,6 +79,138 @@ impl Tarpit {
             }
             changed.await;
         }
+    }
+}
+
+/// Answers 200 to every request, keeping the connection open as long as
+/// the client does; counts the connections accepted and those open now.
+#[derive(Debug, Clone)]
+pub struct KeepAlive {
+    base: String,
+    accepted: Arc<AtomicUsize>,
+    open: Arc<AtomicUsize>,
+    changed: Arc<Notify>,
+}
+
+impl KeepAlive {
+    /// Binds a free port of 127.0.0.1 and serves on the caller's runtime.
+    ///
+    /// # Panics
+    /// When no port can be bound.
+    pub async fn start() -> KeepAlive {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap_or_else(|e| panic!("the keep-alive receiver: bind 127.0.0.1:0: {e}"));
+        let addr = listener
+            .local_addr()
+            .unwrap_or_else(|e| panic!("the keep-alive receiver's address: {e}"));
+        let receiver = KeepAlive {
+            base: format!("http://{addr}"),
+            accepted: Arc::default(),
+            open: Arc::default(),
+            changed: Arc::default(),
+        };
+        let app = axum::Router::new().fallback(|| async { axum::http::StatusCode::OK });
+        let counting = Counting {
+            listener,
+            receiver: receiver.clone(),
+        };
+        tokio::spawn(async move { axum::serve(counting, app).await });
+        receiver
+    }
+
+    /// `http://127.0.0.1:<port><path>`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Connections accepted so far.
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
+    }
+
+    /// Connections open now.
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::SeqCst)
+    }
+
+    /// A future that resolves at the next change of the open count (take it
+    /// before reading the counts, then await it).
+    pub fn changed(&self) -> impl Future<Output = ()> + '_ {
+        self.changed.notified()
+    }
+}
+
+/// The keep-alive receiver's listener: each connection counted open until
+/// its socket is dropped.
+struct Counting {
+    listener: tokio::net::TcpListener,
+    receiver: KeepAlive,
+}
+
+impl axum::serve::Listener for Counting {
+    type Io = Counted;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Counted, std::net::SocketAddr) {
+        loop {
+            match self.listener.accept().await {
+                Ok((socket, addr)) => {
+                    self.receiver.accepted.fetch_add(1, Ordering::SeqCst);
+                    self.receiver.open.fetch_add(1, Ordering::SeqCst);
+                    self.receiver.changed.notify_waiters();
+                    let receiver = self.receiver.clone();
+                    return (Counted { socket, receiver }, addr);
+                }
+                // out of descriptors, say: not a busy loop while it lasts
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        self.listener.local_addr()
+    }
+}
+
+/// A connection counted open until dropped.
+struct Counted {
+    socket: tokio::net::TcpStream,
+    receiver: KeepAlive,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.receiver.open.fetch_sub(1, Ordering::SeqCst);
+        self.receiver.changed.notify_waiters();
+    }
+}
+
+impl AsyncRead for Counted {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.socket).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Counted {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.socket).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.socket).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.socket).poll_shutdown(cx)
     }
 }
 

@@ -85,7 +85,7 @@ pub use crate::maintenance::{PurgeReport, SweepReport, retention};
 pub use backoff::{FixedJitter, Jitter, RandomJitter};
 pub use fairness::MAX_SLOW_ENDPOINT_REQUESTS;
 pub use report::{BatchReport, RunReport};
-pub use settings::{RelaySettings, SettingsError};
+pub use settings::{MAX_ROWS_IN_FLIGHT, RelaySettings, SettingsError};
 
 /// Waits between polls when nothing is due (tokio's sleep in production; a
 /// clock-advancing fake in tests).

@@ -4,7 +4,7 @@
 //!
 //! | variable | default | meaning |
 //! | --- | --- | --- |
-//! | `HOOKBOX_RELAY_BATCH_SIZE` | `50` | rows claimed per batch (a lane records one batch and claims the next in one statement) |
+//! | `HOOKBOX_RELAY_BATCH_SIZE` | `50` | rows claimed per batch (a lane records one batch and claims the next in one statement); lanes x batch size at most [`MAX_ROWS_IN_FLIGHT`] |
 //! | `HOOKBOX_RELAY_LANES` | `4` | batches in flight at once (while one lane waits for its slowest receiver or the database, the others deliver); `max_in_flight` per destination holds across lanes |
 //! | `HOOKBOX_RELAY_LEASE_SECONDS` | `30` | longest a batch may take; its requests are cut off by then (each also by its destination's timeout) |
 //! | `HOOKBOX_RELAY_IDLE_MILLIS` | `1000` | pause when nothing is due, so delivery latency is about this; with requests in flight, a lane records and claims again this long after its last statement (a slow destination never holds it longer) |
@@ -115,11 +115,31 @@ impl RelaySettings {
                     reason: format!("expected a whole number in {min}..={max}"),
                 })
         };
-        if let Some(v) = var("HOOKBOX_RELAY_BATCH_SIZE") {
+        let batch_size = var("HOOKBOX_RELAY_BATCH_SIZE");
+        if let Some(v) = batch_size.clone() {
             s.batch_size = number(v, 1, 1_000)? as i64;
         }
-        if let Some(v) = var("HOOKBOX_RELAY_LANES") {
+        let lanes = var("HOOKBOX_RELAY_LANES");
+        if let Some(v) = lanes.clone() {
             s.lanes = number(v, 1, 64)? as usize;
+        }
+        let rows = s.lanes as u64 * s.batch_size.unsigned_abs();
+        if rows > MAX_ROWS_IN_FLIGHT {
+            // name the variable that was set (the batch size if both were)
+            let (variable, value) = batch_size.or(lanes).unwrap_or_default();
+            return Err(SettingsError {
+                variable,
+                value,
+                reason: format!(
+                    "{} lanes of {} rows put up to {rows} rows in flight at once, and each \
+                     request to a tenant's endpoint holds a connection (a file descriptor) of \
+                     its own: over {MAX_ROWS_IN_FLIGHT}, they with the slow endpoints' \
+                     requests and the idle connections kept for reuse could reach a Lambda \
+                     function's 1,024 file descriptors, past which no connection opens; keep \
+                     HOOKBOX_RELAY_LANES x HOOKBOX_RELAY_BATCH_SIZE at most {MAX_ROWS_IN_FLIGHT}",
+                    s.lanes, s.batch_size
+                ),
+            });
         }
         if let Some(v) = var("HOOKBOX_RELAY_LEASE_SECONDS") {
             s.lease = Duration::from_secs(number(v, 2, 900)?);
@@ -187,6 +207,15 @@ impl RelaySettings {
         Ok(s)
     }
 }
+
+/// Most rows the relay's lanes may have in flight together
+/// (`HOOKBOX_RELAY_LANES` x `HOOKBOX_RELAY_BATCH_SIZE`). A Lambda function
+/// has 1,024 file descriptors and each request to a tenant's endpoint holds
+/// a connection, so these rows, the slow endpoints' requests
+/// ([`super::MAX_SLOW_ENDPOINT_REQUESTS`]), the idle connections kept for
+/// reuse (of [`crate::delivery::http::MAX_POOLED_RECEIVERS`] receivers) and
+/// the database's and AWS clients' connections must stay under it.
+pub const MAX_ROWS_IN_FLIGHT: u64 = 500;
 
 /// How long the dead-letter queue keeps a message (the template's
 /// `MessageRetentionPeriod`): a redrive can bring one back until then.
@@ -274,6 +303,43 @@ mod tests {
         )
         .expect("valid");
         assert_eq!(s.archive_retention, Some(Duration::from_secs(86_400)));
+    }
+
+    #[test]
+    fn lanes_times_batch_size_stays_within_the_functions_file_descriptors() {
+        let s = RelaySettings::from_env(
+            "r",
+            env(&[
+                ("HOOKBOX_RELAY_LANES", "4"),
+                ("HOOKBOX_RELAY_BATCH_SIZE", "125"),
+            ]),
+        )
+        .expect("500 rows in flight");
+        assert_eq!((s.lanes, s.batch_size), (4, 125));
+        let e = RelaySettings::from_env(
+            "r",
+            env(&[
+                ("HOOKBOX_RELAY_LANES", "4"),
+                ("HOOKBOX_RELAY_BATCH_SIZE", "126"),
+            ]),
+        )
+        .expect_err("504 rows");
+        assert_eq!(
+            (e.variable, e.value.as_str()),
+            ("HOOKBOX_RELAY_BATCH_SIZE", "126")
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("504 rows") && text.contains("1,024 file descriptors"),
+            "{text}"
+        );
+        // lanes alone, with the default batch size of 50
+        let e = RelaySettings::from_env("r", env(&[("HOOKBOX_RELAY_LANES", "11")]))
+            .expect_err("550 rows");
+        assert_eq!(
+            (e.variable, e.value.as_str()),
+            ("HOOKBOX_RELAY_LANES", "11")
+        );
     }
 
     #[test]
