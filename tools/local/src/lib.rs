@@ -25,6 +25,7 @@
 //! back in through the inbox and is recorded once per `webhook-id`.
 
 pub mod admin;
+mod background;
 pub mod demo;
 pub mod event_source;
 pub mod gateway;
@@ -33,40 +34,34 @@ mod ingress;
 pub mod management;
 pub mod options;
 mod rest_api;
+mod storage;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use anyhow::Context as _;
 use base64::Engine as _;
-use hookbox::blob::BlobStore;
-use hookbox::blob::fs::FsBlobStore;
 use hookbox::clock::{Clock, SystemClock};
-use hookbox::config::{ConfigStore, HookboxConfig, TransportKind};
-use hookbox::delivery::{Coalescing, EventBridgeTransport, MAX_BATCH, SqsTransport};
+use hookbox::config::{ConfigStore, HookboxConfig};
 use hookbox::management::sigv4::{AccessKey, SigV4Keys};
 use hookbox::management::{ApiTokens, ManagementApi};
 use hookbox::processing::ProcessorConfig;
 use hookbox::queue::memory::{MemoryQueue, MemoryQueueConfig};
 use hookbox::queue::sqs::SqsQueue;
 use hookbox::queue::{Queue, QueueConsumer};
-use hookbox::relay::{HttpSender, Relay, RelaySettings, TokioPause};
 use hookbox::store::Database;
-use hookbox::store::data_api::{DataApiDatabase, DataApiTarget};
-use hookbox::store::postgres::{PgDatabase, PgOptions};
-use hookbox::tenants::{EndpointDirectory, SecretKeeper};
+use hookbox::tenants::SecretKeeper;
 use hookbox::vault::DataKey;
 use hookbox::vault::local::LocalVault;
 use hookbox_processor::ProcessorFunction;
-use hookbox_relay::RelayFunction;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use gateway::Ingress;
 pub use options::{LOCAL_SIGV4_PRINCIPAL, Options, QueueChoice, check};
+pub use storage::redact;
 
 pub use demo::{
     DEMO_PARTNER, DEMO_SECRET, DEMO_TYPES, DOWNSTREAM, DOWNSTREAM_SECRET, FORWARDED_PARTNER,
@@ -115,67 +110,15 @@ impl LocalStack {
     /// Starts everything; returns once the HTTP server accepts requests.
     pub async fn start(options: Options) -> anyhow::Result<LocalStack> {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let (cluster, database_url) = match &options.database_url {
-            Some(url) => (None, url.clone()),
-            None => {
-                let cluster = tokio::task::spawn_blocking(|| {
-                    std::panic::catch_unwind(hookbox_testkit::PrivateCluster::start)
-                })
-                .await
-                .context("starting PostgreSQL")?
-                .map_err(|p| {
-                    let why = p
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default();
-                    anyhow::anyhow!(
-                        "cannot start a throwaway PostgreSQL (install the server binaries, \
-                         e.g. `apt-get install postgresql`, or pass --database-url): {why}"
-                    )
-                })?;
-                let url = cluster.url().to_string();
-                (Some(cluster), url)
-            }
-        };
-        let (blob_dir, blob_tmp) = match (&options.blob_dir, &cluster) {
-            (Some(dir), _) => (dir.clone(), None),
-            (None, Some(_)) => {
-                let tmp = tempfile::Builder::new()
-                    .prefix("hookbox-local-blobs-")
-                    .tempdir()
-                    .context("creating a directory for large bodies")?;
-                (tmp.path().to_path_buf(), Some(tmp))
-            }
-            (None, None) => (std::env::temp_dir().join("hookbox-local-blobs"), None),
-        };
-        let blobs: Arc<dyn BlobStore> = Arc::new(FsBlobStore::new(blob_dir.clone()));
-        let (db, data_api): (Arc<dyn Database>, _) = if options.data_api {
-            let server =
-                local_data_api::spawn_background(local_data_api::Config::new(database_url.clone()))
-                    .map_err(|e| anyhow::anyhow!("cannot start the local Data API: {e}"))?;
-            let database = database_name(&database_url);
-            let db = DataApiDatabase::local(
-                &server.endpoint_url(),
-                DataApiTarget {
-                    resource_arn: "arn:aws:rds:local:000000000000:cluster:hookbox-local".into(),
-                    secret_arn: "arn:aws:secretsmanager:local:000000000000:secret:hookbox-local"
-                        .into(),
-                    database,
-                },
-            );
-            (Arc::new(db), Some(server))
-        } else {
-            let db = PgDatabase::connect(&database_url, &PgOptions::default())
-                .map_err(|e| anyhow::anyhow!("cannot use {}: {e}", redact(&database_url)))?;
-            (Arc::new(db), None)
-        };
-        hookbox::migrate::migrate(db.as_ref())
-            .await
-            .with_context(|| format!("migrating {}", redact(&database_url)))?;
-        db.execute(&demo::CREATE_RECEIVED, &hookbox::params! {})
-            .await
-            .context("creating local_downstream_received")?;
+        let storage::Storage {
+            cluster,
+            database_url,
+            db,
+            data_api,
+            blob_dir,
+            blob_tmp,
+            blobs,
+        } = storage::open(&options).await?;
 
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", options.port))
             .await
@@ -390,74 +333,27 @@ impl LocalStack {
             &stopped,
         ));
 
-        // the relay and sweeper; at start, rows left pending by a previous
-        // run are swept back into the (new, empty) queue at once
-        let mut settings = RelaySettings::new(format!("local-{}", uuid::Uuid::new_v4().simple()));
-        settings.lanes = 2;
-        settings.idle = Duration::from_millis(250);
-        settings.sweep_after = options.sweep_after;
-        let mut startup = settings.clone();
-        startup.sweep_after = Duration::ZERO;
-        let startup_sweep = Relay::new(
-            db.clone(),
-            blobs.clone(),
-            Arc::new(HttpSender::default()),
-            Some(queue.clone()),
-            clock.clone(),
-            startup,
-        );
-        match startup_sweep.sweep().await {
-            Ok(s) if s.swept > 0 => {
-                tracing::info!(swept = s.swept, "picked up rows left by a previous run")
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "startup sweep failed"),
-        }
-        let mut relay = Relay::new(
-            db.clone(),
-            blobs.clone(),
-            Arc::new(HttpSender::default()),
-            Some(queue.clone()),
-            clock.clone(),
-            settings,
-        )
-        // notices naming what failed, as log lines (no alarm topic here)
-        .with_notifier(Arc::new(hookbox::notify::LogNotifier));
-        if let Some(endpoint) = &options.aws_endpoint {
-            // eventbridge and sqs destinations to the emulator; an envelope
-            // too large refers to its payload in the blob directory
-            let aws = hookbox::delivery::local_aws_config(endpoint);
-            let bucket = Some(blob_dir.display().to_string());
-            relay = relay
-                .with_transport(
-                    TransportKind::Sqs,
-                    Arc::new(Coalescing::new(
-                        SqsTransport::new(SqsTransport::client(&aws), bucket.clone()),
-                        MAX_BATCH,
-                    )),
-                )
-                .with_transport(
-                    TransportKind::EventBridge,
-                    Arc::new(Coalescing::new(
-                        EventBridgeTransport::new(EventBridgeTransport::client(&aws), bucket),
-                        MAX_BATCH,
-                    )),
-                );
-        }
-        let loopback = ["127.0.0.0/8", "::1/128"]
-            .iter()
-            .map(|n| n.parse::<ipnet::IpNet>())
-            .collect::<Result<Vec<_>, _>>()
-            .context("the loopback networks")?;
-        let relay =
-            relay.with_endpoints(Arc::new(EndpointDirectory::new(keeper.clone(), loopback)));
-        let relay = RelayFunction::new(relay, config.clone(), clock.clone(), Arc::new(TokioPause));
-        tasks.push(tokio::spawn(relay_loop(
+        // the relay and sweeper, as the scheduled function runs them
+        let relay = background::relay(background::RelayParts {
+            db: db.clone(),
+            blobs: blobs.clone(),
+            queue: queue.clone(),
+            clock: clock.clone(),
+            config: config.clone(),
+            keeper: keeper.clone(),
+            blob_dir: &blob_dir,
+            options: &options,
+        })
+        .await?;
+        tasks.push(tokio::spawn(background::relay_loop(
             relay,
             clock.clone(),
             stopped.clone(),
         )));
-        tasks.push(tokio::spawn(sample_loop(admin, stopped.clone())));
+        tasks.push(tokio::spawn(background::sample_loop(
+            admin,
+            stopped.clone(),
+        )));
 
         Ok(LocalStack {
             url: format!("http://{addr}"),
@@ -563,91 +459,9 @@ async fn index() -> axum::response::Html<&'static str> {
     )
 }
 
-/// The database name in a PostgreSQL URL (`postgres` when none).
-fn database_name(url: &str) -> String {
-    url.rsplit('/')
-        .next()
-        .map(|tail| tail.split('?').next().unwrap_or(tail))
-        .filter(|name| !name.is_empty() && !name.contains('@') && !name.contains(':'))
-        .unwrap_or("postgres")
-        .to_string()
-}
-
-/// The URL with its password replaced by `***`.
-pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
-    }
-}
-
-async fn relay_loop(
-    relay: RelayFunction,
-    clock: Arc<dyn Clock>,
-    mut stopped: watch::Receiver<bool>,
-) {
-    loop {
-        if *stopped.borrow() {
-            return;
-        }
-        let deadline = clock.now() + chrono::Duration::seconds(60);
-        let deadline_ms = u64::try_from(deadline.timestamp_millis()).unwrap_or(0);
-        tokio::select! {
-            report = relay.run(deadline_ms) => {
-                // the EMF line AWS would get (to the debug log locally)
-                report.metrics().flush(clock.now().timestamp_millis());
-                for mut m in report.destination_metrics() {
-                    m.flush(clock.now().timestamp_millis());
-                }
-                let d = &report.deliveries;
-                if d.claimed > 0 || report.sweep.swept > 0 {
-                    tracing::info!(delivered = d.delivered, failed = d.retried, dead = d.dead,
-                        swept = report.sweep.swept, "relay run");
-                }
-            }
-            _ = stopped.changed() => return,
-        }
-    }
-}
-
-async fn sample_loop(admin: admin::Admin, mut stopped: watch::Receiver<bool>) {
-    loop {
-        if let Err(e) = admin::sample(&admin).await {
-            tracing::debug!(error = %e, "sampling counts failed");
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(admin::SAMPLE_EVERY) => {}
-            _ = stopped.changed() => return,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn database_names_and_redaction() {
-        assert_eq!(
-            database_name("postgres://u:p@127.0.0.1:5432/shop?sslmode=disable"),
-            "shop"
-        );
-        assert_eq!(database_name("postgres://u:p@127.0.0.1:5432"), "postgres");
-        assert_eq!(
-            redact("postgres://u:secret@127.0.0.1:5/db"),
-            "postgres://u:***@127.0.0.1:5/db"
-        );
-        assert_eq!(
-            redact("postgres://127.0.0.1:5/db"),
-            "postgres://127.0.0.1:5/db"
-        );
-    }
 
     #[test]
     fn the_processor_runs_several_loops_unless_told_otherwise() {
