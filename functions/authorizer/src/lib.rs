@@ -48,6 +48,54 @@ use serde::Serialize;
 
 pub use request::{AuthRequest, Ingress, event_from_json, http_event_from_json};
 
+/// The body of the REST API's `ACCESS_DENIED` gateway response
+/// (infra/template.yaml), which API Gateway fills from a Deny's context as
+/// text, unescaped: so the context's `detail` is already the content of a
+/// JSON string ([`json_string_content`]). The same shape as ingest's
+/// refusals (`error`, `detail`), beside API Gateway's own `message`. An IAM
+/// denial of the management API's `/iam` routes has no such context: its
+/// `error` and `detail` are empty.
+pub const REST_DENY_TEMPLATE: &str = r#"{"message":$context.error.messageString,"error":"$context.authorizer.reason","detail":"$context.authorizer.detail"}"#;
+
+/// API Gateway's message for a request a Deny policy refuses
+/// (`$context.error.message`).
+pub const REST_DENY_MESSAGE: &str =
+    "User is not authorized to access this resource with an explicit deny";
+
+/// Longest `detail` put in a Deny's context, in characters.
+pub const MAX_DENY_DETAIL_CHARS: usize = 500;
+
+/// [`REST_DENY_TEMPLATE`] filled from a Deny's `context` as API Gateway
+/// fills it (the local stack answers with it; tests parse it).
+pub fn rest_deny_body(context: &serde_json::Value) -> String {
+    let text = |key: &str| {
+        context
+            .get(key)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    // the message first and the detail last: a value is never read again
+    REST_DENY_TEMPLATE
+        .replace(
+            "$context.error.messageString",
+            &format!("\"{REST_DENY_MESSAGE}\""),
+        )
+        .replace("$context.authorizer.reason", &text("reason"))
+        .replace("$context.authorizer.detail", &text("detail"))
+}
+
+/// `text`, at most [`MAX_DENY_DETAIL_CHARS`] characters of it, escaped as
+/// the inside of a JSON string (no quotes around it).
+fn json_string_content(text: &str) -> String {
+    let mut cut: String = text.chars().take(MAX_DENY_DETAIL_CHARS).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    let quoted = serde_json::Value::String(cut).to_string();
+    quoted[1..quoted.len() - 1].to_string()
+}
+
 /// Why a request was denied (the metric and log reason).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
@@ -113,22 +161,35 @@ impl Authorizer {
 
     /// The decision for one request, from either ingress.
     pub async fn decide_request(&self, request: &AuthRequest) -> (Decision, String) {
-        let partner_name = request.partner.clone();
-        let decision = self.decision(request).await;
-        (decision, partner_name)
+        let (decision, _) = self.decision(request).await;
+        (decision, request.partner.clone())
     }
 
-    async fn decision(&self, request: &AuthRequest) -> Decision {
+    /// The decision, and for a Deny what the caller is told (as ingest's
+    /// refusals: which check failed, never a secret).
+    async fn decision(&self, request: &AuthRequest) -> (Decision, String) {
+        let deny = |code, detail: String| (Decision::Deny(code), detail);
         let config = self.config.current().await;
         let Some(partner) = config.partner(&request.partner) else {
-            return Decision::Deny("unknown_partner");
+            return deny(
+                "unknown_partner",
+                "no partner of this stack is named by this path".into(),
+            );
         };
         if !partner.allowed_cidrs.is_empty() {
             let source: Option<IpAddr> =
                 request.source_ip.as_deref().and_then(|ip| ip.parse().ok());
             match source {
                 Some(ip) if partner.allows(ip) => {}
-                _ => return Decision::Deny("source_ip_not_allowed"),
+                _ => {
+                    return deny(
+                        "source_ip_not_allowed",
+                        format!(
+                            "partner {}: the caller's address is not in its allowed_cidrs",
+                            partner.name
+                        ),
+                    );
+                }
             }
         }
         let headers = request.headers();
@@ -143,29 +204,48 @@ impl Authorizer {
                     query: &query,
                     headers: &headers,
                 }) {
-                    Ok(_) => Decision::Allow,
-                    Err(e) => Decision::Deny(e.status_and_code().1),
+                    Ok(_) => (Decision::Allow, String::new()),
+                    Err(e) => deny(e.status_and_code().1, e.to_string()),
                 };
             }
-            Some(_) => return Decision::Deny("method_not_allowed"),
+            Some(m) => {
+                return deny(
+                    "method_not_allowed",
+                    format!(
+                        "{m} is not accepted: a webhook path takes POST (and GET for the \
+                         handshake of a provider that sends one)"
+                    ),
+                );
+            }
         }
         // Asana's unsigned first request, which hands the signing secret
         // over: through only while the partner enrols (ingest seals it)
         if let Some(enrollment) = partner.enrollment(&headers) {
             return match enrollment {
-                Ok(_) => Decision::Allow,
-                Err(e) => Decision::Deny(e.status_and_code().1),
+                Ok(_) => (Decision::Allow, String::new()),
+                Err(e) => deny(e.status_and_code().1, e.to_string()),
             };
         }
         if let Err(e) = partner.verifier.precheck(&headers, self.clock.now()) {
-            return Decision::Deny(signature_reason(&e));
+            let detail = if e.is_configuration_error() {
+                // (the operator's problem: its log line says what)
+                format!(
+                    "partner {}: its signature configuration is unusable",
+                    partner.name
+                )
+            } else {
+                e.to_string()
+            };
+            return deny(signature_reason(&e), detail);
         }
-        Decision::Allow
+        (Decision::Allow, String::new())
     }
 
-    /// Decides, and counts and logs the decision.
-    async fn decide_and_count(&self, request: &AuthRequest) -> (Decision, String) {
-        let (decision, partner) = self.decide_request(request).await;
+    /// Decides, and counts and logs the decision; for a Deny, what the
+    /// caller is told.
+    async fn decide_and_count(&self, request: &AuthRequest) -> (Decision, String, String) {
+        let (decision, detail) = self.decision(request).await;
+        let partner = request.partner.clone();
         let mut metrics = Metrics::new();
         metrics.dimension("Function", "authorizer");
         match decision {
@@ -175,21 +255,22 @@ impl Authorizer {
             Decision::Deny(reason) => {
                 metrics.count("denied", 1);
                 metrics.count(&format!("denied_{reason}"), 1);
-                tracing::info!(reason, "request denied");
+                tracing::info!(reason, detail, "request denied");
             }
         }
         metrics.flush(self.clock.now().timestamp_millis());
-        (decision, partner)
+        (decision, partner, detail)
     }
 
     /// The REST answer for one request: Allow with context `{partner}`, or
-    /// Deny.
+    /// Deny with context `{reason, detail}` (the `ACCESS_DENIED` gateway
+    /// response's body names them: [`REST_DENY_TEMPLATE`]).
     pub async fn handle(
         &self,
         event: ApiGatewayCustomAuthorizerRequestTypeRequest,
     ) -> ApiGatewayCustomAuthorizerResponse {
         let request = AuthRequest::from_rest(&event);
-        let (decision, partner) = self.decide_and_count(&request).await;
+        let (decision, partner, detail) = self.decide_and_count(&request).await;
         let method_arn = request.arn.unwrap_or_else(|| "*".into());
         let mut response = ApiGatewayCustomAuthorizerResponse::default();
         match decision {
@@ -198,10 +279,13 @@ impl Authorizer {
                 response.policy_document = policy(IamPolicyEffect::Allow, &method_arn);
                 response.context = serde_json::json!({ "partner": partner });
             }
-            Decision::Deny(_) => {
+            Decision::Deny(reason) => {
                 response.principal_id = Some("anonymous".into());
                 response.policy_document = policy(IamPolicyEffect::Deny, &method_arn);
-                response.context = serde_json::json!({});
+                response.context = serde_json::json!({
+                    "reason": reason,
+                    "detail": json_string_content(&detail),
+                });
             }
         }
         response
@@ -214,7 +298,9 @@ impl Authorizer {
         &self,
         event: ApiGatewayV2CustomAuthorizerV2Request,
     ) -> ApiGatewayV2CustomAuthorizerSimpleResponse {
-        let (decision, partner) = self.decide_and_count(&AuthRequest::from_http(&event)).await;
+        // (HTTP API's simple response carries no body: a deny is its
+        // generic 403, the reason in the metric and the log line)
+        let (decision, partner, _) = self.decide_and_count(&AuthRequest::from_http(&event)).await;
         let mut response = ApiGatewayV2CustomAuthorizerSimpleResponse::default();
         response.is_authorized = decision == Decision::Allow;
         response.context = if response.is_authorized {
@@ -238,5 +324,32 @@ impl Authorizer {
                 AuthorizerResponse::Http(self.handle_http(http_event_from_json(event)?).await)
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_detail_is_escaped_for_a_json_string_and_cut() {
+        let text = "a \"quoted\" \\ back\u{7}slash";
+        let body = rest_deny_body(&serde_json::json!({
+            "reason": "x",
+            "detail": json_string_content(text),
+        }));
+        let body: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+        assert_eq!(body["detail"], text);
+        let long = "y".repeat(MAX_DENY_DETAIL_CHARS + 10);
+        let cut = json_string_content(&long);
+        assert_eq!(cut.chars().count(), MAX_DENY_DETAIL_CHARS + 1);
+        assert!(cut.ends_with('…'));
+        // a context without them (an IAM denial): empty, still JSON
+        let body: serde_json::Value =
+            serde_json::from_str(&rest_deny_body(&serde_json::json!({}))).expect("JSON");
+        assert_eq!(
+            (body["error"].as_str(), body["detail"].as_str()),
+            (Some(""), Some(""))
+        );
     }
 }

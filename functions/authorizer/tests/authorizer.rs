@@ -10,7 +10,7 @@ use aws_lambda_events::iam::IamPolicyEffect;
 use chrono::TimeZone;
 use hookbox::clock::ManualClock;
 use hookbox::config::{ConfigSource, ConfigStore};
-use hookbox_authorizer::{Authorizer, Decision};
+use hookbox_authorizer::{Authorizer, Decision, REST_DENY_MESSAGE, rest_deny_body};
 
 const EVENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../events");
 /// The time the sample events were signed at (events/generate.py).
@@ -70,12 +70,37 @@ async fn every_other_case_is_denied_with_its_reason() {
             IamPolicyEffect::Deny,
             "{name}"
         );
-        assert_eq!(
-            response.context,
-            serde_json::json!({}),
-            "{name}: nothing leaks in the context"
-        );
+        // the gateway response's body names the reason, as ingest's
+        // refusals do; the context holds nothing else
+        let keys: Vec<&String> = response.context.as_object().expect("map").keys().collect();
+        assert_eq!(keys, ["detail", "reason"], "{name}");
+        let body: serde_json::Value =
+            serde_json::from_str(&rest_deny_body(&response.context)).expect("JSON");
+        assert_eq!(body["error"], reason, "{name}");
+        assert_eq!(body["message"], REST_DENY_MESSAGE, "{name}");
+        let detail = body["detail"].as_str().expect("detail");
+        assert!(detail.len() > 20, "{name}: {detail}");
     }
+}
+
+/// A Deny's detail says which check failed (here the method), as ingest's
+/// refusals do.
+#[tokio::test]
+async fn a_denys_detail_says_which_check_failed() {
+    let a = authorizer().await;
+    let mut e = event("apigw-authorizer-allow.json");
+    e.http_method = Some(aws_lambda_events::http::Method::from_bytes(b"PROPFIND").expect("method"));
+    let response = a.handle(e).await;
+    let body: serde_json::Value =
+        serde_json::from_str(&rest_deny_body(&response.context)).expect("JSON");
+    assert_eq!(body["error"], "method_not_allowed");
+    assert!(
+        body["detail"]
+            .as_str()
+            .expect("detail")
+            .starts_with("PROPFIND is not accepted: a webhook path takes POST"),
+        "{body}"
+    );
 }
 
 #[tokio::test]
@@ -214,6 +239,17 @@ async fn a_get_is_allowed_only_as_the_handshake_of_a_provider_that_sends_one() {
             Decision::Deny("bad_handshake"),
         ),
         ("GET", "dropbox", &[][..], Decision::Deny("bad_handshake")),
+        // its detail quotes "subscribe"
+        (
+            "GET",
+            "meta",
+            &[
+                ("hub.mode", "unsubscribe"),
+                ("hub.challenge", "1158201444"),
+                ("hub.verify_token", "meatyhamhock"),
+            ][..],
+            Decision::Deny("bad_handshake"),
+        ),
         // the partner's CIDRs apply to its handshake too
         (
             "GET",
@@ -247,10 +283,23 @@ async fn a_get_is_allowed_only_as_the_handshake_of_a_provider_that_sends_one() {
             decision,
             "{method} {partner} {query:?}"
         );
-        let effect = a.handle(e).await.policy_document.statement[0]
-            .effect
-            .clone();
+        let response = a.handle(e).await;
+        let effect = response.policy_document.statement[0].effect.clone();
         let allowed = decision == Decision::Allow;
+        if let Decision::Deny(reason) = decision {
+            // (the wrong hub.mode's detail quotes "subscribe": the body
+            // stays JSON)
+            let body: serde_json::Value =
+                serde_json::from_str(&rest_deny_body(&response.context)).expect("JSON");
+            assert_eq!(body["error"], reason, "{method} {partner}");
+            if query.contains(&("hub.mode", "unsubscribe")) {
+                assert_eq!(
+                    body["detail"],
+                    "Meta GET hub.challenge (verify token): hub.mode must be \"subscribe\"",
+                    "{body}"
+                );
+            }
+        }
         assert_eq!(
             effect == IamPolicyEffect::Allow,
             allowed,
@@ -335,4 +384,30 @@ async fn an_unsigned_post_passes_only_as_the_handshake_of_an_enrolling_partner()
         let e = post(partner, headers);
         assert_eq!(a.decide(&e).await.0, decision, "{partner} {headers:?}");
     }
+}
+
+/// The template's ACCESS_DENIED gateway response is the body the local
+/// stack and these tests fill ([`REST_DENY_TEMPLATE`]).
+#[test]
+fn the_templates_access_denied_response_is_the_deny_body() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../infra/template.yaml");
+    let template = std::fs::read_to_string(path).expect("template");
+    let section = template
+        .split_once("x-amazon-apigateway-gateway-responses:")
+        .map(|(_, rest)| rest)
+        .expect("the REST API's gateway responses");
+    let access_denied = section
+        .split_once("ACCESS_DENIED:")
+        .map(|(_, rest)| rest)
+        .expect("ACCESS_DENIED");
+    let line = access_denied
+        .lines()
+        .find(|l| l.trim_start().starts_with("application/json:"))
+        .expect("its JSON template");
+    let value = line.trim_start()["application/json:".len()..].trim();
+    assert_eq!(
+        value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')),
+        Some(hookbox_authorizer::REST_DENY_TEMPLATE)
+    );
+    assert!(access_denied.contains("statusCode: 403"));
 }

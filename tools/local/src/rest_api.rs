@@ -119,12 +119,12 @@ pub(crate) async fn webhook(gateway: &Gateway, call: Call) -> Response {
         .first()
         .is_some_and(|s| s.effect == IamPolicyEffect::Allow);
     if !allowed {
-        // what API Gateway answers for a Deny policy
+        // what API Gateway answers for a Deny policy: the stack's
+        // ACCESS_DENIED gateway response, filled from the Deny's context
         return (
             StatusCode::FORBIDDEN,
             [("content-type", "application/json")],
-            json!({ "Message": "User is not authorized to access this resource with an explicit deny" })
-                .to_string(),
+            hookbox_authorizer::rest_deny_body(&decision.context),
         )
             .into_response();
     }

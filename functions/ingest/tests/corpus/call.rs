@@ -111,10 +111,16 @@ async fn authorize(
                 .statement
                 .first()
                 .is_some_and(|s| s.effect == IamPolicyEffect::Allow);
-            let context = json!({
-                "partner": response.context.get("partner").cloned().unwrap_or(Value::Null),
-                "principalId": response.principal_id,
-            });
+            let context = if allowed {
+                json!({
+                    "partner": response.context.get("partner").cloned().unwrap_or(Value::Null),
+                    "principalId": response.principal_id,
+                })
+            } else {
+                // a Deny: the body the gateway response fills from it
+                serde_json::from_str(&hookbox_authorizer::rest_deny_body(&response.context))
+                    .map_err(|e| format!("the Deny's gateway response is not JSON: {e}"))?
+            };
             Ok((decision, allowed, context))
         }
         Shape::Http => {
@@ -185,12 +191,28 @@ pub async fn call(authorizer: Authorizer, function: IngestFunction, events: Even
     match (decision, allowed) {
         (Decision::Allow, true) => {}
         (Decision::Deny(reason), false) => {
-            // What API Gateway answers for a Deny.
+            // What API Gateway answers for a Deny: through REST, a body
+            // naming the reason (the ACCESS_DENIED gateway response);
+            // through HTTP API its generic one
+            let body = match events.shape {
+                Shape::Rest => context,
+                Shape::Http => json!({"message": "Forbidden"}),
+            };
+            if events.shape == Shape::Rest
+                && (body["error"] != reason || body["detail"].as_str().is_none_or(str::is_empty))
+            {
+                return Got {
+                    authorizer: format!("Deny whose body does not name {reason}: {body}"),
+                    status: 403,
+                    error: Some(reason.into()),
+                    body,
+                };
+            }
             return Got {
                 authorizer: "Deny".into(),
                 status: 403,
                 error: Some(reason.into()),
-                body: Value::Null,
+                body,
             };
         }
         (decision, allowed) => {
