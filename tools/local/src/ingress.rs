@@ -41,6 +41,25 @@ impl Ingress {
     }
 }
 
+impl Ingress {
+    /// What this API Gateway answers itself for a path none of its routes
+    /// match (`/webhooks/` with no partner, say), before any authorizer or
+    /// function: REST `403 {"message":"Missing Authentication Token"}`,
+    /// HTTP API `404 {"message":"Not Found"}`.
+    pub fn no_route(self) -> Response {
+        let (status, message) = match self {
+            Self::Rest => (StatusCode::FORBIDDEN, "Missing Authentication Token"),
+            Self::Http => (StatusCode::NOT_FOUND, "Not Found"),
+        };
+        (
+            status,
+            [("content-type", "application/json")],
+            json!({ "message": message }).to_string(),
+        )
+            .into_response()
+    }
+}
+
 impl std::str::FromStr for Ingress {
     type Err = String;
 

@@ -242,6 +242,7 @@ impl LocalStack {
             answers: options.record_api_answers.then(Arc::default),
         });
         let api_answers = management.answers.clone();
+        let ingress = options.ingress;
         let app = axum::Router::new()
             .route(
                 "/webhooks/{partner}",
@@ -289,7 +290,10 @@ impl LocalStack {
                         addr.port(),
                         admin::same_origin_only,
                     )),
-            );
+            )
+            // a path no route matches: API Gateway's own answer (not the
+            // operator page's guard, whose layer would answer it otherwise)
+            .fallback(move || async move { ingress.no_route() });
 
         let (stop, stopped) = watch::channel(false);
         let mut tasks = Vec::new();
