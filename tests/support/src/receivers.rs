@@ -13,6 +13,20 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 
+/// A listener on a free port of 127.0.0.1, and its `http://` base URL.
+///
+/// # Panics
+/// When no port can be bound (naming `what`).
+async fn bind(what: &str) -> (tokio::net::TcpListener, String) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{what}: bind 127.0.0.1:0: {e}"));
+    let addr = listener
+        .local_addr()
+        .unwrap_or_else(|e| panic!("{what}'s address: {e}"));
+    (listener, format!("http://{addr}"))
+}
+
 /// Reads every request and never answers; counts the connections open at
 /// once (each hanging request holds one).
 #[derive(Debug, Clone)]
@@ -29,14 +43,9 @@ impl Tarpit {
     /// # Panics
     /// When no port can be bound.
     pub async fn start() -> Tarpit {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .unwrap_or_else(|e| panic!("the tarpit: bind 127.0.0.1:0: {e}"));
-        let addr = listener
-            .local_addr()
-            .unwrap_or_else(|e| panic!("the tarpit's address: {e}"));
+        let (listener, base) = bind("the tarpit").await;
         let tarpit = Tarpit {
-            base: format!("http://{addr}"),
+            base,
             open: Arc::default(),
             most_open: Arc::default(),
             changed: Arc::default(),
@@ -98,14 +107,9 @@ impl KeepAlive {
     /// # Panics
     /// When no port can be bound.
     pub async fn start() -> KeepAlive {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .unwrap_or_else(|e| panic!("the keep-alive receiver: bind 127.0.0.1:0: {e}"));
-        let addr = listener
-            .local_addr()
-            .unwrap_or_else(|e| panic!("the keep-alive receiver's address: {e}"));
+        let (listener, base) = bind("the keep-alive receiver").await;
         let receiver = KeepAlive {
-            base: format!("http://{addr}"),
+            base,
             accepted: Arc::default(),
             open: Arc::default(),
             changed: Arc::default(),

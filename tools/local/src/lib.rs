@@ -38,7 +38,6 @@ mod storage;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
@@ -82,20 +81,16 @@ fn random_token(prefix: &str) -> String {
 pub struct LocalStack {
     url: String,
     ingress: Ingress,
-    database_url: String,
-    db: Arc<dyn Database>,
+
     memory_queue: Option<Arc<MemoryQueue>>,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
-    blob_dir: PathBuf,
     vault_key: String,
     api_token: Option<String>,
     sigv4_key: AccessKey,
     api_answers: Option<Arc<Mutex<Vec<serde_json::Value>>>>,
-    // dropped last: the data API and the cluster outlive the tasks
-    _blob_tmp: Option<tempfile::TempDir>,
-    _data_api: Option<local_data_api::BackgroundServer>,
-    _cluster: Option<hookbox_testkit::PrivateCluster>,
+    // dropped last: the database outlives the tasks
+    storage: storage::Storage,
 }
 
 impl std::fmt::Debug for LocalStack {
@@ -110,15 +105,8 @@ impl LocalStack {
     /// Starts everything; returns once the HTTP server accepts requests.
     pub async fn start(options: Options) -> anyhow::Result<LocalStack> {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let storage::Storage {
-            cluster,
-            database_url,
-            db,
-            data_api,
-            blob_dir,
-            blob_tmp,
-            blobs,
-        } = storage::open(&options).await?;
+        let storage = storage::open(&options).await?;
+        let (db, blobs) = (storage.db.clone(), storage.blobs.clone());
 
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", options.port))
             .await
@@ -345,7 +333,7 @@ impl LocalStack {
             clock: clock.clone(),
             config: config.clone(),
             keeper: keeper.clone(),
-            blob_dir: &blob_dir,
+            blob_dir: &storage.blob_dir,
             options: &options,
         })
         .await?;
@@ -362,19 +350,14 @@ impl LocalStack {
         Ok(LocalStack {
             url: format!("http://{addr}"),
             ingress: options.ingress,
-            database_url,
-            db,
             memory_queue,
             stop,
             tasks,
-            blob_dir,
             vault_key,
             api_token,
             sigv4_key,
             api_answers,
-            _blob_tmp: blob_tmp,
-            _data_api: data_api,
-            _cluster: cluster,
+            storage,
         })
     }
 
@@ -408,7 +391,7 @@ impl LocalStack {
 
     /// The directory of the blob store (bodies over the inline threshold).
     pub fn blob_dir(&self) -> &std::path::Path {
-        &self.blob_dir
+        &self.storage.blob_dir
     }
 
     /// `http://127.0.0.1:<port>`.
@@ -423,12 +406,12 @@ impl LocalStack {
 
     /// The database (give it to `hookbox` and psql).
     pub fn database_url(&self) -> &str {
-        &self.database_url
+        &self.storage.database_url
     }
 
     /// The database the stack uses.
     pub fn db(&self) -> Arc<dyn Database> {
-        self.db.clone()
+        self.storage.db.clone()
     }
 
     /// The in-memory queue, when that is the queue.

@@ -15,18 +15,20 @@ use hookbox::store::postgres::{PgDatabase, PgOptions};
 
 use crate::{Options, demo};
 
-/// The stack's database and blob directory, and what must outlive them.
+/// The stack's database and blob directory, and what is held for its drop.
+/// Fields drop in this order: the database's clients before the local Data
+/// API, the cluster last.
 pub(crate) struct Storage {
-    /// The throwaway cluster (none with `--database-url`).
-    pub cluster: Option<hookbox_testkit::PrivateCluster>,
-    pub database_url: String,
     pub db: Arc<dyn Database>,
-    /// The local Data API (with `--data-api`).
-    pub data_api: Option<local_data_api::BackgroundServer>,
+    pub database_url: String,
+    pub blobs: Arc<dyn BlobStore>,
     pub blob_dir: PathBuf,
     /// The blob directory when it is a throwaway one.
-    pub blob_tmp: Option<tempfile::TempDir>,
-    pub blobs: Arc<dyn BlobStore>,
+    pub _blob_tmp: Option<tempfile::TempDir>,
+    /// The local Data API (with `--data-api`).
+    pub _data_api: Option<local_data_api::BackgroundServer>,
+    /// The throwaway cluster (none with `--database-url`).
+    pub _cluster: Option<hookbox_testkit::PrivateCluster>,
 }
 
 /// Starts (or connects to) PostgreSQL, migrates it, and opens the blob
@@ -93,13 +95,13 @@ pub(crate) async fn open(options: &Options) -> anyhow::Result<Storage> {
         .await
         .context("creating local_downstream_received")?;
     Ok(Storage {
-        cluster,
-        database_url,
         db,
-        data_api,
-        blob_dir,
-        blob_tmp,
+        database_url,
         blobs,
+        blob_dir,
+        _blob_tmp: blob_tmp,
+        _data_api: data_api,
+        _cluster: cluster,
     })
 }
 
