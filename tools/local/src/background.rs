@@ -53,16 +53,19 @@ pub(crate) async fn relay(parts: RelayParts<'_>) -> anyhow::Result<RelayFunction
     settings.lanes = 2;
     settings.idle = Duration::from_millis(250);
     settings.sweep_after = options.sweep_after;
+    let relay_with = |settings| {
+        Relay::new(
+            db.clone(),
+            blobs.clone(),
+            Arc::new(HttpSender::default()),
+            Some(queue.clone()),
+            clock.clone(),
+            settings,
+        )
+    };
     let mut startup = settings.clone();
     startup.sweep_after = Duration::ZERO;
-    let startup_sweep = Relay::new(
-        db.clone(),
-        blobs.clone(),
-        Arc::new(HttpSender::default()),
-        Some(queue.clone()),
-        clock.clone(),
-        startup,
-    );
+    let startup_sweep = relay_with(startup);
     match startup_sweep.sweep().await {
         Ok(s) if s.swept > 0 => {
             tracing::info!(swept = s.swept, "picked up rows left by a previous run")
@@ -70,16 +73,9 @@ pub(crate) async fn relay(parts: RelayParts<'_>) -> anyhow::Result<RelayFunction
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "startup sweep failed"),
     }
-    let mut relay = Relay::new(
-        db.clone(),
-        blobs.clone(),
-        Arc::new(HttpSender::default()),
-        Some(queue.clone()),
-        clock.clone(),
-        settings,
-    )
-    // notices naming what failed, as log lines (no alarm topic here)
-    .with_notifier(Arc::new(hookbox::notify::LogNotifier));
+    let mut relay = relay_with(settings)
+        // notices naming what failed, as log lines (no alarm topic here)
+        .with_notifier(Arc::new(hookbox::notify::LogNotifier));
     if let Some(endpoint) = &options.aws_endpoint {
         // eventbridge and sqs destinations to the emulator; an envelope
         // too large refers to its payload in the blob directory

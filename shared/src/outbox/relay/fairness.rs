@@ -184,6 +184,18 @@ impl State {
         }
     }
 
+    /// The destinations a claim may cap or an admission may hold back:
+    /// those watched (slow, or rate-limited endpoints) and every resolved
+    /// endpoint of a tenant with a slow one (suspect), each once.
+    fn watched_and_suspects(&self) -> HashSet<&String> {
+        let suspects = self
+            .slow_endpoints
+            .keys()
+            .filter_map(|t| self.endpoints.get(t))
+            .flatten();
+        self.watched.iter().chain(suspects).collect()
+    }
+
     /// The rows of `rows` (the newest first) whose endpoints are slow or
     /// suspect, taken out while those endpoints hold more than
     /// [`MAX_SLOW_ENDPOINT_REQUESTS`] rows: a claim caps only the endpoints
@@ -206,22 +218,13 @@ impl State {
                 .get(name)
                 .is_some_and(|h| h.endpoint.is_some() && state.is_slow(h))
         };
-        let held: usize = {
-            let suspects = self
-                .slow_endpoints
-                .keys()
-                .filter_map(|t| self.endpoints.get(t))
-                .flatten();
-            self.watched
-                .iter()
-                .chain(suspects)
-                .collect::<HashSet<&String>>()
-                .into_iter()
-                .filter(|name| slow_endpoint(self, name))
-                .filter_map(|name| self.held.get(name))
-                .map(|h| h.rows)
-                .sum()
-        };
+        let held: usize = self
+            .watched_and_suspects()
+            .into_iter()
+            .filter(|name| slow_endpoint(self, name))
+            .filter_map(|name| self.held.get(name))
+            .map(|h| h.rows)
+            .sum();
         let mut excess = held.saturating_sub(MAX_SLOW_ENDPOINT_REQUESTS);
         if excess == 0 {
             return Vec::new();
@@ -297,16 +300,8 @@ impl Fairness {
             // tenants' endpoints (not configured: they have the default
             // slots) found slow or suspect are capped as configured
             // destinations are; rate-limited ones at their whole tokens
-            let suspects = state
-                .slow_endpoints
-                .keys()
-                .filter_map(|t| state.endpoints.get(t))
-                .flatten();
             let mut endpoints: Vec<(String, bool)> = state
-                .watched
-                .iter()
-                .chain(suspects)
-                .collect::<HashSet<&String>>()
+                .watched_and_suspects()
                 .into_iter()
                 .filter_map(|name| Some((name, state.held.get(name)?)))
                 .filter(|(name, h)| {
