@@ -1156,6 +1156,78 @@ async fn a_destination_with_hanging_requests_does_not_hold_the_batch() {
     );
 }
 
+/// Twelve destinations on one host (scheme, host and port), each allowed
+/// 10 requests at once, get 4 at once together with `requests_per_host`
+/// 4: the other rows give up their wait for the host's slots and are
+/// released unattempted; a destination on another host is not held back.
+async fn requests_to_one_host_are_bounded_whatever_the_destinations(adapter: Adapter) {
+    let (_t, db) = migrated_db(adapter).await;
+    let clock = Arc::new(ManualClock::new(at(0)));
+    let mut destinations = serde_json::Map::new();
+    for i in 0..12 {
+        destinations.insert(
+            format!("stuck{i}"),
+            serde_json::json!({ "url": format!("http://127.0.0.1:9/stuck/{i}"),
+                                "secrets": [SECRET], "max_in_flight": 10, "timeout_secs": 2 }),
+        );
+    }
+    destinations.insert(
+        "crm".into(),
+        serde_json::json!({ "url": "http://127.0.0.2:9/crm", "secrets": [SECRET] }),
+    );
+    let text = serde_json::json!({ "destinations": destinations }).to_string();
+    let cfg = HookboxConfig::parse(&text, "test").expect("config");
+    let tx = db.begin().await.expect("begin");
+    let names = (0..12)
+        .map(|i| format!("stuck{i}"))
+        .chain(["crm".to_string(), "crm".to_string()]);
+    for (i, destination) in names.enumerate() {
+        let event = NewOutboxEvent {
+            aggregate_type: "order".into(),
+            aggregate_id: format!("o-{i}"),
+            event_type: "order.status_changed".into(),
+            destination,
+            payload: serde_json::json!({ "n": i }),
+        };
+        outbox::enqueue(tx.as_ref(), &event, at(0))
+            .await
+            .expect("enqueue");
+    }
+    tx.commit().await.expect("commit");
+    let fake = Arc::new(common::StuckPaths::default());
+    let mut settings = RelaySettings::new("relay-a");
+    assert_eq!(
+        settings.requests_per_host,
+        hookbox::relay::DEFAULT_REQUESTS_PER_HOST
+    );
+    settings.requests_per_host = 4;
+    // far shorter than the stuck requests (2 s)
+    settings.slot_wait = Duration::from_millis(100);
+    let relay = Relay::new(
+        db.clone(),
+        Arc::new(MemoryBlobStore::new()),
+        fake.clone(),
+        None,
+        clock.clone(),
+        settings,
+    );
+    let report = relay
+        .deliver_batch(&cfg, clock.now() + chrono::Duration::seconds(30))
+        .await
+        .expect("batch");
+    assert_eq!(
+        fake.stuck_started.load(std::sync::atomic::Ordering::SeqCst),
+        4,
+        "requests at once to 127.0.0.1:9"
+    );
+    assert_eq!(
+        report.delivered, 2,
+        "crm, on another host, is not held back"
+    );
+    assert_eq!(report.retried, 4, "the four stuck requests, timed out");
+    assert_eq!(report.not_attempted, 8, "the other stuck rows, released");
+}
+
 async fn a_late_lane_records_nothing_over_a_newer_claim_of_the_same_relay() {
     let (_t, db) = migrated_db(Adapter::Postgres).await;
     let clock = Arc::new(ManualClock::new(at(0)));
@@ -1384,6 +1456,7 @@ for_each_adapter!(
     a_slow_configuration_refresh_never_costs_a_batch_its_results,
     a_failed_step_still_records_the_batch_it_carried,
     retention_purges_old_finished_rows_in_bounded_batches,
+    requests_to_one_host_are_bounded_whatever_the_destinations,
 );
 
 macro_rules! postgres_only {

@@ -149,7 +149,97 @@ async fn a_rate_limit_bounds_the_requests_per_second(adapter: Adapter) {
     common::assert_seven_at_two_a_second(&common::requests_per_second(&sink));
 }
 
+/// A destination found slow gives its host's slots back: four
+/// destinations on one host hang every request (timeout 50 s) and hold its
+/// four slots (`requests_per_host` 4); ten other destinations on the same
+/// host, published after, are delivered while those requests still hang
+/// (a slow destination's requests are bounded apart and do not count
+/// against its host).
+async fn a_hanging_destination_gives_its_hosts_slots_back(adapter: Adapter) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let (_t, db) = migrated_db(adapter).await;
+    let mut destinations = serde_json::Map::new();
+    for i in 0..4 {
+        destinations.insert(
+            format!("hang{i}"),
+            serde_json::json!({ "url": format!("http://127.0.0.1:9/stuck/{i}"),
+                                "secrets": [SECRET], "timeout_secs": 50 }),
+        );
+    }
+    for i in 0..10 {
+        destinations.insert(
+            format!("ok{i}"),
+            serde_json::json!({ "url": format!("http://127.0.0.1:9/ok/{i}"), "secrets": [SECRET] }),
+        );
+    }
+    let cfg = HookboxConfig::parse(
+        &serde_json::json!({ "destinations": destinations }).to_string(),
+        "test",
+    )
+    .expect("config");
+    for i in 0..4 {
+        publish(db.as_ref(), &format!("hang{i}"), 1).await;
+    }
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let sender = Arc::new(common::StuckPaths::default());
+    let mut settings = RelaySettings::new("relay-a");
+    settings.requests_per_host = 4;
+    // longer than the test: a row never gets a host's slot by waiting it out
+    settings.slot_wait = Duration::from_secs(60);
+    // a lane finds its requests still out slow at its statement, an idle
+    // after the last: the hanging ones then (and they give their host's
+    // slots back), and, were those kept, the rows still waiting for one an
+    // idle later (their destinations turn slow too, and no longer wait):
+    // the other rows are delivered about one idle after they are published,
+    // or, were the hanging requests to keep their host's slots, three
+    settings.idle = Duration::from_secs(3);
+    let relay = hookbox::relay::Relay::new(
+        db.clone(),
+        Arc::new(hookbox::blob::memory::MemoryBlobStore::new()),
+        sender.clone(),
+        None,
+        clock.clone(),
+        settings,
+    );
+    let store = ConfigStore::fixed(cfg, clock.clone());
+    let deadline = clock.now() + chrono::Duration::seconds(120);
+    let watch = async {
+        while sender.stuck_started.load(SeqCst) < 4 {
+            tokio::task::yield_now().await;
+        }
+        let published = std::time::Instant::now();
+        for i in 0..10 {
+            publish(db.as_ref(), &format!("ok{i}"), 2).await;
+        }
+        while sender.answered.load(SeqCst) < 20 {
+            assert!(
+                published.elapsed() < Duration::from_secs(6),
+                "{} of 20 rows delivered two idles after they were published: the hanging \
+                 requests hold their host's slots",
+                sender.answered.load(SeqCst)
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        published.elapsed()
+    };
+    let waited = tokio::select! {
+        _ = relay.run(&store, deadline, &TokioPause) => panic!("the run ended first"),
+        waited = watch => waited,
+    };
+    eprintln!("{adapter:?}: the other destinations' 20 rows delivered in {waited:?}");
+    let charged = count(
+        db.as_ref(),
+        "SELECT count(*) AS n FROM outbox WHERE destination LIKE 'hang%' AND attempts > 0",
+    )
+    .await;
+    assert_eq!(
+        charged, 0,
+        "the hanging requests are still out (50 s timeout)"
+    );
+}
+
 for_each_adapter!(
     a_hanging_destination_with_a_backlog_never_delays_another,
     a_rate_limit_bounds_the_requests_per_second,
+    a_hanging_destination_gives_its_hosts_slots_back,
 );

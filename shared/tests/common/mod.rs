@@ -463,3 +463,40 @@ impl Database for DownDb {
         })
     }
 }
+
+/// A sender that hangs every request to a path under `/stuck` until its
+/// timeout and answers 200 to the others at once, without a socket (the
+/// destinations' URLs decide their host, nothing is contacted). Counts the
+/// hanging requests started and those answered.
+#[derive(Debug, Default)]
+pub struct StuckPaths {
+    pub stuck_started: std::sync::atomic::AtomicUsize,
+    pub answered: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl hookbox::relay::WebhookSender for StuckPaths {
+    async fn send(
+        &self,
+        request: hookbox::relay::OutboundRequest<'_>,
+    ) -> hookbox::relay::SendOutcome {
+        use std::sync::atomic::Ordering::SeqCst;
+        let stuck = match &request.destination.target {
+            hookbox::config::Target::Http(http) => http.url.path().starts_with("/stuck"),
+            _ => false,
+        };
+        if stuck {
+            self.stuck_started.fetch_add(1, SeqCst);
+            tokio::time::sleep(request.timeout).await;
+            return hookbox::relay::SendOutcome::Failed {
+                error: "no response (timed out)".into(),
+            };
+        }
+        self.answered.fetch_add(1, SeqCst);
+        hookbox::relay::SendOutcome::Response {
+            status: 200,
+            retry_after: None,
+            body_excerpt: String::new(),
+        }
+    }
+}

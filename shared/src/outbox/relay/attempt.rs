@@ -68,14 +68,14 @@ impl Relay {
         &self,
         row: &OutboxRow,
         destination: Option<&Destination>,
-        slot: Option<Arc<Semaphore>>,
+        slots: Option<(Arc<Semaphore>, Option<Arc<Semaphore>>)>,
         batch_deadline: DateTime<Utc>,
     ) -> (DeliveryResult, Kind) {
         use futures::FutureExt as _;
         let run = std::panic::AssertUnwindSafe(self.attempt_inner(
             row,
             destination,
-            slot,
+            slots,
             batch_deadline,
         ))
         .catch_unwind()
@@ -105,11 +105,44 @@ impl Relay {
         }
     }
 
+    /// One of `slot`'s permits for `row`, waiting at most `slot_wait` and
+    /// not past `batch_deadline` (less the time a request needs); or when
+    /// `row` is due again, unattempted: after `slot_wait` when none came
+    /// free, at once when its destination was found slow meanwhile (its
+    /// requests outlive a lane's statement: the row gives its place in the
+    /// lane back, so the lane claims other rows).
+    async fn slot_permit(
+        &self,
+        row: &OutboxRow,
+        slot: Arc<Semaphore>,
+        batch_deadline: DateTime<Utc>,
+    ) -> Result<tokio::sync::OwnedSemaphorePermit, DateTime<Utc>> {
+        if let Ok(permit) = slot.clone().try_acquire_owned() {
+            // a free slot: no wait
+            return Ok(permit);
+        }
+        let left = (batch_deadline - self.clock.now())
+            .to_std()
+            .unwrap_or_default()
+            .saturating_sub(self.settings.min_request_time);
+        let wait = self.settings.slot_wait.min(left);
+        let slowed = self.fairness.slowed(&row.destination);
+        let slowed = slowed.notified();
+        tokio::select! {
+            acquired = tokio::time::timeout(wait, slot.acquire_owned()) => match acquired {
+                Ok(Ok(permit)) => Ok(permit),
+                // (a closed semaphore: never; as a slot that did not come free)
+                Ok(Err(_)) | Err(_) => Err(self.clock.now() + chrono_duration(self.settings.slot_wait)),
+            },
+            () = slowed => Err(self.clock.now()),
+        }
+    }
+
     async fn attempt_inner(
         &self,
         row: &OutboxRow,
         destination: Option<&Destination>,
-        slot: Option<Arc<Semaphore>>,
+        slots: Option<(Arc<Semaphore>, Option<Arc<Semaphore>>)>,
         batch_deadline: DateTime<Utc>,
     ) -> (DeliveryResult, Kind) {
         let attempt = u32::try_from(row.attempts.max(0))
@@ -227,38 +260,33 @@ impl Relay {
             }
         }
         let blob = moved.as_ref().or(stored);
-        // wait for one of the destination's slots, but not past the batch
-        // deadline, and not longer than `slot_wait`: a destination whose
-        // slots are all held by hanging requests (of any lane) must not hold
-        // this batch, and so every other destination's rows, hostage
+        // wait for one of the destination's slots, then (HTTP) one of its
+        // host's, but not past the batch deadline, and not longer than
+        // `slot_wait` each: a destination whose slots are all held by
+        // hanging requests (of any lane) must not hold this batch, and so
+        // every other destination's rows, hostage
+        let (slot, host_slot) = slots.unzip();
+        let host_slot = host_slot.flatten();
         let _permit = match slot {
-            Some(slot) => match slot.clone().try_acquire_owned() {
-                // a free slot: no wait
+            Some(slot) => match self.slot_permit(row, slot, batch_deadline).await {
                 Ok(permit) => Some(permit),
-                Err(_) => {
-                    let left = (batch_deadline - self.clock.now())
-                        .to_std()
-                        .unwrap_or_default()
-                        .saturating_sub(self.settings.min_request_time);
-                    let wait = self.settings.slot_wait.min(left);
-                    // the destination found slow meanwhile (its requests outlive
-                    // a lane's statement): give the place in the lane back at
-                    // once, due again now, so the lane claims other rows
-                    let slowed = self.fairness.slowed(&row.destination);
-                    let slowed = slowed.notified();
-                    tokio::select! {
-                        acquired = tokio::time::timeout(wait, slot.acquire_owned()) => match acquired {
-                            Ok(permit) => permit.ok(),
-                            Err(_) => {
-                                let now = self.clock.now();
-                                return not_attempted(now + chrono_duration(self.settings.slot_wait));
-                            }
-                        },
-                        () = slowed => return not_attempted(self.clock.now()),
-                    }
-                }
+                Err(due) => return not_attempted(due),
             },
             None => None,
+        };
+        // a slow (or suspect) destination's requests do not count against
+        // its host: they are bounded apart (`MAX_SLOW_ENDPOINT_REQUESTS`), and
+        // a tenant whose endpoints hang must not hold the host's slots that
+        // other tenants' endpoints there need
+        let watch = host_slot
+            .as_ref()
+            .and_then(|_| self.fairness.prompt_watch(&row.destination));
+        let mut host_permit = match (host_slot, &watch) {
+            (Some(slot), Some(_)) => match self.slot_permit(row, slot, batch_deadline).await {
+                Ok(permit) => Some(permit),
+                Err(due) => return not_attempted(due),
+            },
+            _ => None,
         };
         let start = self.clock.now();
         let left = (batch_deadline - start).to_std().unwrap_or_default();
@@ -275,24 +303,36 @@ impl Relay {
             blob,
         }];
         let started = std::time::Instant::now();
-        let outcome = self
-            .transports
-            .of(destination)
-            .deliver(DeliveryRequest {
-                destination,
-                entries: &entries,
-                started_at: start,
-                timeout,
-            })
-            .await
-            .into_iter()
-            .next()
-            .unwrap_or_else(|| {
-                EntryOutcome::retry(format!(
-                    "the transport of destination {:?} gave no outcome for the entry",
-                    destination.name
-                ))
-            });
+        let send = self.transports.of(destination).deliver(DeliveryRequest {
+            destination,
+            entries: &entries,
+            started_at: start,
+            timeout,
+        });
+        let outcome = match watch.filter(|_| host_permit.is_some()) {
+            None => send.await,
+            // the destination found slow while its request is out: the
+            // request goes on, and gives its host's slot back
+            Some(slowed) => {
+                let mut send = std::pin::pin!(send);
+                let slowed = slowed.notified();
+                tokio::select! {
+                    biased;
+                    outcome = &mut send => outcome,
+                    () = slowed => {
+                        host_permit = None;
+                        send.await
+                    }
+                }
+            }
+        };
+        drop(host_permit);
+        let outcome = outcome.into_iter().next().unwrap_or_else(|| {
+            EntryOutcome::retry(format!(
+                "the transport of destination {:?} gave no outcome for the entry",
+                destination.name
+            ))
+        });
         crate::failpoint::hit!(crate::failpoint::RELAY_AFTER_POST);
         let detail = AttemptDetail {
             started_at: start,

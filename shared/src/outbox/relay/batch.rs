@@ -53,25 +53,92 @@ pub(super) fn count(report: &mut BatchReport, kind: Kind) {
     }
 }
 
-/// Request slots per destination (`max_in_flight`), shared by every batch
-/// of one relay, whichever lane runs it.
+/// Request slots per destination (`max_in_flight`) and per host (scheme,
+/// host and port: `RelaySettings::requests_per_host`), shared by every
+/// batch of one relay, whichever lane runs it.
+#[derive(Debug)]
+pub(crate) struct Slots {
+    per_host: usize,
+    held: Mutex<SlotMaps>,
+}
+
 #[derive(Debug, Default)]
-pub(crate) struct Slots(Mutex<foldhash::HashMap<String, (usize, Arc<Semaphore>)>>);
+struct SlotMaps {
+    /// Each destination's slots (and the `max_in_flight` they were made
+    /// for), with its host's (HTTP destinations: which host, and its slots).
+    destinations: foldhash::HashMap<String, DestinationSlots>,
+    /// Each host's slots, by the hash of its scheme, host and port.
+    hosts: foldhash::HashMap<u64, Arc<Semaphore>>,
+}
+
+#[derive(Debug)]
+struct DestinationSlots {
+    limit: usize,
+    slot: Arc<Semaphore>,
+    host: Option<(u64, Arc<Semaphore>)>,
+}
+
+/// Which host an HTTP destination's requests go to: its URL's scheme, host
+/// and port, hashed (as the HTTP adapter's connection pools count
+/// receivers).
+fn host_of(destination: &Destination) -> Option<u64> {
+    use std::hash::BuildHasher as _;
+    match &destination.target {
+        crate::config::Target::Http(http) => {
+            Some(foldhash::fast::FixedState::default().hash_one((
+                http.url.scheme(),
+                http.url.host_str(),
+                http.url.port_or_known_default(),
+            )))
+        }
+        _ => None,
+    }
+}
 
 impl Slots {
-    pub(crate) fn of(&self, destination: &Destination) -> Arc<Semaphore> {
-        let mut slots = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        match slots.get(&destination.name) {
-            Some((limit, slot)) if *limit == destination.max_in_flight => slot.clone(),
-            _ => {
-                let slot = Arc::new(Semaphore::new(destination.max_in_flight));
-                slots.insert(
-                    destination.name.clone(),
-                    (destination.max_in_flight, slot.clone()),
-                );
-                slot
+    /// Slots for a relay sending at most `per_host` requests at once to one
+    /// host.
+    pub(crate) fn new(per_host: usize) -> Self {
+        Self {
+            per_host: per_host.max(1),
+            held: Mutex::default(),
+        }
+    }
+
+    /// `destination`'s slots, and its host's (HTTP destinations only).
+    pub(crate) fn of(&self, destination: &Destination) -> (Arc<Semaphore>, Option<Arc<Semaphore>>) {
+        let host = host_of(destination);
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(d) = held.destinations.get(&destination.name) {
+            if d.limit == destination.max_in_flight && d.host.as_ref().map(|h| h.0) == host {
+                return (d.slot.clone(), d.host.as_ref().map(|h| h.1.clone()));
             }
         }
+        let per_host = self.per_host;
+        let host = host.map(|h| {
+            let slots = held
+                .hosts
+                .entry(h)
+                .or_insert_with(|| Arc::new(Semaphore::new(per_host)))
+                .clone();
+            (h, slots)
+        });
+        let slot = match held.destinations.get(&destination.name) {
+            // (its host changed: the same slots, the requests in flight
+            // hold them)
+            Some(d) if d.limit == destination.max_in_flight => d.slot.clone(),
+            _ => Arc::new(Semaphore::new(destination.max_in_flight)),
+        };
+        let host_slot = host.as_ref().map(|h| h.1.clone());
+        held.destinations.insert(
+            destination.name.clone(),
+            DestinationSlots {
+                limit: destination.max_in_flight,
+                slot: slot.clone(),
+                host,
+            },
+        );
+        (slot, host_slot)
     }
 }
 
@@ -272,8 +339,8 @@ impl Relay {
             }
             (None, None) => None,
         };
-        let slot = destination.map(|d| self.slots.of(d));
-        self.attempt(row, destination, slot, batch_deadline).await
+        let slots = destination.map(|d| self.slots.of(d));
+        self.attempt(row, destination, slots, batch_deadline).await
     }
 
     /// Delivers claimed rows (each destination's slots shared with every

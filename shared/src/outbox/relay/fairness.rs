@@ -525,6 +525,23 @@ impl Fairness {
         })
     }
 
+    /// For a request of `destination` about to take one of its host's
+    /// slots: what tells it that the destination turned slow (it gives the
+    /// slot back then), or `None` when the destination is slow or suspect
+    /// already (its requests are bounded apart and take none).
+    pub(crate) fn prompt_watch(&self, destination: &str) -> Option<Arc<Notify>> {
+        self.with(|state| {
+            if state
+                .held
+                .get(destination)
+                .is_some_and(|h| state.is_slow(h))
+            {
+                return None;
+            }
+            Some(state.update(destination, |h| h.slowed.get_or_insert_default().clone()))
+        })
+    }
+
     /// What tells `destination`'s rows waiting for a slot that it turned
     /// slow.
     pub(crate) fn slowed(&self, destination: &str) -> Arc<Notify> {

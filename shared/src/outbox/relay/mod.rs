@@ -85,7 +85,7 @@ pub use crate::maintenance::{PurgeReport, SweepReport, retention};
 pub use backoff::{FixedJitter, Jitter, RandomJitter};
 pub use fairness::MAX_SLOW_ENDPOINT_REQUESTS;
 pub use report::{BatchReport, RunReport};
-pub use settings::{MAX_ROWS_IN_FLIGHT, RelaySettings, SettingsError};
+pub use settings::{DEFAULT_REQUESTS_PER_HOST, MAX_ROWS_IN_FLIGHT, RelaySettings, SettingsError};
 
 /// Waits between polls when nothing is due (tokio's sleep in production; a
 /// clock-advancing fake in tests).
@@ -196,8 +196,8 @@ impl Relay {
             queue,
             clock,
             jitter: Arc::new(RandomJitter),
+            slots: Arc::new(batch::Slots::new(settings.requests_per_host)),
             settings,
-            slots: Arc::default(),
             fairness: Arc::default(),
             by_destination: Arc::default(),
             troubles: Arc::default(),

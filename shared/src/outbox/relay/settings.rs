@@ -6,6 +6,7 @@
 //! | --- | --- | --- |
 //! | `HOOKBOX_RELAY_BATCH_SIZE` | `50` | rows claimed per batch (a lane records one batch and claims the next in one statement); lanes x batch size at most [`MAX_ROWS_IN_FLIGHT`] |
 //! | `HOOKBOX_RELAY_LANES` | `4` | batches in flight at once (while one lane waits for its slowest receiver or the database, the others deliver); `max_in_flight` per destination holds across lanes |
+//! | `HOOKBOX_RELAY_REQUESTS_PER_HOST` | `100` | most requests at once to one host (scheme, host and port) of HTTP destinations and tenants' endpoints, however many of them it serves; a slow destination's requests do not count (they are bounded apart); at most [`MAX_ROWS_IN_FLIGHT`] |
 //! | `HOOKBOX_RELAY_LEASE_SECONDS` | `30` | longest a batch may take; its requests are cut off by then (each also by its destination's timeout) |
 //! | `HOOKBOX_RELAY_IDLE_MILLIS` | `1000` | pause when nothing is due, so delivery latency is about this; with requests in flight, a lane records and claims again this long after its last statement (a slow destination never holds it longer) |
 //! | `HOOKBOX_RELAY_STOP_MARGIN_SECONDS` | `5` | stop claiming this long before the invocation's deadline |
@@ -27,6 +28,10 @@ pub struct RelaySettings {
     pub batch_size: i64,
     /// Batch loops running at once.
     pub lanes: usize,
+    /// Most requests at once to one host (scheme, host and port), whichever
+    /// destinations or endpoints they are for; those of a destination found
+    /// slow do not count.
+    pub requests_per_host: usize,
     /// Longest a batch may take.
     pub lease: Duration,
     /// Extra lease after the batch deadline, so the results are recorded
@@ -73,6 +78,7 @@ impl RelaySettings {
             worker: worker.into(),
             batch_size: 50,
             lanes: 4,
+            requests_per_host: DEFAULT_REQUESTS_PER_HOST,
             lease: Duration::from_secs(30),
             lease_slack: Duration::from_secs(5),
             idle: Duration::from_secs(1),
@@ -140,6 +146,9 @@ impl RelaySettings {
                     s.lanes, s.batch_size
                 ),
             });
+        }
+        if let Some(v) = var("HOOKBOX_RELAY_REQUESTS_PER_HOST") {
+            s.requests_per_host = number(v, 1, MAX_ROWS_IN_FLIGHT)? as usize;
         }
         if let Some(v) = var("HOOKBOX_RELAY_LEASE_SECONDS") {
             s.lease = Duration::from_secs(number(v, 2, 900)?);
@@ -216,6 +225,16 @@ impl RelaySettings {
 /// reuse (of [`crate::delivery::http::MAX_POOLED_RECEIVERS`] receivers) and
 /// the database's and AWS clients' connections must stay under it.
 pub const MAX_ROWS_IN_FLIGHT: u64 = 500;
+
+/// Most requests one relay sends at once to one host by default
+/// (`HOOKBOX_RELAY_REQUESTS_PER_HOST`). Tenants' endpoints often share a
+/// host (an integration platform, a SaaS's customers' shared receiver): each
+/// endpoint's own `max_in_flight` (10) does not bound what 10,000 of them
+/// send there together, which without this is every row in flight (up to
+/// [`MAX_ROWS_IN_FLIGHT`]). As many as ten destinations' slots; the
+/// destinations found slow are bounded apart
+/// ([`super::MAX_SLOW_ENDPOINT_REQUESTS`]).
+pub const DEFAULT_REQUESTS_PER_HOST: usize = 100;
 
 /// How long the dead-letter queue keeps a message (the template's
 /// `MessageRetentionPeriod`): a redrive can bring one back until then.
@@ -340,6 +359,26 @@ mod tests {
             (e.variable, e.value.as_str()),
             ("HOOKBOX_RELAY_LANES", "11")
         );
+    }
+
+    #[test]
+    fn requests_per_host_is_read_and_bounded_by_the_rows_in_flight() {
+        assert_eq!(
+            RelaySettings::new("r").requests_per_host,
+            DEFAULT_REQUESTS_PER_HOST
+        );
+        let s = RelaySettings::from_env("r", env(&[("HOOKBOX_RELAY_REQUESTS_PER_HOST", "500")]))
+            .expect("at most the rows in flight");
+        assert_eq!(s.requests_per_host, 500);
+        for bad in ["0", "501", "ten"] {
+            let e = RelaySettings::from_env("r", env(&[("HOOKBOX_RELAY_REQUESTS_PER_HOST", bad)]))
+                .expect_err(bad);
+            assert_eq!(
+                (e.variable, e.value.as_str()),
+                ("HOOKBOX_RELAY_REQUESTS_PER_HOST", bad)
+            );
+            assert!(e.to_string().contains("1..=500"), "{e}");
+        }
     }
 
     #[test]
