@@ -650,9 +650,11 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
          every endpoint without reading the database, to show what the directory's read \
          (one statement per batch for the endpoints not read in the last 10 s) costs; the no-HTTP \
          sides ({rounds} rounds) answer every request 200 in process, to show what the relay \
-         and the database cost apart from the requests (with 10 endpoints, their 10 request \
-         slots each hold the relay to 100 requests at once; with {many}, each row of a batch \
-         has its own endpoint, and 4 lanes of {batch} rows make 400). (b): {warm} rows over 100 \
+         and the database cost apart from the requests (every side's endpoints share one \
+         receiver, so the relay sends it at most {per_host} requests at once, \
+         `HOOKBOX_RELAY_REQUESTS_PER_HOST`: with 10 endpoints their 10 request slots each come \
+         to the same; with {many} each row of a batch has its own endpoint, and 4 lanes of \
+         {batch} rows would make 400). (b): {warm} rows over 100 \
          endpoints of 50 tenants, due beside 2,000 rows of one tenant's 100 endpoints whose \
          receiver reads every request and never answers (timeout 10 s), then, once they have \
          arrived, {healthy} more: their rate from the first to arrive to the last (the \
@@ -677,6 +679,7 @@ pub async fn run(bench: &Bench, sizes: Sizes) -> anyhow::Result<(Vec<Figure>, St
         alone.0,
         rounds = sizes.rounds.max(1),
         batch = relay::BATCH,
+        per_host = hookbox::relay::DEFAULT_REQUESTS_PER_HOST,
         slow_bound = hookbox::relay::MAX_SLOW_ENDPOINT_REQUESTS,
         rows = count(sizes.rows as f64),
         healthy = count(sizes.healthy_rows as f64),
