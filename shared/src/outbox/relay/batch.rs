@@ -59,6 +59,9 @@ pub(super) fn count(report: &mut BatchReport, kind: Kind) {
 #[derive(Debug)]
 pub(crate) struct Slots {
     per_host: usize,
+    /// Hashes hosts, seeded per process (a host name chosen to collide with
+    /// another's would otherwise share its slots).
+    hasher: foldhash::fast::RandomState,
     held: Mutex<SlotMaps>,
 }
 
@@ -79,18 +82,16 @@ struct DestinationSlots {
 }
 
 /// Which host an HTTP destination's requests go to: its URL's scheme, host
-/// and port, hashed (as the HTTP adapter's connection pools count
-/// receivers).
-fn host_of(destination: &Destination) -> Option<u64> {
+/// and port, hashed with `hasher` (as the HTTP adapter's connection pools
+/// count receivers).
+fn host_of(hasher: &foldhash::fast::RandomState, destination: &Destination) -> Option<u64> {
     use std::hash::BuildHasher as _;
     match &destination.target {
-        crate::config::Target::Http(http) => {
-            Some(foldhash::fast::FixedState::default().hash_one((
-                http.url.scheme(),
-                http.url.host_str(),
-                http.url.port_or_known_default(),
-            )))
-        }
+        crate::config::Target::Http(http) => Some(hasher.hash_one((
+            http.url.scheme(),
+            http.url.host_str(),
+            http.url.port_or_known_default(),
+        ))),
         _ => None,
     }
 }
@@ -101,13 +102,14 @@ impl Slots {
     pub(crate) fn new(per_host: usize) -> Self {
         Self {
             per_host: per_host.max(1),
+            hasher: foldhash::fast::RandomState::default(),
             held: Mutex::default(),
         }
     }
 
     /// `destination`'s slots, and its host's (HTTP destinations only).
     pub(crate) fn of(&self, destination: &Destination) -> (Arc<Semaphore>, Option<Arc<Semaphore>>) {
-        let host = host_of(destination);
+        let host = host_of(&self.hasher, destination);
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(d) = held.destinations.get(&destination.name) {
             if d.limit == destination.max_in_flight && d.host.as_ref().map(|h| h.0) == host {
@@ -386,5 +388,80 @@ impl Relay {
             results,
             report,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "whsec_aG9va2JveC1sb2NhbC1kZW1vLXNlY3JldA==";
+
+    fn config() -> HookboxConfig {
+        HookboxConfig::parse(
+            &serde_json::json!({ "destinations": {
+                "a": { "url": "https://hooks.example.com/a", "secrets": [SECRET] },
+                "b": { "url": "https://hooks.example.com:443/b?x=1", "secrets": [SECRET] },
+                "c": { "url": "https://hooks.example.com:8443/c", "secrets": [SECRET] },
+                "d": { "url": "http://hooks.example.com/d", "secrets": [SECRET] },
+                "e": { "url": "https://other.example.com/e", "secrets": [SECRET] },
+            }})
+            .to_string(),
+            "test",
+        )
+        .expect("config")
+    }
+
+    #[test]
+    fn destinations_on_one_scheme_host_and_port_share_its_slots() {
+        let cfg = config();
+        let slots = Slots::new(3);
+        let host = |name: &str| {
+            let d = cfg.destination(name).expect("configured");
+            slots
+                .of(d)
+                .1
+                .expect("an HTTP destination has its host's slots")
+        };
+        let a = host("a");
+        assert_eq!(a.available_permits(), 3);
+        assert!(
+            Arc::ptr_eq(&a, &host("b")),
+            "the same host, port 443 spelt out"
+        );
+        for other in ["c", "d", "e"] {
+            assert!(!Arc::ptr_eq(&a, &host(other)), "{other} is another host");
+        }
+        // a destination's own slots stay its own
+        let (own_a, _) = slots.of(cfg.destination("a").expect("a"));
+        let (own_b, _) = slots.of(cfg.destination("b").expect("b"));
+        assert!(!Arc::ptr_eq(&own_a, &own_b));
+        assert_eq!(own_a.available_permits(), 10);
+    }
+
+    #[test]
+    fn a_destination_moved_to_another_host_takes_that_hosts_slots() {
+        let cfg = config();
+        let slots = Slots::new(3);
+        let a = cfg.destination("a").expect("a").clone();
+        let (own, before) = slots.of(&a);
+        let mut moved = a.clone();
+        if let crate::config::Target::Http(http) = &mut moved.target {
+            http.url = reqwest::Url::parse("https://other.example.com/a").expect("url");
+        }
+        let (own_after, after) = slots.of(&moved);
+        let e = slots.of(cfg.destination("e").expect("e")).1;
+        assert!(
+            Arc::ptr_eq(&own, &own_after),
+            "its own slots, held by its requests"
+        );
+        assert!(!Arc::ptr_eq(
+            &before.expect("a's host"),
+            after.as_ref().expect("its new host")
+        ));
+        assert!(Arc::ptr_eq(
+            &after.expect("its new host"),
+            &e.expect("e's host")
+        ));
     }
 }

@@ -94,8 +94,9 @@ struct Holding {
     /// No straggler since the last attempt that ended before its lane's
     /// next statement: not capped.
     prompt: bool,
-    /// Notified when it turns slow (rows waiting for a slot give up);
-    /// made when a row first waits for a slot.
+    /// Notified when it turns slow (rows waiting for a slot give up, and
+    /// requests out give their host's slot back); made when a row first
+    /// waits for a slot or takes one of its host's.
     slowed: Option<Arc<Notify>>,
     /// Rate limit: tokens left, and when they were counted.
     tokens: f64,
