@@ -1064,28 +1064,26 @@ async fn retention_purges_old_finished_rows_in_bounded_batches(adapter: Adapter)
 
 /// Destination `stuck` never answers: its requests end by their timeout
 /// (as reqwest's would). Anything else is answered 200 at once.
-#[derive(Debug, Default)]
-struct StuckDestination {
-    stuck_started: std::sync::atomic::AtomicUsize,
-}
-
-#[async_trait]
-impl WebhookSender for StuckDestination {
-    async fn send(&self, request: OutboundRequest<'_>) -> SendOutcome {
-        if request.destination.name == "stuck" {
-            self.stuck_started
-                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            tokio::time::sleep(request.timeout).await;
-            return SendOutcome::Failed {
-                error: "no response (timed out)".into(),
-            };
-        }
-        SendOutcome::Response {
-            status: 200,
-            retry_after: None,
-            body_excerpt: String::new(),
-        }
-    }
+/// One batch of `cfg`'s due rows, sent through `sender`.
+async fn batch_through(
+    db: Arc<dyn Database>,
+    clock: &Arc<ManualClock>,
+    settings: RelaySettings,
+    sender: Arc<dyn WebhookSender>,
+    cfg: &HookboxConfig,
+) -> hookbox::relay::BatchReport {
+    let relay = Relay::new(
+        db,
+        Arc::new(MemoryBlobStore::new()),
+        sender,
+        None,
+        clock.clone(),
+        settings,
+    );
+    relay
+        .deliver_batch(cfg, clock.now() + chrono::Duration::seconds(30))
+        .await
+        .expect("batch")
 }
 
 async fn a_destination_with_hanging_requests_does_not_hold_the_batch() {
@@ -1114,23 +1112,12 @@ async fn a_destination_with_hanging_requests_does_not_hold_the_batch() {
         }
     }
     tx.commit().await.expect("commit");
-    let fake = Arc::new(StuckDestination::default());
+    let fake = Arc::new(common::StuckPaths::default());
     let mut settings = RelaySettings::new("relay-a");
     // far shorter than the stuck request (2 s), so the other stuck rows
     // give up their wait for its only slot long before it ends
     settings.slot_wait = Duration::from_millis(100);
-    let relay = Relay::new(
-        db.clone(),
-        Arc::new(MemoryBlobStore::new()),
-        fake.clone(),
-        None,
-        clock.clone(),
-        settings,
-    );
-    let report = relay
-        .deliver_batch(&cfg, clock.now() + chrono::Duration::seconds(30))
-        .await
-        .expect("batch");
+    let report = batch_through(db.clone(), &clock, settings, fake.clone(), &cfg).await;
     assert_eq!(report.delivered, 2, "crm is not held back");
     assert_eq!(report.retried, 1, "the one stuck request, timed out");
     assert_eq!(report.not_attempted, 2, "the other stuck rows, released");
@@ -1203,18 +1190,7 @@ async fn requests_to_one_host_are_bounded_whatever_the_destinations(adapter: Ada
     settings.requests_per_host = 4;
     // far shorter than the stuck requests (2 s)
     settings.slot_wait = Duration::from_millis(100);
-    let relay = Relay::new(
-        db.clone(),
-        Arc::new(MemoryBlobStore::new()),
-        fake.clone(),
-        None,
-        clock.clone(),
-        settings,
-    );
-    let report = relay
-        .deliver_batch(&cfg, clock.now() + chrono::Duration::seconds(30))
-        .await
-        .expect("batch");
+    let report = batch_through(db.clone(), &clock, settings, fake.clone(), &cfg).await;
     assert_eq!(
         fake.stuck_started.load(std::sync::atomic::Ordering::SeqCst),
         4,
