@@ -1064,6 +1064,25 @@ async fn retention_purges_old_finished_rows_in_bounded_batches(adapter: Adapter)
 
 /// Destination `stuck` never answers: its requests end by their timeout
 /// (as reqwest's would). Anything else is answered 200 at once.
+/// One row due at 0 for each of `destinations` (a name twice: two rows),
+/// each its own aggregate.
+async fn enqueue_to(db: &dyn Database, destinations: impl IntoIterator<Item = String>) {
+    let tx = db.begin().await.expect("begin");
+    for (i, destination) in destinations.into_iter().enumerate() {
+        let event = NewOutboxEvent {
+            aggregate_type: "order".into(),
+            aggregate_id: format!("{destination}-{i}"),
+            event_type: "order.status_changed".into(),
+            destination,
+            payload: serde_json::json!({ "n": i }),
+        };
+        outbox::enqueue(tx.as_ref(), &event, at(0))
+            .await
+            .expect("enqueue");
+    }
+    tx.commit().await.expect("commit");
+}
+
 /// One batch of `cfg`'s due rows, sent through `sender`.
 async fn batch_through(
     db: Arc<dyn Database>,
@@ -1096,22 +1115,11 @@ async fn a_destination_with_hanging_requests_does_not_hold_the_batch() {
     }})
     .to_string();
     let cfg = HookboxConfig::parse(&text, "test").expect("config");
-    let tx = db.begin().await.expect("begin");
-    for (destination, n) in [("stuck", 3), ("crm", 2)] {
-        for i in 0..n {
-            let event = NewOutboxEvent {
-                aggregate_type: "order".into(),
-                aggregate_id: format!("{destination}-{i}"),
-                event_type: "order.status_changed".into(),
-                destination: destination.into(),
-                payload: serde_json::json!({ "n": i }),
-            };
-            outbox::enqueue(tx.as_ref(), &event, at(0))
-                .await
-                .expect("enqueue");
-        }
-    }
-    tx.commit().await.expect("commit");
+    enqueue_to(
+        db.as_ref(),
+        ["stuck", "stuck", "stuck", "crm", "crm"].map(String::from),
+    )
+    .await;
     let fake = Arc::new(common::StuckPaths::default());
     let mut settings = RelaySettings::new("relay-a");
     // far shorter than the stuck request (2 s), so the other stuck rows
@@ -1164,23 +1172,10 @@ async fn requests_to_one_host_are_bounded_whatever_the_destinations(adapter: Ada
     );
     let text = serde_json::json!({ "destinations": destinations }).to_string();
     let cfg = HookboxConfig::parse(&text, "test").expect("config");
-    let tx = db.begin().await.expect("begin");
     let names = (0..12)
         .map(|i| format!("stuck{i}"))
         .chain(["crm".to_string(), "crm".to_string()]);
-    for (i, destination) in names.enumerate() {
-        let event = NewOutboxEvent {
-            aggregate_type: "order".into(),
-            aggregate_id: format!("o-{i}"),
-            event_type: "order.status_changed".into(),
-            destination,
-            payload: serde_json::json!({ "n": i }),
-        };
-        outbox::enqueue(tx.as_ref(), &event, at(0))
-            .await
-            .expect("enqueue");
-    }
-    tx.commit().await.expect("commit");
+    enqueue_to(db.as_ref(), names).await;
     let fake = Arc::new(common::StuckPaths::default());
     let mut settings = RelaySettings::new("relay-a");
     assert_eq!(
