@@ -281,6 +281,9 @@ impl Relay {
         let watch = host_slot
             .as_ref()
             .and_then(|_| self.fairness.prompt_watch(&row.destination));
+        // (listening from now: a turn to slow while this row waits for its
+        // host's slot, or takes it, is not missed)
+        let turned_slow = watch.as_deref().map(tokio::sync::Notify::notified);
         let mut host_permit = match (host_slot, &watch) {
             (Some(slot), Some(_)) => match self.slot_permit(row, slot, batch_deadline).await {
                 Ok(permit) => Some(permit),
@@ -309,17 +312,16 @@ impl Relay {
             started_at: start,
             timeout,
         });
-        let outcome = match watch.filter(|_| host_permit.is_some()) {
+        let outcome = match turned_slow.filter(|_| host_permit.is_some()) {
             None => send.await,
             // the destination found slow while its request is out: the
             // request goes on, and gives its host's slot back
-            Some(slowed) => {
+            Some(turned_slow) => {
                 let mut send = std::pin::pin!(send);
-                let slowed = slowed.notified();
                 tokio::select! {
                     biased;
                     outcome = &mut send => outcome,
-                    () = slowed => {
+                    () = turned_slow => {
                         host_permit = None;
                         send.await
                     }
