@@ -148,6 +148,18 @@ impl State {
                     .is_some_and(|t| self.slow_endpoints.contains_key(t)))
     }
 
+    /// [`State::is_slow`] of `destination` (one the relay holds nothing
+    /// of is not).
+    fn is_slow_name(&self, destination: &str) -> bool {
+        self.held.get(destination).is_some_and(|h| self.is_slow(h))
+    }
+
+    /// What tells `destination`'s waiting rows and requests out that it
+    /// turned slow (made the first time it is asked for).
+    fn slowed(&mut self, destination: &str) -> Arc<Notify> {
+        self.update(destination, |h| h.slowed.get_or_insert_default().clone())
+    }
+
     /// `f` of `destination`'s holding (its name is allocated only the
     /// first time: this runs for every row).
     fn update<T>(&mut self, destination: &str, f: impl FnOnce(&mut Holding) -> T) -> T {
@@ -500,12 +512,7 @@ impl Fairness {
     /// flight hold neither a lane's room nor its next statement.
     #[cfg(test)]
     pub(crate) fn is_slow(&self, destination: &str) -> bool {
-        self.with(|state| {
-            state
-                .held
-                .get(destination)
-                .is_some_and(|h| state.is_slow(h))
-        })
+        self.with(|state| state.is_slow_name(destination))
     }
 
     /// Rows held (claimed or reserved, not finished) of `destination`.
@@ -520,7 +527,7 @@ impl Fairness {
         self.with(|state| {
             in_flight
                 .iter()
-                .filter(|(d, _)| !state.held.get(*d).is_some_and(|h| state.is_slow(h)))
+                .filter(|(d, _)| !state.is_slow_name(d))
                 .map(|(_, n)| *n)
                 .sum()
         })
@@ -531,22 +538,13 @@ impl Fairness {
     /// slot back then), or `None` when the destination is slow or suspect
     /// already (its requests are bounded apart and take none).
     pub(crate) fn prompt_watch(&self, destination: &str) -> Option<Arc<Notify>> {
-        self.with(|state| {
-            if state
-                .held
-                .get(destination)
-                .is_some_and(|h| state.is_slow(h))
-            {
-                return None;
-            }
-            Some(state.update(destination, |h| h.slowed.get_or_insert_default().clone()))
-        })
+        self.with(|state| (!state.is_slow_name(destination)).then(|| state.slowed(destination)))
     }
 
     /// What tells `destination`'s rows waiting for a slot that it turned
     /// slow.
     pub(crate) fn slowed(&self, destination: &str) -> Arc<Notify> {
-        self.with(|state| state.update(destination, |h| h.slowed.get_or_insert_default().clone()))
+        self.with(|state| state.slowed(destination))
     }
 
     /// A held row of `destination` finished; `prompt`: its request was
@@ -566,10 +564,7 @@ impl Fairness {
             if prompt {
                 state.set_prompt(destination, true);
             }
-            state
-                .held
-                .get(destination)
-                .is_some_and(|h| state.is_slow(h))
+            state.is_slow_name(destination)
         })
     }
 }
