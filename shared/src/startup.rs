@@ -314,8 +314,9 @@ impl Startup {
     /// a key vault): their secrets opened through [`Self::vault`], the
     /// networks the SSRF guard lets them resolve to
     /// (`HOOKBOX_ENDPOINT_ALLOWED_NETWORKS`, comma-separated; none by
-    /// default: public addresses only), and how long an endpoint is kept
-    /// before it is read again (`HOOKBOX_ENDPOINT_CACHE_SECONDS`, default 10).
+    /// default: public addresses only), and how long an endpoint read on
+    /// its own (not with its claim) is kept before it is read again
+    /// (`HOOKBOX_ENDPOINT_CACHE_SECONDS`, default 10).
     pub fn endpoints(&self) -> Result<Option<Arc<EndpointDirectory>>, StartupError> {
         let Some(vault) = self.vault()? else {
             return Ok(None);

@@ -502,9 +502,10 @@ async fn the_claim_pins_its_plan_and_never_pays_for_jit(adapter: Adapter) {
     );
 }
 
-/// The relay's read of a batch's endpoints probes the primary key with the
-/// names it is given: its cost does not grow with the endpoints there are
-/// (10,000 here; an `IN (SELECT …)` hashed every one of them).
+/// The relay's read of the endpoints its claim did not return probes the
+/// primary keys with the names it is given: its cost does not grow with
+/// the endpoints there are (10,000 here; an `IN (SELECT …)` hashed every
+/// one of them). The claims read each batch's endpoints alike.
 async fn the_directory_reads_a_batchs_endpoints_by_their_key(adapter: Adapter) {
     let (_t, db) = migrated_db(adapter).await;
     let d = db.as_ref();
@@ -519,6 +520,19 @@ async fn the_directory_reads_a_batchs_endpoints_by_their_key(adapter: Adapter) {
     )
     .await;
     assert_uses(&read, "hookbox_endpoints_pkey", "hookbox_endpoints");
+    assert_uses(&read, "outbox_destinations_pkey", "outbox_destinations");
+    let claim = plan(
+        d,
+        &outbox::repo::CLAIM_DUE,
+        &params! {
+            "now" => at(0), "lease_until" => at(30), "worker" => "r", "limit" => 100_i64,
+            "ordered" => serde_json::json!([]), "caps" => serde_json::json!({}),
+            "budget" => 1_000_000_i64,
+        },
+    )
+    .await;
+    assert_uses(&claim, "hookbox_endpoints_pkey", "hookbox_endpoints");
+    assert_uses(&claim, "outbox_destinations_pkey", "outbox_destinations");
 }
 
 /// Recording a batch finds which of its destinations were not healthy

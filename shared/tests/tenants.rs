@@ -14,6 +14,8 @@ mod attempts;
 mod catalog;
 #[path = "tenants/delivery.rs"]
 mod delivery;
+#[path = "tenants/endpoints_with_claims.rs"]
+mod endpoints_with_claims;
 #[path = "tenants/isolation.rs"]
 mod isolation;
 #[path = "tenants/kms.rs"]

@@ -1,12 +1,16 @@
 //! What the relay knows of the endpoints it delivers to: each endpoint is a
 //! [`Destination`] like a configured HTTP one (its URL, its secrets opened,
 //! its custom headers, the defaults of a configured destination for the
-//! rest), read from the database for the endpoints of a claimed batch (one
-//! statement for all of them) and kept for a short time (`ttl`), so a
-//! changed URL, header or rotation reaches deliveries within it. A rotated
-//! secret keeps signing through its grace period, so the cache never signs
-//! with a secret the receiver no longer accepts as long as `ttl` is shorter
-//! than the grace.
+//! rest), built from the document the relay's claim returned with the
+//! batch (as of the claim: `crate::outbox::repo`'s `endpoint_doc!`), so
+//! a changed URL, header or rotation reaches the next claim's deliveries.
+//! An endpoint whose document the claim did not return (over its budget)
+//! is read in one statement for all of them and kept for a short time
+//! (`ttl`). A rotated secret keeps signing through its grace period, so the
+//! directory never signs with a secret the receiver no longer accepts as
+//! long as `ttl` is shorter than the grace. An endpoint built once is kept
+//! with its document and reused while the document is unchanged (its
+//! secrets are opened once).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,6 +18,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use chrono::{DateTime, Utc};
 use ipnet::IpNet;
+use serde_json::Value;
 use uuid::Uuid;
 
 use super::secrets::{SealedSecret, SecretKeeper, generate_secret};
@@ -23,31 +28,22 @@ use crate::config::{
 };
 use crate::outbox::relay::{EndpointResolver, Endpoints, Unresolved};
 use crate::params;
-use crate::store::{DbError, Executor, Statement};
+use crate::store::{Executor, Statement};
 
-/// Default time an endpoint is kept before it is read again.
+/// Default time an endpoint read on its own is kept before it is read
+/// again.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(10);
 
-/// The endpoints named, with what delivering needs and their sealed secrets
-/// still valid at `:now`. The names are an array the primary key is probed
-/// with (`= ANY (ARRAY(…))`: an `IN (SELECT …)` made a generic plan hash
-/// every endpoint, tests/query_plans.rs).
+/// The endpoints named, each with its document (what delivering needs and
+/// its sealed secrets still valid at `:now`, as the claims return it;
+/// NULL for one that does not exist), each probed by its key.
 pub const ENDPOINTS: Statement = Statement::new(
     "tenants.endpoints_for_relay",
-    "SELECT e.id, e.tenant_id, e.url, e.headers, coalesce(e.rate_limit, t.rate_limit) AS rate_limit,
-            d.ordered, d.trip_after, d.cool_down_secs, d.disable_after_secs,
-            (SELECT coalesce(jsonb_agg(jsonb_build_object(
-                        'id', s.id, 'data_key_id', s.data_key_id,
-                        'sealed', translate(encode(s.sealed, 'base64'), E'\n', ''),
-                        'current', s.expires_at IS NULL)
-                    ORDER BY s.created_at, s.id), '[]')
-               FROM hookbox_endpoint_secrets AS s
-              WHERE s.endpoint_id = e.id
-                AND (s.expires_at IS NULL OR s.expires_at > CAST(:now AS timestamptz))) AS secrets
-       FROM hookbox_endpoints AS e
-       JOIN hookbox_tenants AS t ON t.id = e.tenant_id
-       JOIN outbox_destinations AS d ON d.name = e.id
-      WHERE e.id = ANY (ARRAY(SELECT jsonb_array_elements_text(CAST(:ids AS jsonb))))",
+    concat!(
+        "SELECT x.id, (",
+        crate::outbox::repo::endpoint_doc!("x.id"),
+        ") AS endpoint FROM jsonb_array_elements_text(CAST(:ids AS jsonb)) AS x(id)"
+    ),
 );
 
 /// Resolves endpoints for the relay.
@@ -59,8 +55,8 @@ pub struct EndpointDirectory {
     cache: Mutex<foldhash::HashMap<String, Cached>>,
 }
 
-/// An endpoint as read at a time.
-type Cached = (DateTime<Utc>, Arc<Destination>);
+/// An endpoint as read at a time, and the document it was built from.
+type Cached = (DateTime<Utc>, Arc<Destination>, Value);
 
 impl EndpointDirectory {
     /// Endpoints whose secrets `keeper` opens; the SSRF guard lets them
@@ -88,34 +84,48 @@ impl EndpointDirectory {
 
     /// The endpoints among `names` (configured destinations' names are
     /// ignored): each as a destination, or why it cannot be delivered to
-    /// now. One statement for those not cached (or cached over `ttl` ago).
+    /// now. Those in `supplied` are built from its document (or reused when
+    /// it is the one they were built from); the rest come from the cache
+    /// when read within `ttl`, else from one statement for all of them.
     pub async fn resolve_endpoints(
         &self,
         db: &dyn Executor,
         names: &[&str],
+        supplied: &[(String, Value)],
         now: DateTime<Utc>,
     ) -> Endpoints {
         let mut out = Endpoints::with_capacity_and_hasher(names.len(), Default::default());
+        let supplied: foldhash::HashMap<&str, &Value> =
+            supplied.iter().map(|(n, d)| (n.as_str(), d)).collect();
         let mut wanted = Vec::new();
+        let mut to_build: Vec<(&str, &Value)> = Vec::new();
         {
             // (a batch names each endpoint once per row: a set, not a scan of
             // `wanted`, which cost a batch of 100 endpoints 5,000 comparisons)
             let mut seen =
                 foldhash::HashSet::with_capacity_and_hasher(names.len(), Default::default());
-            let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+            let ttl = crate::outbox::relay::chrono_duration(self.ttl);
+            let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
             for name in names.iter().copied().filter(|n| is_endpoint(n)) {
                 if !seen.insert(name) {
                     continue;
                 }
-                match cache.get(name) {
-                    Some((at, d))
-                        if now - *at < crate::outbox::relay::chrono_duration(self.ttl) =>
-                    {
+                match (supplied.get(name), cache.get_mut(name)) {
+                    (Some(doc), Some((at, d, was))) if *doc == was => {
+                        *at = now;
                         out.insert(name.to_string(), Ok(d.clone()));
                     }
-                    _ => wanted.push(name),
+                    (Some(doc), _) => to_build.push((name, doc)),
+                    (None, Some((at, d, _))) if now - *at < ttl => {
+                        out.insert(name.to_string(), Ok(d.clone()));
+                    }
+                    (None, _) => wanted.push(name),
                 }
             }
+        }
+        for (name, doc) in to_build {
+            let resolved = self.remember(db, name, doc, now).await;
+            out.insert(name.to_string(), resolved);
         }
         if wanted.is_empty() {
             return out;
@@ -143,13 +153,15 @@ impl EndpointDirectory {
         };
         for row in &rows {
             let Ok(id) = row.text("id") else { continue };
-            let resolved = self.destination(db, row, &id, now).await;
-            if let Ok(d) = &resolved {
-                self.cache
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(id.clone(), (now, d.clone()));
-            }
+            let resolved = match row.opt_json("endpoint") {
+                // (deleted: said below)
+                Ok(None) => continue,
+                Ok(Some(doc)) => self.remember(db, &id, &doc, now).await,
+                Err(e) => Err(Unresolved {
+                    reason: format!("cannot read endpoint {id:?}: {e}"),
+                    retryable: false,
+                }),
+            };
             out.insert(id, resolved);
         }
         for name in wanted {
@@ -163,27 +175,45 @@ impl EndpointDirectory {
         out
     }
 
+    /// Endpoint `id` built from `doc` and kept with it.
+    async fn remember(
+        &self,
+        db: &dyn Executor,
+        id: &str,
+        doc: &Value,
+        now: DateTime<Utc>,
+    ) -> Result<Arc<Destination>, Unresolved> {
+        let built = self.destination(db, doc, id, now).await?;
+        self.cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.to_string(), (now, built.clone(), doc.clone()));
+        Ok(built)
+    }
+
     async fn destination(
         &self,
         db: &dyn Executor,
-        row: &crate::store::Row,
+        doc: &Value,
         id: &str,
         now: DateTime<Utc>,
     ) -> Result<Arc<Destination>, Unresolved> {
         let fail = |reason: String, retryable: bool| Unresolved { reason, retryable };
-        let decode = |e: DbError| fail(format!("cannot read endpoint {id:?}: {e}"), false);
-        let url = row.text("url").map_err(decode)?;
-        let url = reqwest::Url::parse(&url)
+        let url = doc
+            .get("url")
+            .and_then(Value::as_str)
+            .ok_or_else(|| fail(format!("endpoint {id:?} has no url"), false))?;
+        let url = reqwest::Url::parse(url)
             .map_err(|e| fail(format!("endpoint {id:?} has an unusable url: {e}"), false))?;
-        let headers = match row.json("headers").map_err(decode)? {
-            serde_json::Value::Object(map) => map
-                .into_iter()
-                .filter_map(|(k, v)| v.as_str().map(|v| (k, v.to_string())))
+        let headers = match doc.get("headers") {
+            Some(Value::Object(map)) => map
+                .iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
                 .collect(),
             _ => Vec::new(),
         };
         let mut sealed =
-            sealed_secrets(&row.json("secrets").map_err(decode)?).map_err(|detail| {
+            sealed_secrets(doc.get("secrets").unwrap_or(&Value::Null)).map_err(|detail| {
                 fail(
                     format!("cannot read endpoint {id:?}'s secrets: {detail}"),
                     false,
@@ -217,7 +247,7 @@ impl EndpointDirectory {
         for s in &sealed {
             secrets.push(self.keeper.open(db, id, s).await.map_err(keeper_error)?);
         }
-        let int = |column: &str| row.opt_i64(column).ok().flatten();
+        let int = |field: &str| doc.get(field).and_then(Value::as_i64);
         let backoff: Vec<Duration> = DEFAULT_BACKOFF_SECS
             .iter()
             .map(|s| Duration::from_secs(*s))
@@ -233,7 +263,7 @@ impl EndpointDirectory {
             timeout: DEFAULT_DESTINATION_TIMEOUT,
             max_attempts: u32::try_from(backoff.len() + 1).unwrap_or(u32::MAX),
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
-            ordered: row.bool("ordered").unwrap_or(false),
+            ordered: doc.get("ordered").and_then(Value::as_bool).unwrap_or(false),
             backoff,
             subscription: None,
             trip_after: int("trip_after")
@@ -247,12 +277,15 @@ impl EndpointDirectory {
                 .filter(|n| *n > 0)
                 .map(Duration::from_secs),
             rate_limit_per_sec: int("rate_limit").and_then(|n| u32::try_from(n).ok()),
-            tenant: row.text("tenant_id").ok(),
+            tenant: doc
+                .get("tenant_id")
+                .and_then(Value::as_str)
+                .map(str::to_string),
         }))
     }
 }
 
-fn sealed_secrets(doc: &serde_json::Value) -> Result<Vec<SealedSecret>, String> {
+fn sealed_secrets(doc: &Value) -> Result<Vec<SealedSecret>, String> {
     let items = doc.as_array().ok_or("not a list")?;
     items
         .iter()
@@ -279,7 +312,13 @@ fn sealed_secrets(doc: &serde_json::Value) -> Result<Vec<SealedSecret>, String> 
 
 #[async_trait::async_trait]
 impl EndpointResolver for EndpointDirectory {
-    async fn resolve(&self, db: &dyn Executor, names: &[&str], now: DateTime<Utc>) -> Endpoints {
-        self.resolve_endpoints(db, names, now).await
+    async fn resolve(
+        &self,
+        db: &dyn Executor,
+        names: &[&str],
+        supplied: &[(String, Value)],
+        now: DateTime<Utc>,
+    ) -> Endpoints {
+        self.resolve_endpoints(db, names, supplied, now).await
     }
 }

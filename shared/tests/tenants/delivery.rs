@@ -36,19 +36,19 @@ for_each_adapter!(
     a_first_data_key_rolled_back_with_its_transaction_is_not_sealed_with_again,
 );
 
-struct Setup {
+pub(super) struct Setup {
     t: hookbox_testkit::TestDb,
-    db: Arc<dyn Database>,
-    clock: Arc<ManualClock>,
-    keeper: SecretKeeper,
+    pub(super) db: Arc<dyn Database>,
+    pub(super) clock: Arc<ManualClock>,
+    pub(super) keeper: SecretKeeper,
     relay: Relay,
-    store: ConfigStore,
-    sink: HttpSink,
+    pub(super) store: ConfigStore,
+    pub(super) sink: HttpSink,
 }
 
 /// The relay with endpoints on a clock at the database's time (secrets'
 /// grace periods are the database's), and one tenant, `acme`.
-async fn setup(adapter: Adapter) -> Setup {
+pub(super) async fn setup(adapter: Adapter) -> Setup {
     let (t, db) = migrated_db(adapter).await;
     let now: DateTime<Utc> = hookbox::store::fetch_one(
         db.as_ref(),
@@ -88,14 +88,14 @@ async fn setup(adapter: Adapter) -> Setup {
 }
 
 impl Setup {
-    async fn endpoint(&self, spec: serde_json::Value) -> String {
+    pub(super) async fn endpoint(&self, spec: serde_json::Value) -> String {
         manage::create_endpoint(self.db.as_ref(), "acme", &spec, None)
             .await
             .expect("endpoint")
             .id
     }
 
-    async fn publish(&self, tenant: &str, n: i64, aggregate: Option<&str>) -> Vec<Uuid> {
+    pub(super) async fn publish(&self, tenant: &str, n: i64, aggregate: Option<&str>) -> Vec<Uuid> {
         let tx = self.db.begin().await.expect("begin");
         let out = publish_to(
             tx.as_ref(),
@@ -116,7 +116,7 @@ impl Setup {
 
     /// The first `n` requests the sink received (a test that would wait
     /// for ever fails instead, with what arrived).
-    async fn received(&self, n: usize) -> Vec<Recorded> {
+    pub(super) async fn received(&self, n: usize) -> Vec<Recorded> {
         tokio::time::timeout(Duration::from_secs(30), self.sink.wait_for(n))
             .await
             .unwrap_or_else(|_| {
@@ -138,7 +138,7 @@ impl Setup {
 
 /// Whether `secret` signed `request` (Standard Webhooks: one entry per
 /// secret in `webhook-signature`).
-fn signed_by(request: &Recorded, secret: &Secret) -> bool {
+pub(super) fn signed_by(request: &Recorded, secret: &Secret) -> bool {
     let id = request.header("webhook-id").expect("webhook-id");
     let at: i64 = request
         .header("webhook-timestamp")

@@ -94,8 +94,9 @@ pub(crate) async fn seed_rows(
     exec(db, "ANALYZE outbox_destinations".into()).await
 }
 
-/// The endpoints of a batch, read with the production directory's
-/// statement (cached 10 s), signing with the bench secret.
+/// The endpoints of a batch as the production directory has them: from the
+/// documents the claim returned (reused while unchanged), the others read
+/// with its statement (cached 10 s); signing with the bench secret.
 #[derive(Debug, Default)]
 struct BenchEndpoints {
     cache: Mutex<foldhash::HashMap<String, Cached>>,
@@ -104,8 +105,21 @@ struct BenchEndpoints {
     known_at: Option<String>,
 }
 
-/// An endpoint as read at a time.
-type Cached = (DateTime<Utc>, Arc<Destination>);
+/// An endpoint as read at a time, and the document it was built from.
+type Cached = (DateTime<Utc>, Arc<Destination>, serde_json::Value);
+
+/// Endpoint `id` from its document (as claims return it).
+fn from_doc(id: &str, doc: &serde_json::Value) -> anyhow::Result<Destination> {
+    let url = doc
+        .get("url")
+        .and_then(|u| u.as_str())
+        .ok_or_else(|| anyhow::anyhow!("endpoint {id:?} has no url"))?;
+    let tenant = doc
+        .get("tenant_id")
+        .and_then(|t| t.as_str())
+        .map(str::to_string);
+    endpoint(id, url, tenant)
+}
 
 fn endpoint(id: &str, url: &str, tenant: Option<String>) -> anyhow::Result<Destination> {
     Ok(Destination {
@@ -135,7 +149,13 @@ fn endpoint(id: &str, url: &str, tenant: Option<String>) -> anyhow::Result<Desti
 
 #[async_trait::async_trait]
 impl EndpointResolver for BenchEndpoints {
-    async fn resolve(&self, db: &dyn Executor, names: &[&str], now: DateTime<Utc>) -> Endpoints {
+    async fn resolve(
+        &self,
+        db: &dyn Executor,
+        names: &[&str],
+        supplied: &[(String, serde_json::Value)],
+        now: DateTime<Utc>,
+    ) -> Endpoints {
         let mut out = Endpoints::with_capacity_and_hasher(names.len(), Default::default());
         if let Some(url) = &self.known_at {
             for name in names {
@@ -152,58 +172,82 @@ impl EndpointResolver for BenchEndpoints {
             }
             return out;
         }
+        let supplied: foldhash::HashMap<&str, &serde_json::Value> =
+            supplied.iter().map(|(n, d)| (n.as_str(), d)).collect();
         let mut wanted: Vec<&str> = Vec::new();
+        let mut docs: Vec<(String, serde_json::Value)> = Vec::new();
         {
             // (as the directory: each name once, through a set)
             let mut seen =
                 foldhash::HashSet::with_capacity_and_hasher(names.len(), Default::default());
-            let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+            let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
             for name in names.iter().filter(|n| seen.insert(**n)) {
-                match cache.get(*name) {
-                    Some((at, d)) if now - *at < chrono::Duration::seconds(10) => {
+                match (supplied.get(*name), cache.get_mut(*name)) {
+                    (Some(doc), Some((at, d, was))) if *doc == was => {
+                        *at = now;
                         out.insert(name.to_string(), Ok(d.clone()));
                     }
-                    _ => wanted.push(name),
+                    (Some(doc), _) => docs.push((name.to_string(), (*doc).clone())),
+                    (None, Some((at, d, _))) if now - *at < chrono::Duration::seconds(10) => {
+                        out.insert(name.to_string(), Ok(d.clone()));
+                    }
+                    (None, _) => wanted.push(name),
                 }
             }
         }
-        if wanted.is_empty() {
-            return out;
-        }
-        let fail = |reason: String| Unresolved {
-            reason,
-            retryable: true,
-        };
-        let read = db
-            .execute(
-                &hookbox::tenants::directory::ENDPOINTS,
-                &hookbox::params! { "ids" => serde_json::json!(wanted), "now" => now },
-            )
-            .await;
-        let rows = match read {
-            Ok(rows) => rows.rows,
-            Err(e) => {
-                for name in wanted {
-                    out.insert(name.to_string(), Err(fail(e.to_string())));
+        if !wanted.is_empty() {
+            let read = db
+                .execute(
+                    &hookbox::tenants::directory::ENDPOINTS,
+                    &hookbox::params! { "ids" => serde_json::json!(wanted), "now" => now },
+                )
+                .await;
+            match read {
+                Ok(rows) => {
+                    for row in &rows.rows {
+                        match (row.text("id"), row.opt_json("endpoint")) {
+                            (Ok(id), Ok(Some(doc))) => docs.push((id, doc)),
+                            (Ok(_), Ok(None)) => {}
+                            (Err(e), _) | (_, Err(e)) => {
+                                fail_unresolved(&mut out, &wanted, e.into());
+                                return out;
+                            }
+                        }
+                    }
                 }
-                return out;
+                Err(e) => {
+                    for name in wanted {
+                        out.insert(
+                            name.to_string(),
+                            Err(Unresolved {
+                                reason: e.to_string(),
+                                retryable: true,
+                            }),
+                        );
+                    }
+                    return out;
+                }
             }
-        };
-        for row in &rows {
-            let made = row.text("id").map_err(anyhow::Error::from).and_then(|id| {
-                let tenant = row.text("tenant_id").ok();
-                Ok((id.clone(), endpoint(&id, &row.text("url")?, tenant)?))
-            });
-            match made {
-                Ok((id, d)) => {
+        }
+        for (id, doc) in docs {
+            match from_doc(&id, &doc) {
+                Ok(d) => {
                     let d = Arc::new(d);
                     self.cache
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
-                        .insert(id.clone(), (now, d.clone()));
+                        .insert(id.clone(), (now, d.clone(), doc));
                     out.insert(id, Ok(d));
                 }
-                Err(e) => fail_unresolved(&mut out, &wanted, e),
+                Err(e) => {
+                    out.insert(
+                        id,
+                        Err(Unresolved {
+                            reason: format!("bench endpoint: {e:#}"),
+                            retryable: false,
+                        }),
+                    );
+                }
             }
         }
         out

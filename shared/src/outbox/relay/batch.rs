@@ -254,24 +254,29 @@ impl Relay {
         Ok(claimed)
     }
 
-    /// The tenants' endpoints among `rows`' destinations (those the
-    /// configuration does not name), read in one statement (or from the
-    /// directory's cache); none without a directory.
+    /// The tenants' endpoints among the claimed rows' destinations (those
+    /// the configuration does not name), from the documents the claim
+    /// returned, the others read in one statement (or from the directory's
+    /// cache); none without a directory.
     pub(super) async fn resolve_endpoints(
         &self,
         config: &HookboxConfig,
-        rows: &[OutboxRow],
+        claimed: &Claimed,
     ) -> Endpoints {
         let Some(directory) = &self.endpoints else {
             return Endpoints::default();
         };
-        let names: Vec<&str> = rows
-            .iter()
-            .map(|r| r.destination.as_str())
+        let names: Vec<&str> = claimed
+            .destinations()
             .filter(|n| config.destination(n).is_none())
             .collect();
         directory
-            .resolve(self.db.as_ref(), &names, self.clock.now())
+            .resolve(
+                self.db.as_ref(),
+                &names,
+                &claimed.endpoints,
+                self.clock.now(),
+            )
             .await
     }
 
@@ -360,7 +365,7 @@ impl Relay {
             ..BatchReport::default()
         };
         let mut claimed = claimed;
-        let endpoints = self.resolve_endpoints(config, &claimed.rows).await;
+        let endpoints = self.resolve_endpoints(config, &claimed).await;
         let released = self.admit(&endpoints, &mut claimed.rows);
         let endpoints = &endpoints;
         let attempts = claimed.rows.iter().map(|row| async move {

@@ -275,10 +275,11 @@ impl Relay {
                 let left = (stop_at - self.clock.now()).to_std().unwrap_or_default();
                 pause.pause(self.settings.idle.min(left)).await;
             } else {
-                // tenants' endpoints: one statement for the batch (or the
-                // directory's cache), while the requests in flight go on
+                // tenants' endpoints: from the claim's documents (those over
+                // its budget in one statement, or the directory's cache),
+                // while the requests in flight go on
                 let endpoints = flights
-                    .alongside(fairness, self.resolve_endpoints(&config, &claimed.rows))
+                    .alongside(fairness, self.resolve_endpoints(&config, &claimed))
                     .await;
                 let mut claimed = claimed;
                 let released = self.admit(&endpoints, &mut claimed.rows);

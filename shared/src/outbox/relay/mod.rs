@@ -121,7 +121,8 @@ impl Pause for ManualPause {
 
 /// Where the relay finds the destinations that are data rather than
 /// configuration: tenants' endpoints (`ep_…`), resolved per claimed batch
-/// (adapter: [`crate::tenants::EndpointDirectory`]).
+/// from the documents the claim returned with them, reading those it did
+/// not (adapter: [`crate::tenants::EndpointDirectory`]).
 ///
 /// Error contract: never fails as a whole; each name comes back as a
 /// destination or as [`Unresolved`] (retryable when the database or the key
@@ -129,11 +130,14 @@ impl Pause for ManualPause {
 /// endpoints' are left out.
 #[async_trait]
 pub trait EndpointResolver: Send + Sync + fmt::Debug {
-    /// The endpoints among `names`, as of `now`.
+    /// The endpoints among `names`, as of `now`; `supplied` holds the
+    /// documents the claim returned for some of them
+    /// ([`crate::outbox::Claimed::endpoints`]), to be used rather than read.
     async fn resolve(
         &self,
         db: &dyn crate::store::Executor,
         names: &[&str],
+        supplied: &[(String, serde_json::Value)],
         now: DateTime<Utc>,
     ) -> Endpoints;
 }

@@ -7,10 +7,20 @@ pub const CLAIM_DUE: Statement = Statement::new(
     "outbox.claim_due",
     concat!(
         "SELECT ",
+        outbox_columns!("m."),
+        ", ",
+        endpoint_within_budget!(),
+        " FROM (SELECT ",
+        outbox_columns!("i."),
+        ", ",
+        endpoint_of_first!(),
+        " FROM (SELECT ",
         outbox_columns!("o."),
+        ", ",
+        first_of_endpoint!("o."),
         " FROM outbox_claim_due(",
         claim_args!(),
-        ") AS o"
+        ") AS o) AS i OFFSET 0) AS m"
     ),
 );
 
@@ -28,6 +38,13 @@ pub const CLAIM_IDS: Statement = Statement::new(
 
 /// The Data API's limit on one response, bytes.
 pub const MAX_RESPONSE_BYTES: i64 = 1024 * 1024;
+
+/// The most bytes of endpoints' documents a claim returns (with the first
+/// row of each endpoint, in insertion order; the rest the relay reads
+/// itself): 3/32 of the Data API's response, within the eighth the rows'
+/// budget leaves spare, so a claim's answer stays under 1 MiB. About 160
+/// endpoints of one secret each.
+pub const ENDPOINT_DOCS_BUDGET_BYTES: i64 = MAX_RESPONSE_BYTES / 32 * 3;
 
 /// The budget of the relay's claims, bytes: 7/8 of the Data API's 1 MiB
 /// response. A claim stops leasing rows once the bytes they add to its
@@ -98,6 +115,11 @@ pub struct Claimed {
     /// Leased rows that could not be decoded (each alone; the others are
     /// unaffected).
     pub unreadable: Vec<UnreadableRow>,
+    /// Tenants' endpoints among the rows' destinations, each with what the
+    /// relay needs to deliver to it (its document, `endpoint_doc!`), as the claim
+    /// read them (within [`ENDPOINT_DOCS_BUDGET_BYTES`]; the relay reads
+    /// the others itself).
+    pub endpoints: Vec<(String, serde_json::Value)>,
 }
 
 impl Claimed {
@@ -125,7 +147,14 @@ impl Claimed {
                 continue;
             };
             match outbox_row(r) {
-                Ok(row) => out.rows.push(row),
+                Ok(row) => {
+                    // (a document that does not decode is read again by the
+                    // relay, which then names what is wrong with it)
+                    if let Ok(Some(doc)) = r.opt_json("endpoint") {
+                        out.endpoints.push((row.destination.clone(), doc));
+                    }
+                    out.rows.push(row)
+                }
                 Err(e) => out.unreadable.push(UnreadableRow {
                     id,
                     error: e.to_string(),

@@ -271,13 +271,23 @@ pub const RECORD_AND_CLAIM: Statement = Statement::new(
     "outbox.record_and_claim",
     concat!(
         record_update!(),
-        " SELECT r.n AS recorded, r.health AS health_changed, ",
+        " SELECT m.recorded, m.health_changed, ",
+        outbox_columns!("m."),
+        ", ",
+        endpoint_within_budget!(),
+        " FROM (SELECT i.recorded, i.health_changed, ",
+        outbox_columns!("i."),
+        ", ",
+        endpoint_of_first!(),
+        " FROM (SELECT r.n AS recorded, r.health AS health_changed, ",
         outbox_columns!("c."),
+        ", ",
+        first_of_endpoint!("c."),
         " FROM (SELECT count(*) AS n, (SELECT count(*) FROM health) AS health
                   FROM updated) AS r
           LEFT JOIN LATERAL outbox_claim_due(",
         claim_args!(),
-        ") AS c ON true"
+        ") AS c ON true) AS i OFFSET 0) AS m"
     ),
 );
 
