@@ -21,6 +21,7 @@ use crate::for_each_adapter;
 for_each_adapter!(
     a_batchs_endpoints_come_with_its_claim_and_a_change_reaches_the_next_one,
     endpoints_over_the_claims_budget_are_read_in_one_statement,
+    a_claim_full_of_payloads_and_endpoints_stays_under_the_data_apis_response_limit,
 );
 
 /// The names of the statements run outside transactions, and how many
@@ -178,4 +179,56 @@ async fn endpoints_over_the_claims_budget_are_read_in_one_statement(adapter: Ada
     assert!(got.iter().all(|r| r.header("x-pad") == Some(pad.as_str())));
     // one statement, for the seventh
     assert_eq!(named.reads_of_endpoints(), [1], "{:?}", named.names);
+}
+
+async fn a_claim_full_of_payloads_and_endpoints_stays_under_the_data_apis_response_limit(
+    adapter: Adapter,
+) {
+    let s = setup(adapter).await;
+    // 30 endpoints of 15,700 bytes of headers, a due row of a 40,000-byte
+    // payload each (the most a claim returns inline): the rows fill the
+    // rows' budget, the documents theirs; through the Data API (whose
+    // local stand-in refuses an answer over 1 MiB, as AWS's does) the
+    // claim is still one answer
+    let pad = "p".repeat(15_700);
+    for i in 0..30 {
+        s.endpoint(json!({"url": s.sink.url(&format!("/e{i}")), "headers": {"X-Pad": pad}}))
+            .await;
+    }
+    s.db.execute(
+        &common::sql(
+            "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, destination,
+                                 payload, status, next_attempt_at, created_at)
+             SELECT gen_random_uuid(), 'message', 'm-' || e.id, 'order.paid', e.id,
+                    jsonb_build_object('pad', repeat('x', 39970)), 'pending',
+                    now() - interval '1 minute', now()
+               FROM hookbox_endpoints AS e",
+        ),
+        &hookbox::params! {},
+    )
+    .await
+    .expect("rows");
+    let claimed = hookbox::outbox::repo::claim_batch(
+        s.db.as_ref(),
+        hookbox::outbox::ClaimRequest {
+            worker: "w",
+            now: s.clock.now(),
+            lease_until: s.clock.now() + chrono::Duration::seconds(60),
+            limit: 100,
+            ordered_destinations: &[],
+            destination_caps: &[],
+        },
+        hookbox::outbox::repo::CLAIM_BUDGET_BYTES,
+    )
+    .await
+    .expect("one answer under 1 MiB");
+    assert!(
+        (20..30).contains(&claimed.rows.len()),
+        "the rows' budget stops the claim: {} rows",
+        claimed.rows.len()
+    );
+    assert!(claimed.rows.iter().all(|r| {
+        r.payload_storage == hookbox::outbox::PayloadStorage::Inline && r.payload.len() > 39_970
+    }));
+    assert_eq!(claimed.endpoints.len(), 6, "the documents' budget");
 }
