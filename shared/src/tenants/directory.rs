@@ -82,99 +82,6 @@ impl EndpointDirectory {
         &self.keeper
     }
 
-    /// The endpoints among `names` (configured destinations' names are
-    /// ignored): each as a destination, or why it cannot be delivered to
-    /// now. Those in `supplied` are built from its document (or reused when
-    /// it is the one they were built from); the rest come from the cache
-    /// when read within `ttl`, else from one statement for all of them.
-    pub async fn resolve_endpoints(
-        &self,
-        db: &dyn Executor,
-        names: &[&str],
-        supplied: &[(String, Value)],
-        now: DateTime<Utc>,
-    ) -> Endpoints {
-        let mut out = Endpoints::with_capacity_and_hasher(names.len(), Default::default());
-        let supplied: foldhash::HashMap<&str, &Value> =
-            supplied.iter().map(|(n, d)| (n.as_str(), d)).collect();
-        let mut wanted = Vec::new();
-        let mut to_build: Vec<(&str, &Value)> = Vec::new();
-        {
-            // (a batch names each endpoint once per row: a set, not a scan of
-            // `wanted`, which cost a batch of 100 endpoints 5,000 comparisons)
-            let mut seen =
-                foldhash::HashSet::with_capacity_and_hasher(names.len(), Default::default());
-            let ttl = crate::outbox::relay::chrono_duration(self.ttl);
-            let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-            for name in names.iter().copied().filter(|n| is_endpoint(n)) {
-                if !seen.insert(name) {
-                    continue;
-                }
-                match (supplied.get(name), cache.get_mut(name)) {
-                    (Some(doc), Some((at, d, was))) if *doc == was => {
-                        *at = now;
-                        out.insert(name.to_string(), Ok(d.clone()));
-                    }
-                    (Some(doc), _) => to_build.push((name, doc)),
-                    (None, Some((at, d, _))) if now - *at < ttl => {
-                        out.insert(name.to_string(), Ok(d.clone()));
-                    }
-                    (None, _) => wanted.push(name),
-                }
-            }
-        }
-        for (name, doc) in to_build {
-            let resolved = self.remember(db, name, doc, now).await;
-            out.insert(name.to_string(), resolved);
-        }
-        if wanted.is_empty() {
-            return out;
-        }
-        let rows = match db
-            .execute(
-                &ENDPOINTS,
-                &params! { "ids" => serde_json::json!(wanted), "now" => now },
-            )
-            .await
-        {
-            Ok(rows) => rows.rows,
-            Err(e) => {
-                for name in wanted {
-                    out.insert(
-                        name.to_string(),
-                        Err(Unresolved {
-                            reason: format!("cannot read endpoint {name:?}: {e}"),
-                            retryable: e.is_retryable(),
-                        }),
-                    );
-                }
-                return out;
-            }
-        };
-        for row in &rows {
-            let Ok(id) = row.text("id") else { continue };
-            let resolved = match row.opt_json("endpoint") {
-                // (deleted: said below)
-                Ok(None) => continue,
-                Ok(Some(doc)) => self.remember(db, &id, &doc, now).await,
-                Err(e) => Err(Unresolved {
-                    reason: format!("cannot read endpoint {id:?}: {e}"),
-                    retryable: false,
-                }),
-            };
-            out.insert(id, resolved);
-        }
-        for name in wanted {
-            out.entry(name.to_string()).or_insert_with(|| {
-                Err(Unresolved {
-                    reason: format!("endpoint {name:?} does not exist (deleted)"),
-                    retryable: false,
-                })
-            });
-        }
-        out
-    }
-
     /// Endpoint `id` built from `doc` and kept with it.
     async fn remember(
         &self,
@@ -312,6 +219,11 @@ fn sealed_secrets(doc: &Value) -> Result<Vec<SealedSecret>, String> {
 
 #[async_trait::async_trait]
 impl EndpointResolver for EndpointDirectory {
+    /// The endpoints among `names` (configured destinations' names are
+    /// ignored): each as a destination, or why it cannot be delivered to
+    /// now. Those in `supplied` are built from its document (or reused when
+    /// it is the one they were built from); the rest come from the cache
+    /// when read within `ttl`, else from one statement for all of them.
     async fn resolve(
         &self,
         db: &dyn Executor,
@@ -319,6 +231,84 @@ impl EndpointResolver for EndpointDirectory {
         supplied: &[(String, Value)],
         now: DateTime<Utc>,
     ) -> Endpoints {
-        self.resolve_endpoints(db, names, supplied, now).await
+        let mut out = Endpoints::with_capacity_and_hasher(names.len(), Default::default());
+        let supplied: foldhash::HashMap<&str, &Value> =
+            supplied.iter().map(|(n, d)| (n.as_str(), d)).collect();
+        let mut wanted = Vec::new();
+        let mut to_build: Vec<(&str, &Value)> = Vec::new();
+        {
+            // (a batch names each endpoint once per row: a set, not a scan of
+            // `wanted`, which cost a batch of 100 endpoints 5,000 comparisons)
+            let mut seen =
+                foldhash::HashSet::with_capacity_and_hasher(names.len(), Default::default());
+            let ttl = crate::outbox::relay::chrono_duration(self.ttl);
+            let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+            for name in names.iter().copied().filter(|n| is_endpoint(n)) {
+                if !seen.insert(name) {
+                    continue;
+                }
+                match (supplied.get(name), cache.get_mut(name)) {
+                    (Some(doc), Some((at, d, was))) if *doc == was => {
+                        *at = now;
+                        out.insert(name.to_string(), Ok(d.clone()));
+                    }
+                    (Some(doc), _) => to_build.push((name, doc)),
+                    (None, Some((at, d, _))) if now - *at < ttl => {
+                        out.insert(name.to_string(), Ok(d.clone()));
+                    }
+                    (None, _) => wanted.push(name),
+                }
+            }
+        }
+        for (name, doc) in to_build {
+            let resolved = self.remember(db, name, doc, now).await;
+            out.insert(name.to_string(), resolved);
+        }
+        if wanted.is_empty() {
+            return out;
+        }
+        let rows = match db
+            .execute(
+                &ENDPOINTS,
+                &params! { "ids" => serde_json::json!(wanted), "now" => now },
+            )
+            .await
+        {
+            Ok(rows) => rows.rows,
+            Err(e) => {
+                for name in wanted {
+                    out.insert(
+                        name.to_string(),
+                        Err(Unresolved {
+                            reason: format!("cannot read endpoint {name:?}: {e}"),
+                            retryable: e.is_retryable(),
+                        }),
+                    );
+                }
+                return out;
+            }
+        };
+        for row in &rows {
+            let Ok(id) = row.text("id") else { continue };
+            let resolved = match row.opt_json("endpoint") {
+                // (deleted: said below)
+                Ok(None) => continue,
+                Ok(Some(doc)) => self.remember(db, &id, &doc, now).await,
+                Err(e) => Err(Unresolved {
+                    reason: format!("cannot read endpoint {id:?}: {e}"),
+                    retryable: false,
+                }),
+            };
+            out.insert(id, resolved);
+        }
+        for name in wanted {
+            out.entry(name.to_string()).or_insert_with(|| {
+                Err(Unresolved {
+                    reason: format!("endpoint {name:?} does not exist (deleted)"),
+                    retryable: false,
+                })
+            });
+        }
+        out
     }
 }
