@@ -210,6 +210,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "unhealthy_destinations",
         sql: include_str!("../migrations/0032_unhealthy_destinations.sql"),
     },
+    Migration {
+        version: 33,
+        name: "endpoint_relay_doc",
+        sql: include_str!("../migrations/0033_endpoint_relay_doc.sql"),
+    },
 ];
 
 /// Why migrating failed.

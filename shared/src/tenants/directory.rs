@@ -35,8 +35,8 @@ use crate::store::{Executor, Statement};
 pub const DEFAULT_TTL: Duration = Duration::from_secs(10);
 
 /// The endpoints named, each with its document (what delivering needs and
-/// its sealed secrets still valid at `:now`, as the claims return it;
-/// NULL for one that does not exist), each probed by its key.
+/// its sealed secrets, as the claims return it; NULL for one that does not
+/// exist), each probed by its key.
 pub const ENDPOINTS: Statement = Statement::new(
     "tenants.endpoints_for_relay",
     concat!(
@@ -56,7 +56,21 @@ pub struct EndpointDirectory {
 }
 
 /// An endpoint as read at a time, and the document it was built from.
-type Cached = (DateTime<Utc>, Arc<Destination>, Value);
+#[derive(Debug)]
+struct Cached {
+    at: DateTime<Utc>,
+    built: Arc<Destination>,
+    doc: Value,
+    /// When the first of the secrets it signs with expires: it is built
+    /// again from then (its document may be unchanged).
+    until: Option<DateTime<Utc>>,
+}
+
+impl Cached {
+    fn fresh(&self, now: DateTime<Utc>) -> bool {
+        self.until.is_none_or(|until| now < until)
+    }
+}
 
 impl EndpointDirectory {
     /// Endpoints whose secrets `keeper` opens; the SSRF guard lets them
@@ -90,21 +104,28 @@ impl EndpointDirectory {
         doc: &Value,
         now: DateTime<Utc>,
     ) -> Result<Arc<Destination>, Unresolved> {
-        let built = self.destination(db, doc, id, now).await?;
-        self.cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id.to_string(), (now, built.clone(), doc.clone()));
+        let (built, until) = self.destination(db, doc, id, now).await?;
+        self.cache.lock().unwrap_or_else(|p| p.into_inner()).insert(
+            id.to_string(),
+            Cached {
+                at: now,
+                built: built.clone(),
+                doc: doc.clone(),
+                until,
+            },
+        );
         Ok(built)
     }
 
+    /// Endpoint `id` built from `doc` at `now`, and when the first of the
+    /// secrets it signs with expires.
     async fn destination(
         &self,
         db: &dyn Executor,
         doc: &Value,
         id: &str,
         now: DateTime<Utc>,
-    ) -> Result<Arc<Destination>, Unresolved> {
+    ) -> Result<(Arc<Destination>, Option<DateTime<Utc>>), Unresolved> {
         let fail = |reason: String, retryable: bool| Unresolved { reason, retryable };
         let url = doc
             .get("url")
@@ -120,7 +141,7 @@ impl EndpointDirectory {
             _ => Vec::new(),
         };
         let mut sealed =
-            sealed_secrets(doc.get("secrets").unwrap_or(&Value::Null)).map_err(|detail| {
+            sealed_secrets(doc.get("secrets").unwrap_or(&Value::Null), now).map_err(|detail| {
                 fail(
                     format!("cannot read endpoint {id:?}'s secrets: {detail}"),
                     false,
@@ -130,7 +151,7 @@ impl EndpointDirectory {
             let retryable = e.is_retryable();
             fail(format!("cannot sign for endpoint {id:?}: {e}"), retryable)
         };
-        if !sealed.iter().any(|s| s.current) {
+        if !sealed.iter().any(|(s, _)| s.current) {
             // created or rotated through SQL: hookbox seals its new secret
             let actor = super::Actor::new(super::Face::Relay, "hookbox-relay");
             self.keeper
@@ -148,10 +169,14 @@ impl EndpointDirectory {
                 .keeper
                 .sealed(db, id, now)
                 .await
-                .map_err(keeper_error)?;
+                .map_err(keeper_error)?
+                .into_iter()
+                .map(|s| (s, None))
+                .collect();
         }
+        let until = sealed.iter().filter_map(|(_, until)| *until).min();
         let mut secrets = Vec::with_capacity(sealed.len());
-        for s in &sealed {
+        for (s, _) in &sealed {
             secrets.push(self.keeper.open(db, id, s).await.map_err(keeper_error)?);
         }
         let int = |field: &str| doc.get(field).and_then(Value::as_i64);
@@ -159,7 +184,7 @@ impl EndpointDirectory {
             .iter()
             .map(|s| Duration::from_secs(*s))
             .collect();
-        Ok(Arc::new(Destination {
+        let built = Arc::new(Destination {
             name: id.to_string(),
             target: Target::Http(HttpTarget {
                 url,
@@ -188,22 +213,40 @@ impl EndpointDirectory {
                 .get("tenant_id")
                 .and_then(Value::as_str)
                 .map(str::to_string),
-        }))
+        });
+        Ok((built, until))
     }
 }
 
-fn sealed_secrets(doc: &Value) -> Result<Vec<SealedSecret>, String> {
+/// The secrets of a document (`doc`'s `secrets`) not expired at `now`, each
+/// with its expiry (none for the current one).
+fn sealed_secrets(
+    doc: &Value,
+    now: DateTime<Utc>,
+) -> Result<Vec<(SealedSecret, Option<DateTime<Utc>>)>, String> {
     let items = doc.as_array().ok_or("not a list")?;
-    items
-        .iter()
-        .map(|s| {
+    let mut out = Vec::with_capacity(items.len());
+    for s in items {
+        let expires_at = match s.get("expires_at") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                v.as_str()
+                    .and_then(|v| DateTime::parse_from_rfc3339(v).ok())
+                    .ok_or("expires_at is not a time")?
+                    .with_timezone(&Utc),
+            ),
+        };
+        if expires_at.is_some_and(|t| t <= now) {
+            continue;
+        }
+        let secret = {
             let uuid = |field: &str| {
                 s.get(field)
                     .and_then(|v| v.as_str())
                     .and_then(|v| Uuid::parse_str(v).ok())
                     .ok_or(format!("{field} is not a uuid"))
             };
-            Ok(SealedSecret {
+            SealedSecret {
                 id: uuid("id")?,
                 data_key_id: uuid("data_key_id")?,
                 sealed: s
@@ -211,10 +254,12 @@ fn sealed_secrets(doc: &Value) -> Result<Vec<SealedSecret>, String> {
                     .and_then(|v| v.as_str())
                     .and_then(|v| base64::engine::general_purpose::STANDARD.decode(v).ok())
                     .ok_or("sealed is not base64")?,
-                current: s.get("current").and_then(|v| v.as_bool()).unwrap_or(false),
-            })
-        })
-        .collect()
+                current: expires_at.is_none(),
+            }
+        };
+        out.push((secret, expires_at));
+    }
+    Ok(out)
 }
 
 #[async_trait::async_trait]
@@ -248,13 +293,13 @@ impl EndpointResolver for EndpointDirectory {
                     continue;
                 }
                 match (supplied.get(name), cache.get_mut(name)) {
-                    (Some(doc), Some((at, d, was))) if *doc == was => {
-                        *at = now;
-                        out.insert(name.to_string(), Ok(d.clone()));
+                    (Some(doc), Some(c)) if **doc == c.doc && c.fresh(now) => {
+                        c.at = now;
+                        out.insert(name.to_string(), Ok(c.built.clone()));
                     }
                     (Some(doc), _) => to_build.push((name, doc)),
-                    (None, Some((at, d, _))) if now - *at < ttl => {
-                        out.insert(name.to_string(), Ok(d.clone()));
+                    (None, Some(c)) if now - c.at < ttl && c.fresh(now) => {
+                        out.insert(name.to_string(), Ok(c.built.clone()));
                     }
                     (None, _) => wanted.push(name),
                 }
@@ -268,10 +313,7 @@ impl EndpointResolver for EndpointDirectory {
             return out;
         }
         let rows = match db
-            .execute(
-                &ENDPOINTS,
-                &params! { "ids" => serde_json::json!(wanted), "now" => now },
-            )
+            .execute(&ENDPOINTS, &params! { "ids" => serde_json::json!(wanted) })
             .await
         {
             Ok(rows) => rows.rows,

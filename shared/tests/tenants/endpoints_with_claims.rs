@@ -2,7 +2,9 @@
 //! relay reads no endpoint on its own while their documents fit the
 //! claim's budget, so a change (URL, headers, a rotation) reaches the next
 //! claim's deliveries whatever the directory's cache time; the endpoints
-//! over the budget are read in one statement.
+//! over the budget are read in one statement. Each document is kept on
+//! its endpoint's row, rewritten in the transaction of every change to what
+//! it holds, whichever way the change is made.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,7 +16,7 @@ use hookbox::store::{Database, DbError, Executor, Params, Rows, Statement, Trans
 use hookbox::tenants::{EndpointDirectory, manage};
 use serde_json::json;
 
-use super::common::{self, Adapter};
+use super::common::{self, Adapter, sql};
 use super::delivery::{Setup, setup, signed_by};
 use crate::for_each_adapter;
 
@@ -22,6 +24,7 @@ for_each_adapter!(
     a_batchs_endpoints_come_with_its_claim_and_a_change_reaches_the_next_one,
     endpoints_over_the_claims_budget_are_read_in_one_statement,
     a_claim_full_of_payloads_and_endpoints_stays_under_the_data_apis_response_limit,
+    each_endpoints_document_is_rewritten_by_every_change_to_what_it_holds,
 );
 
 /// The names of the statements run outside transactions, and how many
@@ -231,4 +234,164 @@ async fn a_claim_full_of_payloads_and_endpoints_stays_under_the_data_apis_respon
         r.payload_storage == hookbox::outbox::PayloadStorage::Inline && r.payload.len() > 39_970
     }));
     assert_eq!(claimed.endpoints.len(), 6, "the documents' budget");
+}
+
+/// Endpoint `id`'s stored document, after checking that every endpoint's
+/// stored document is the one its tables give now (none stale).
+async fn stored_doc(s: &Setup, id: &str, after: &str) -> serde_json::Value {
+    let stale = common::count(
+        s.db.as_ref(),
+        "SELECT count(*) AS n FROM hookbox_endpoints AS e
+          WHERE e.relay_doc IS DISTINCT FROM hookbox_endpoint_relay_doc(e)",
+    )
+    .await;
+    assert_eq!(stale, 0, "endpoints whose document is stale after {after}");
+    hookbox::store::fetch_one(
+        s.db.as_ref(),
+        &sql("SELECT relay_doc FROM hookbox_endpoints WHERE id = :id"),
+        &hookbox::params! { "id" => id },
+    )
+    .await
+    .expect("doc")
+    .json("relay_doc")
+    .expect("relay_doc")
+}
+
+/// The number of secrets in `doc`, and how many of them expire.
+fn secrets(doc: &serde_json::Value) -> (usize, usize) {
+    let all = doc["secrets"].as_array().expect("secrets");
+    let expiring = all.iter().filter(|s| !s["expires_at"].is_null()).count();
+    (all.len(), expiring)
+}
+
+async fn each_endpoints_document_is_rewritten_by_every_change_to_what_it_holds(adapter: Adapter) {
+    let s = setup(adapter).await;
+    let a = s
+        .endpoint(json!({"url": s.sink.url("/a"), "headers": {"X-Token": "one"}}))
+        .await;
+    let b = s.endpoint(json!({"url": s.sink.url("/b")})).await;
+    let doc = stored_doc(&s, &a, "create").await;
+    assert_eq!(doc["url"], json!(s.sink.url("/a")));
+    assert_eq!(doc["headers"], json!({"X-Token": "one"}));
+    assert_eq!(secrets(&doc), (0, 0));
+
+    // the relay seals the first secret
+    s.keeper
+        .signing_secrets(s.db.as_ref(), &a, s.clock.now())
+        .await
+        .expect("sealed");
+    assert_eq!(secrets(&stored_doc(&s, &a, "sealing").await), (1, 0));
+
+    manage::update_endpoint(
+        s.db.as_ref(),
+        "acme",
+        &a,
+        &json!({"url": s.sink.url("/a2"), "headers": {"X-Token": "two"},
+                "rate_limit": 7, "ordered": true}),
+        None,
+    )
+    .await
+    .expect("update");
+    let doc = stored_doc(&s, &a, "an update").await;
+    assert_eq!(doc["url"], json!(s.sink.url("/a2")));
+    assert_eq!(doc["headers"], json!({"X-Token": "two"}));
+    assert_eq!(
+        (&doc["rate_limit"], &doc["ordered"]),
+        (&json!(7), &json!(true))
+    );
+
+    // the tenant's rate limit is b's (a has its own)
+    manage::update_tenant(s.db.as_ref(), "acme", &json!({"rate_limit": 3}), None)
+        .await
+        .expect("tenant");
+    assert_eq!(
+        stored_doc(&s, &b, "the tenant's update").await["rate_limit"],
+        json!(3)
+    );
+    assert_eq!(
+        stored_doc(&s, &a, "the tenant's update").await["rate_limit"],
+        json!(7)
+    );
+
+    s.keeper
+        .rotate(s.db.as_ref(), &a, None, Duration::from_secs(3_600), None)
+        .await
+        .expect("rotate");
+    assert_eq!(secrets(&stored_doc(&s, &a, "a rotation").await), (2, 1));
+    // through SQL: the current one retires, the relay seals the next
+    manage::rotate_secret_later(s.db.as_ref(), "acme", &a, 600, None)
+        .await
+        .expect("rotate later");
+    assert_eq!(
+        secrets(&stored_doc(&s, &a, "a rotation through SQL").await),
+        (2, 2)
+    );
+
+    // direct writes to the tables
+    let exec = |text: &'static str, id: String| {
+        let db = s.db.clone();
+        async move {
+            db.execute(&sql(text), &hookbox::params! { "id" => id })
+                .await
+                .expect(text)
+        }
+    };
+    exec(
+        "UPDATE outbox_destinations SET trip_after = 9, cool_down_secs = 5 WHERE name = :id",
+        a.clone(),
+    )
+    .await;
+    let doc = stored_doc(&s, &a, "the destination's settings").await;
+    assert_eq!(
+        (&doc["trip_after"], &doc["cool_down_secs"]),
+        (&json!(9), &json!(5))
+    );
+    exec(
+        "UPDATE hookbox_endpoint_secrets SET expires_at = now() - interval '1 second'
+          WHERE endpoint_id = :id AND expires_at > now() + interval '30 minutes'",
+        a.clone(),
+    )
+    .await;
+    assert_eq!(
+        secrets(&stored_doc(&s, &a, "a secret retired").await),
+        (1, 1)
+    );
+    exec(
+        "DELETE FROM hookbox_endpoint_secrets WHERE endpoint_id = :id",
+        a.clone(),
+    )
+    .await;
+    assert_eq!(
+        secrets(&stored_doc(&s, &a, "secrets deleted").await),
+        (0, 0)
+    );
+
+    // the relay's health updates never rewrite an endpoint's row
+    let version = |id: String| {
+        let db = s.db.clone();
+        async move {
+            hookbox::store::fetch_one(
+                db.as_ref(),
+                &sql("SELECT CAST(xmin AS text) AS v FROM hookbox_endpoints WHERE id = :id"),
+                &hookbox::params! { "id" => id },
+            )
+            .await
+            .expect("xmin")
+            .text("v")
+            .expect("v")
+        }
+    };
+    let before = version(b.clone()).await;
+    exec(
+        "UPDATE outbox_destinations SET consecutive_failures = 3, failing_since = now(),
+                ordered = ordered, trip_after = trip_after
+          WHERE name = :id",
+        b.clone(),
+    )
+    .await;
+    assert_eq!(
+        version(b.clone()).await,
+        before,
+        "a health update rewrote it"
+    );
 }

@@ -199,7 +199,7 @@ impl EndpointResolver for BenchEndpoints {
             let read = db
                 .execute(
                     &hookbox::tenants::directory::ENDPOINTS,
-                    &hookbox::params! { "ids" => serde_json::json!(wanted), "now" => now },
+                    &hookbox::params! { "ids" => serde_json::json!(wanted) },
                 )
                 .await;
             match read {
