@@ -6,11 +6,11 @@
 //! a changed URL, header or rotation reaches the next claim's deliveries.
 //! An endpoint whose document the claim did not return (over its budget)
 //! is read in one statement for all of them and kept for a short time
-//! (`ttl`). A rotated secret keeps signing through its grace period, so the
-//! directory never signs with a secret the receiver no longer accepts as
-//! long as `ttl` is shorter than the grace. An endpoint built once is kept
-//! with its document and reused while the document is unchanged (its
-//! secrets are opened once).
+//! (`ttl`). A rotated secret keeps signing through its grace period and
+//! never after it: the document gives each secret's expiry, and an endpoint
+//! kept is built again once one of its secrets expires. An endpoint built
+//! once is kept with its document and reused while the document is
+//! unchanged (its secrets are opened once).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
