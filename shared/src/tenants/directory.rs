@@ -218,12 +218,11 @@ impl EndpointDirectory {
     }
 }
 
-/// The secrets of a document (`doc`'s `secrets`) not expired at `now`, each
-/// with its expiry (none for the current one).
-fn sealed_secrets(
-    doc: &Value,
-    now: DateTime<Utc>,
-) -> Result<Vec<(SealedSecret, Option<DateTime<Utc>>)>, String> {
+/// A sealed secret and its expiry (none for the current one).
+type Expiring = (SealedSecret, Option<DateTime<Utc>>);
+
+/// The secrets of a document (`doc`'s `secrets`) not expired at `now`.
+fn sealed_secrets(doc: &Value, now: DateTime<Utc>) -> Result<Vec<Expiring>, String> {
     let items = doc.as_array().ok_or("not a list")?;
     let mut out = Vec::with_capacity(items.len());
     for s in items {
