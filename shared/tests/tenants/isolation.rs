@@ -2,8 +2,10 @@
 //! published to random tenants while endpoints are added, rotated,
 //! disabled, enabled and deleted between relay runs. Every delivery reaches
 //! exactly one endpoint of the publishing tenant that matched it, once,
-//! signed with a secret that endpoint had; nothing reaches another tenant;
-//! a deleted endpoint's undelivered rows are the ones its deletion counted.
+//! signed with a secret that endpoint had (verified by Standard Webhooks'
+//! own Python library, `standardwebhooks`, as a receiver would); nothing
+//! reaches another tenant; a deleted endpoint's undelivered rows are the
+//! ones its deletion counted.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -12,7 +14,7 @@ use std::time::Duration;
 use chrono::{TimeZone, Utc};
 use hookbox::clock::{Clock, ManualClock};
 use hookbox::config::{ConfigStore, HookboxConfig};
-use hookbox::signature::{Secret, sign_standard_webhooks};
+use hookbox::signature::Secret;
 use hookbox::tenants::{EndpointDirectory, SecretKeeper, TenantEvent, manage, publish_to};
 use hookbox::vault::local::LocalVault;
 use hookbox_testkit::http_sink::{HttpSink, Recorded};
@@ -38,27 +40,57 @@ struct Known {
     deleted: bool,
 }
 
-fn signed_by_one_of(request: &Recorded, secrets: &[Secret]) -> bool {
-    let id = request.header("webhook-id").unwrap_or_default();
-    let at: i64 = request
-        .header("webhook-timestamp")
-        .unwrap_or_default()
-        .parse()
-        .unwrap_or_default();
-    let sent: BTreeSet<&str> = request
-        .header("webhook-signature")
-        .unwrap_or_default()
-        .split(' ')
-        .collect();
-    secrets.iter().any(|secret| {
-        sign_standard_webhooks(
-            id,
-            Utc.timestamp_opt(at, 0).single().expect("instant"),
-            &request.body,
-            std::slice::from_ref(secret),
-        )
-        .is_ok_and(|h| sent.contains(h.signature.as_str()))
+/// Standard Webhooks' own Python library (`standardwebhooks`, in `.venv`
+/// from tools/requirements/test.txt) on each line: does `request` verify
+/// with `secret` (signature and timestamp), as a receiver checks it.
+const VERIFY: &str = r#"
+import json, sys
+from standardwebhooks.webhooks import Webhook
+def check(d):
+    try:
+        Webhook(d["secret"]).verify(d["body"], d["headers"])
+        return True
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+print(json.dumps([check(json.loads(l)) for l in sys.stdin if l.strip()]))
+"#;
+
+fn line(request: &Recorded, secret: &Secret) -> String {
+    let header = |name: &str| request.header(name).unwrap_or_default();
+    json!({
+        "secret": secret.expose_secret(),
+        "body": String::from_utf8_lossy(&request.body),
+        "headers": {
+            "webhook-id": header("webhook-id"),
+            "webhook-timestamp": header("webhook-timestamp"),
+            "webhook-signature": header("webhook-signature"),
+        },
     })
+    .to_string()
+}
+
+/// The library's verdict on each of `lines`: `true`, or its error.
+fn standard_webhooks_verify(lines: &[String]) -> Vec<serde_json::Value> {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new(hookbox_testkit::python::python())
+        .arg("-c")
+        .arg(VERIFY)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = lines.join("\n");
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().expect("verify");
+    writer.join().expect("writer").expect("write");
+    assert!(
+        out.status.success(),
+        "standardwebhooks: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("verdicts")
 }
 
 async fn two_hundred_tenants_get_exactly_their_own_deliveries_while_endpoints_change(
@@ -302,12 +334,49 @@ async fn two_hundred_tenants_get_exactly_their_own_deliveries_while_endpoints_ch
             "delivered to another endpoint"
         );
         assert_eq!(r.json()["tenant"], *tenant, "another tenant's event");
-        assert!(
-            signed_by_one_of(r, &endpoints[uid].secrets),
-            "{} is not signed with a secret of its endpoint",
-            r.target
-        );
         assert!(seen.insert(id.clone()), "{id} delivered twice");
+    }
+    // each delivery verifies with one of its endpoint's secrets, by the
+    // library a receiver uses; and not with another tenant's
+    let mut lines = Vec::new();
+    let mut of_request = Vec::new();
+    for (i, r) in requests.iter().enumerate() {
+        let (_, uid) = &expected[r.header("webhook-id").unwrap_or_default()];
+        for secret in &endpoints[uid].secrets {
+            lines.push(line(r, secret));
+            of_request.push(i);
+        }
+    }
+    let first = requests.first().expect("deliveries");
+    let (first_tenant, _) = &expected[first.header("webhook-id").unwrap_or_default()];
+    let foreign = endpoints
+        .values()
+        .find(|k| k.tenant != *first_tenant && !k.secrets.is_empty())
+        .expect("another tenant's endpoint");
+    lines.push(line(first, &foreign.secrets[0]));
+    let verdicts = standard_webhooks_verify(&lines);
+    assert_eq!(verdicts.len(), lines.len(), "a verdict a line");
+    assert_ne!(
+        verdicts.last(),
+        Some(&json!(true)),
+        "verifies with another tenant's secret"
+    );
+    for (i, r) in requests.iter().enumerate() {
+        let verified = of_request
+            .iter()
+            .zip(&verdicts)
+            .any(|(of, v)| *of == i && *v == json!(true));
+        assert!(
+            verified,
+            "{} does not verify with a secret of its endpoint: {:?}",
+            r.target,
+            of_request
+                .iter()
+                .zip(&verdicts)
+                .filter(|(of, _)| **of == i)
+                .map(|(_, v)| v)
+                .collect::<Vec<_>>()
+        );
     }
     let pending = common::count(
         db,
