@@ -246,15 +246,23 @@ async fn stored_doc(s: &Setup, id: &str, after: &str) -> serde_json::Value {
     )
     .await;
     assert_eq!(stale, 0, "endpoints whose document is stale after {after}");
+    endpoint_column(s, id, "relay_doc")
+        .await
+        .json("v")
+        .expect("relay_doc")
+}
+
+/// Column expression `what` of endpoint `id`'s row, as `v`.
+async fn endpoint_column(s: &Setup, id: &str, what: &str) -> hookbox::store::Row {
     hookbox::store::fetch_one(
         s.db.as_ref(),
-        &sql("SELECT relay_doc FROM hookbox_endpoints WHERE id = :id"),
+        &sql(&format!(
+            "SELECT {what} AS v FROM hookbox_endpoints WHERE id = :id"
+        )),
         &hookbox::params! { "id" => id },
     )
     .await
-    .expect("doc")
-    .json("relay_doc")
-    .expect("relay_doc")
+    .expect(what)
 }
 
 /// The number of secrets in `doc`, and how many of them expire.
@@ -367,21 +375,13 @@ async fn each_endpoints_document_is_rewritten_by_every_change_to_what_it_holds(a
     );
 
     // the relay's health updates never rewrite an endpoint's row
-    let version = |id: String| {
-        let db = s.db.clone();
-        async move {
-            hookbox::store::fetch_one(
-                db.as_ref(),
-                &sql("SELECT CAST(xmin AS text) AS v FROM hookbox_endpoints WHERE id = :id"),
-                &hookbox::params! { "id" => id },
-            )
+    let version = async |id: &str| {
+        endpoint_column(&s, id, "CAST(xmin AS text)")
             .await
-            .expect("xmin")
             .text("v")
-            .expect("v")
-        }
+            .expect("xmin")
     };
-    let before = version(b.clone()).await;
+    let before = version(&b).await;
     exec(
         "UPDATE outbox_destinations SET consecutive_failures = 3, failing_since = now(),
                 ordered = ordered, trip_after = trip_after
@@ -389,9 +389,5 @@ async fn each_endpoints_document_is_rewritten_by_every_change_to_what_it_holds(a
         b.clone(),
     )
     .await;
-    assert_eq!(
-        version(b.clone()).await,
-        before,
-        "a health update rewrote it"
-    );
+    assert_eq!(version(&b).await, before, "a health update rewrote it");
 }

@@ -40,22 +40,9 @@ struct Known {
     deleted: bool,
 }
 
-/// Standard Webhooks' own Python library (`standardwebhooks`, in `.venv`
-/// from tools/requirements/test.txt) on each line: does `request` verify
-/// with `secret` (signature and timestamp), as a receiver checks it.
-const VERIFY: &str = r#"
-import json, sys
-from standardwebhooks.webhooks import Webhook
-def check(d):
-    try:
-        Webhook(d["secret"]).verify(d["body"], d["headers"])
-        return True
-    except Exception as e:
-        return f"{type(e).__name__}: {e}"
-print(json.dumps([check(json.loads(l)) for l in sys.stdin if l.strip()]))
-"#;
-
-fn line(request: &Recorded, secret: &Secret) -> String {
+/// What Standard Webhooks' own Python library checks of `request`
+/// against `secret` (`hookbox_testkit::python::standard_webhooks_verify`).
+fn line(request: &Recorded, secret: &Secret) -> serde_json::Value {
     let header = |name: &str| request.header(name).unwrap_or_default();
     json!({
         "secret": secret.expose_secret(),
@@ -66,31 +53,6 @@ fn line(request: &Recorded, secret: &Secret) -> String {
             "webhook-signature": header("webhook-signature"),
         },
     })
-    .to_string()
-}
-
-/// The library's verdict on each of `lines`: `true`, or its error.
-fn standard_webhooks_verify(lines: &[String]) -> Vec<serde_json::Value> {
-    use std::io::Write as _;
-    let mut child = std::process::Command::new(hookbox_testkit::python::python())
-        .arg("-c")
-        .arg(VERIFY)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("python");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let input = lines.join("\n");
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out = child.wait_with_output().expect("verify");
-    writer.join().expect("writer").expect("write");
-    assert!(
-        out.status.success(),
-        "standardwebhooks: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("verdicts")
 }
 
 async fn two_hundred_tenants_get_exactly_their_own_deliveries_while_endpoints_change(
@@ -354,7 +316,7 @@ async fn two_hundred_tenants_get_exactly_their_own_deliveries_while_endpoints_ch
         .find(|k| k.tenant != *first_tenant && !k.secrets.is_empty())
         .expect("another tenant's endpoint");
     lines.push(line(first, &foreign.secrets[0]));
-    let verdicts = standard_webhooks_verify(&lines);
+    let verdicts = hookbox_testkit::python::standard_webhooks_verify(&lines);
     assert_eq!(verdicts.len(), lines.len(), "a verdict a line");
     assert_ne!(
         verdicts.last(),

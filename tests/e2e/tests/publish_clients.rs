@@ -448,28 +448,10 @@ async fn tenants_are_managed_and_published_to_from_python_node_and_the_data_api(
 /// `verify.py`'s verdicts for `deliveries` (Standard Webhooks' Python
 /// library): true, or the library's error.
 async fn standard_webhooks_verify(deliveries: &[serde_json::Value]) -> Vec<serde_json::Value> {
-    use std::io::Write as _;
-    let input: String = deliveries.iter().map(|d| format!("{d}\n")).collect();
-    let output = tokio::task::spawn_blocking(move || {
-        let mut child = Command::new(hookbox_testkit::python::python())
-            .arg("verify.py")
-            .current_dir(scripts())
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()?;
-        if let Some(mut stdin) = child.stdin.take() {
-            stdin.write_all(input.as_bytes())?;
-        }
-        child.wait_with_output()
+    let deliveries = deliveries.to_vec();
+    tokio::task::spawn_blocking(move || {
+        hookbox_testkit::python::standard_webhooks_verify(&deliveries)
     })
     .await
-    .expect("join")
-    .expect("run verify.py (tools/dev setup test installs standardwebhooks)");
-    assert!(
-        output.status.success(),
-        "verify.py failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("a JSON list of verdicts")
+    .expect("verify.py")
 }

@@ -1,5 +1,5 @@
 //! The Python interpreter that runs the tests' Python tools (moto, cfn-lint,
-//! aws-sam-translator).
+//! aws-sam-translator, Standard Webhooks' library).
 //!
 //! `tools/dev setup test` installs them into the project's virtual
 //! environment, never into the system interpreter; the tests find them there.
@@ -52,6 +52,35 @@ pub const SAM_INSTALL_HINT: &str = "run `tools/dev setup test` (it installs the 
 /// The workspace's root directory (where `.venv` lives).
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Standard Webhooks' own Python library (`standardwebhooks`, run by
+/// `tests/e2e/publish/verify.py`) on each of `deliveries`
+/// (`{"secret", "body", "headers"}`), as a receiver checks one (signature
+/// and timestamp): `true`, or the library's error. Blocks while it runs.
+pub fn standard_webhooks_verify(deliveries: &[serde_json::Value]) -> Vec<serde_json::Value> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let input: String = deliveries.iter().map(|d| format!("{d}\n")).collect();
+    let mut child = Command::new(python())
+        .arg("verify.py")
+        .current_dir(workspace_root().join("tests/e2e/publish"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("run verify.py: {e}; {INSTALL_HINT}"));
+    let mut stdin = child.stdin.take().expect("verify.py's stdin");
+    // (written beside the read: a large input must not wait for its output)
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let output = child.wait_with_output().expect("verify.py");
+    writer.join().expect("writer").expect("write to verify.py");
+    assert!(
+        output.status.success(),
+        "verify.py failed ({INSTALL_HINT}): {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("a JSON list of verdicts")
 }
 
 #[cfg(test)]
